@@ -1,0 +1,17 @@
+"""symexec: PyTorch Dynamo's frontend in pure Python.
+
+``symexec.compile(fn)`` captures the torch operations of ``fn`` into FX graphs, guarded by a
+cache of generated replacement functions; see README.md.
+"""
+
+from .api import cache_entries, compile, recompile_reasons
+from .backends import list_backends, register_backend
+from .cache import reset
+from .config import config
+from .exc import Unsupported
+from .logs import set_logs
+
+__all__ = [
+    "Unsupported", "cache_entries", "compile", "config", "list_backends", "recompile_reasons",
+    "register_backend", "reset", "set_logs",
+]

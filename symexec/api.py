@@ -1,0 +1,108 @@
+"""The decorator and the hot path.
+
+``compile(fn)`` returns a plain function (so it binds as a method like ``fn`` would) that
+walks the cache's ``hot`` list: for each entry, newest first, one call of the generated guard
+function, and on success one call of the generated replacement. Nothing else runs on a hit.
+A miss goes to ``_Compiled.miss``: recompile reasons, the size limit, then a new trace.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import warnings
+from typing import Any, Callable
+
+from . import logs
+from .backends import lookup
+from .cache import ALL_CACHES, CacheEntry, FunctionCache
+from .config import config
+from .convert import convert_frame
+
+
+class _Compiled:
+    """Everything a compiled function knows besides its hot path."""
+
+    def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], fullgraph: bool, dynamic: bool | None) -> None:
+        self.fn = fn
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.cache = FunctionCache(fn)
+        ALL_CACHES.add(self.cache)
+
+    def miss(self, args: tuple, kwargs: dict) -> Any:
+        cache = self.cache
+        if cache.entries:
+            reasons = cache.failure_reasons(args, kwargs)
+            text = "; ".join(reasons)
+            cache.recompile_reasons.append(text)
+            if logs.enabled("recompiles"):
+                code = self.fn.__code__
+                logs.log("recompiles", "Recompiling function %s in %s:%s\n    triggered by the following guard failure(s):\n%s",
+                         code.co_name, code.co_filename, code.co_firstlineno, "\n".join(f"    - {r}" for r in reasons))
+            if len(cache.entries) >= config.cache_size_limit:
+                if not cache.limit_warned:
+                    cache.limit_warned = True
+                    warnings.warn(f"symexec: {self.fn.__qualname__} hit the cache size limit "
+                                  f"({config.cache_size_limit}); running it without compiling from now on. "
+                                  f"Last recompile reason: {text}", UserWarning, stacklevel=3)
+                return self.fn(*args, **kwargs)
+        entry = convert_frame(self.fn, args, kwargs, backend=self.backend, fullgraph=self.fullgraph,
+                              config=config, index=len(cache.entries))
+        cache.add(entry)
+        return entry.replacement(*args, **kwargs)
+
+
+def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", fullgraph: bool = False,
+            dynamic: bool | None = None) -> Any:
+    """Compile ``fn`` with symexec: ``@compile``, ``@compile(backend=...)`` or ``compile(fn, ...)``.
+
+    Tracing happens on each call that no cached entry accepts, never at decoration.
+    """
+    backend_fn = lookup(backend)
+    if not isinstance(fullgraph, bool):
+        raise TypeError(f"fullgraph must be a bool, not {type(fullgraph).__name__}")
+    if dynamic not in (None, True, False):
+        raise TypeError(f"dynamic must be None, True or False, not {dynamic!r}")
+    if fn is None:
+        return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    if not callable(fn):
+        raise TypeError(f"symexec.compile expects a function, not {type(fn).__name__}")
+    original = getattr(fn, "_symexec_original", None)
+    if original is not None:
+        fn = original
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"symexec.compile expects a Python function, not {type(fn).__name__} "
+                        "(nn.Module support comes with issue #6)")
+    state = _Compiled(fn, backend_fn, fullgraph, dynamic)
+    hot = state.cache.hot
+    miss = state.miss
+
+    @functools.wraps(fn)
+    def compiled(*args: Any, **kwargs: Any) -> Any:
+        for guard, replacement in hot:
+            if guard(*args, **kwargs):
+                return replacement(*args, **kwargs)
+        return miss(args, kwargs)
+
+    compiled._symexec = state  # type: ignore[attr-defined]
+    compiled._symexec_original = fn  # type: ignore[attr-defined]
+    return compiled
+
+
+def _state(compiled: Any) -> _Compiled:
+    state = getattr(compiled, "_symexec", None)
+    if not isinstance(state, _Compiled):
+        raise TypeError(f"expected a function returned by symexec.compile, not {type(compiled).__name__}")
+    return state
+
+
+def cache_entries(compiled: Any) -> list[CacheEntry]:
+    """The cache entries of a compiled function, newest first."""
+    return list(_state(compiled).cache.entries)
+
+
+def recompile_reasons(compiled: Any) -> list[str]:
+    """Why each retrace happened: the guard of each existing entry that rejected the call."""
+    return list(_state(compiled).cache.recompile_reasons)

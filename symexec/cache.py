@@ -1,0 +1,71 @@
+"""Cache entries and the per-function cache: newest first, a size limit, recompile reasons."""
+
+from __future__ import annotations
+
+import types
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch.fx
+
+from .guards import Guard
+
+
+@dataclass
+class CacheEntry:
+    """One trace of a function: when it applies (guards) and what runs (replacement)."""
+
+    guard: Callable[..., bool]  # one generated function, same signature as the user's
+    replacement: Callable[..., Any]  # the generated function (or the original, for a fallback)
+    guards: list[Guard]
+    first_failure: Callable[..., int]
+    graph: torch.fx.GraphModule | None = None
+    compiled_graph: Callable[..., Any] | None = None
+    fallback_reason: str | None = None
+    replacement_code: types.CodeType | None = None
+    trace_seconds: float = 0.0
+    compile_seconds: float = 0.0
+
+    def failed_guard(self, args: tuple, kwargs: dict) -> Guard | None:
+        index = self.first_failure(*args, **kwargs)
+        return self.guards[index] if 0 <= index < len(self.guards) else None
+
+
+@dataclass(eq=False)  # hashed by identity: caches live in a WeakSet
+class FunctionCache:
+    """The entries of one compiled function. ``hot`` is the hit path's view: (guard, fn) pairs."""
+
+    fn: types.FunctionType
+    entries: list[CacheEntry] = field(default_factory=list)
+    hot: list[tuple[Callable[..., bool], Callable[..., Any]]] = field(default_factory=list)
+    recompile_reasons: list[str] = field(default_factory=list)
+    limit_warned: bool = False
+
+    def add(self, entry: CacheEntry) -> None:
+        self.entries.insert(0, entry)
+        self.hot.insert(0, (entry.guard, entry.replacement))
+
+    def failure_reasons(self, args: tuple, kwargs: dict) -> list[str]:
+        """For each entry, newest first, the guard that rejected this call."""
+        reasons = []
+        for i, entry in enumerate(self.entries):
+            guard = entry.failed_guard(args, kwargs)
+            reasons.append(f"{i}: {guard.text if guard is not None else '(the guards pass now)'}")
+        return reasons
+
+    def clear(self) -> None:
+        # In place: the wrapper's fast path holds a reference to ``hot``.
+        self.entries.clear()
+        self.hot.clear()
+        self.recompile_reasons.clear()
+        self.limit_warned = False
+
+
+ALL_CACHES: "weakref.WeakSet[FunctionCache]" = weakref.WeakSet()
+
+
+def reset() -> None:
+    """Empty every cache of every compiled function."""
+    for cache in list(ALL_CACHES):
+        cache.clear()

@@ -1,0 +1,129 @@
+"""Writing bytecode: the one adapter over the ``bytecode`` package.
+
+``PyCodegen`` collects abstract instructions. It knows the pitfalls: on 3.11 a call is
+``PUSH_NULL; <callable>; <args>; PRECALL n; CALL n``, ``LOAD_GLOBAL`` takes
+``(push_null, name)``, free variables need ``COPY_FREE_VARS`` before ``RESUME`` and a
+``FreeVar`` argument, ``update_flags`` would drop ``NEWLOCALS`` (we copy flags from the
+original code), and a negative stack size is a bug in what we wrote. Version differences in
+the code we emit belong here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import dis
+import types
+from typing import Any, Iterable
+
+import torch.fx
+from bytecode import Bytecode, FreeVar, Instr
+
+from .exc import InternalError
+from .variables import VariableTracker
+
+# Flags a replacement keeps from the original code: how arguments are received.
+_KEPT_FLAGS = 0x01 | 0x02 | 0x04 | 0x08 | 0x10  # OPTIMIZED, NEWLOCALS, VARARGS, VARKEYWORDS, NESTED
+_BUILD = {tuple: "BUILD_TUPLE", list: "BUILD_LIST", set: "BUILD_SET", slice: "BUILD_SLICE"}
+
+
+class PyCodegen:
+    def __init__(self, lineno: int) -> None:
+        self.instructions: list[Instr] = []
+        self.lineno = lineno
+        # Graph outputs: node -> (local holding the output tuple, index).
+        self.graph_outputs: dict[torch.fx.Node, tuple[str, int]] = {}
+
+    def emit(self, name: str, arg: Any = None) -> None:
+        if arg is None and name not in ("LOAD_CONST",):
+            self.instructions.append(Instr(name, lineno=self.lineno))
+        else:
+            self.instructions.append(Instr(name, arg, lineno=self.lineno))
+
+    # -- loads (the LoadEmitter protocol of source.py) ---------------------------------------
+    def load_fast(self, name: str) -> None:
+        self.emit("LOAD_FAST", name)
+
+    def load_global(self, name: str, push_null: bool = False) -> None:
+        self.emit("LOAD_GLOBAL", (push_null, name))
+
+    def load_deref(self, name: str) -> None:
+        self.emit("LOAD_DEREF", FreeVar(name))
+
+    def load_attr(self, name: str) -> None:
+        self.emit("LOAD_ATTR", name)
+
+    def load_const(self, value: Any) -> None:
+        self.emit("LOAD_CONST", value)
+
+    def subscr(self) -> None:
+        self.emit("BINARY_SUBSCR")
+
+    def store_fast(self, name: str) -> None:
+        self.emit("STORE_FAST", name)
+
+    def push_null(self) -> None:
+        self.emit("PUSH_NULL")
+
+    def get_iter(self) -> None:
+        self.emit("GET_ITER")
+
+    # -- building values -----------------------------------------------------------------------
+    def build(self, cls: type, count: int) -> None:
+        if cls is dict:
+            self.emit("BUILD_MAP", count)
+        else:
+            self.emit(_BUILD[cls], count)
+
+    def call(self, nargs: int) -> None:
+        """Call the callable below ``nargs`` arguments; a NULL must sit below the callable."""
+        self.emit("PRECALL", nargs)
+        self.emit("CALL", nargs)
+
+    def call_const(self, fn: Any, emit_args: Any) -> None:
+        """``fn(*args)`` where ``fn`` travels as a constant of the generated code."""
+        self.push_null()
+        self.load_const(fn)
+        args = emit_args()
+        self.call(len(args))
+
+    def reconstruct(self, var: VariableTracker) -> None:
+        """Push the object ``var`` stands for: a graph output, a source, or rebuilt by the tracker."""
+        node = getattr(var, "node", None)
+        if node is not None and node in self.graph_outputs and var.source is None:
+            local, index = self.graph_outputs[node]
+            self.load_fast(local)
+            self.load_const(index)
+            self.subscr()
+            return
+        var.reconstruct(self)
+
+    # -- the code object ----------------------------------------------------------------------
+    def assemble(self, template: types.CodeType, name: str, body: Iterable[Instr] | None = None) -> types.CodeType:
+        """A code object with ``template``'s signature, free variables and flags, running our instructions."""
+        prologue = []
+        if template.co_freevars:
+            prologue.append(Instr("COPY_FREE_VARS", len(template.co_freevars), lineno=self.lineno))
+        prologue.append(Instr("RESUME", 0, lineno=self.lineno))
+        bc = Bytecode([*prologue, *(body if body is not None else self.instructions)])
+        nargs = template.co_argcount + template.co_kwonlyargcount + bool(template.co_flags & 0x04) + bool(template.co_flags & 0x08)
+        bc.argnames = list(template.co_varnames[:nargs])
+        bc.argcount = template.co_argcount
+        bc.posonlyargcount = template.co_posonlyargcount
+        bc.kwonlyargcount = template.co_kwonlyargcount
+        bc.name = name
+        bc.qualname = name
+        bc.filename = template.co_filename
+        bc.first_lineno = template.co_firstlineno
+        bc.freevars = list(template.co_freevars)
+        bc.cellvars = []
+        bc.flags = template.co_flags & _KEPT_FLAGS
+        try:
+            stacksize = bc.compute_stacksize()
+        except Exception as e:
+            raise InternalError(f"generated code for {name} is malformed: {e}") from e
+        if stacksize < 0:
+            raise InternalError(f"generated code for {name} has a negative stack size")
+        return bc.to_code()
+
+
+def disassemble(code: types.CodeType) -> str:
+    return dis.Bytecode(code).dis()

@@ -1,0 +1,20 @@
+"""The one configuration object of symexec. Handlers read it through the translator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Config:
+    # Entries kept per compiled function; past it symexec warns once and runs the original.
+    cache_size_limit: int = 8
+    # Make symexec's own bugs raise instead of falling back to eager (for our tests).
+    raise_on_internal_error: bool = False
+    # How deep user functions are inlined before the tracer gives up.
+    max_inline_depth: int = 32
+    # Longest repr of a tracker in the instruction trace.
+    trace_repr_limit: int = 80
+
+
+config = Config()

@@ -1,0 +1,48 @@
+"""The three error worlds of symexec, kept apart.
+
+* A user's own exception propagates unchanged (symexec never wraps it).
+* ``Unsupported`` means the tracer met something it cannot model; the caller turns it into a
+  graph break or runs the original function. It is public so that ``fullgraph=True`` users can
+  catch it.
+* ``InternalError`` is a broken invariant of symexec itself. It names the instruction and the
+  user's ``file:line``; by default it falls back to eager with a warning.
+"""
+
+from __future__ import annotations
+
+
+class SymexecError(Exception):
+    """Base class of every error symexec raises on its own behalf."""
+
+
+class Unsupported(SymexecError):
+    """The tracer cannot model this code; the frame breaks or runs as the original function."""
+
+    def __init__(self, reason: str, *, hint: str = "") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.hint = hint
+        # Filled by the translator when the error passes through it: the user's location.
+        self.filename: str | None = None
+        self.lineno: int | None = None
+        self.source_line: str = ""
+
+    def add_location(self, filename: str, lineno: int | None, source_line: str) -> None:
+        if self.filename is None:
+            self.filename, self.lineno, self.source_line = filename, lineno, source_line
+
+    def __str__(self) -> str:
+        text = self.reason
+        if self.filename is not None:
+            text += f"\n  at {self.filename}:{self.lineno}: {self.source_line.strip()}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class InternalError(SymexecError):
+    """A bug in symexec: an invariant that should always hold did not."""
+
+
+def unimplemented(reason: str, *, hint: str = "") -> "NoReturn":  # noqa: F821
+    raise Unsupported(reason, hint=hint)

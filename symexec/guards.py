@@ -1,0 +1,221 @@
+"""Guards: the conditions under which a cache entry may be reused.
+
+Guards are written on sources. Each has a human text in the design document's notation
+(``L['b'] == 'Hello'``, ``len(L['l']) == 2``) and a Python expression over the compiled
+function's own parameters. All guards of an entry compile into ONE generated Python function
+with the same signature as the user's function: a flat ``and`` of the expressions, so a cache
+hit is one call with no dict building and no ``inspect``. A second generated function, run only
+on a miss, returns the index of the first guard that fails: the recompile reason.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .source import Source
+
+
+class GuardKind(enum.Enum):
+    TYPE_MATCH = "type"
+    ID_MATCH = "id"
+    EQUALS_MATCH = "equals"
+    LEN_MATCH = "len"
+    TENSOR_MATCH = "tensor"
+    TENSOR_ALIAS = "alias"
+    GLOBAL_STATE = "global_state"
+    SHAPE = "shape"
+
+
+@dataclass(frozen=True)
+class Guard:
+    kind: GuardKind
+    text: str  # what users read: L['b'] == 'Hello'
+    expr: str  # what the guard function evaluates: b == 'Hello'
+    source: Source | None = None
+    # The user line whose tracing created the guard (for explain and the guards log).
+    filename: str | None = field(default=None, compare=False)
+    lineno: int | None = field(default=None, compare=False)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _literal(value: Any) -> str | None:
+    """A repr that evaluates back to an equal value of the same type, or None."""
+    if value is None or isinstance(value, (bool, int, str, bytes)):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else None
+    if isinstance(value, tuple) and type(value) is tuple:
+        parts = [_literal(v) for v in value]
+        if all(p is not None for p in parts):
+            return "(" + "".join(p + ", " for p in parts) + ")"  # type: ignore[operator]
+    return None
+
+
+class GuardSet:
+    """The guards of one trace, deduplicated, in the order they were installed."""
+
+    def __init__(self) -> None:
+        self.guards: list[Guard] = []
+        self._seen: set[tuple[GuardKind, str]] = set()
+        # Objects the generated function refers to: ___obj_0, ___obj_1, ...
+        self.namespace: dict[str, Any] = {}
+        self._object_names: dict[int, str] = {}
+        self.location: tuple[str | None, int | None] = (None, None)
+
+    def _const(self, value: Any) -> str:
+        name = self._object_names.get(id(value))
+        if name is None:
+            name = f"___obj_{len(self._object_names)}"
+            self._object_names[id(value)] = name
+            self.namespace[name] = value
+        return name
+
+    def add(self, kind: GuardKind, text: str, expr: str, source: Source | None = None) -> None:
+        key = (kind, expr)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        filename, lineno = self.location
+        self.guards.append(Guard(kind, text, expr, source, filename, lineno))
+
+    # -- the guard kinds ------------------------------------------------------------------
+    def type_match(self, source: Source, value: Any) -> None:
+        cls = type(value)
+        self.add(
+            GuardKind.TYPE_MATCH,
+            f"type({source.name()}) is {cls.__qualname__}",
+            f"type({source.expr()}) is {self._const(cls)}",
+            source,
+        )
+
+    def id_match(self, source: Source, value: Any) -> None:
+        label = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or type(value).__name__
+        self.add(
+            GuardKind.ID_MATCH,
+            f"{source.name()} is {label}",
+            f"{source.expr()} is {self._const(value)}",
+            source,
+        )
+
+    def equals_match(self, source: Source, value: Any) -> None:
+        """Type and value of a constant that the trace used."""
+        if value is None or isinstance(value, bool) or value is Ellipsis or value is NotImplemented:
+            self.add(GuardKind.ID_MATCH, f"{source.name()} is {value!r}", f"{source.expr()} is {value!r}", source)
+            return
+        self.type_match(source, value)
+        literal = _literal(value)
+        if literal is None:
+            literal = self._const(value)
+        self.add(GuardKind.EQUALS_MATCH, f"{source.name()} == {value!r}", f"{source.expr()} == {literal}", source)
+
+    def len_match(self, source: Source, length: int) -> None:
+        self.add(GuardKind.LEN_MATCH, f"len({source.name()}) == {length}", f"len({source.expr()}) == {length}", source)
+
+    def tensor_match(self, source: Source, value: torch.Tensor, static_dims: tuple[bool, ...] | None = None) -> None:
+        """Type, dtype, device, requires_grad, and (static) size and stride of a tensor input."""
+        e = source.expr()
+        size, stride = tuple(value.size()), tuple(value.stride())
+        parts = [
+            f"type({e}) is {self._const(type(value))}",
+            f"{e}.dtype is {self._const(value.dtype)}",
+            f"{e}.device == {self._const(value.device)}",
+            f"{e}.requires_grad is {value.requires_grad}",
+        ]
+        if static_dims is None:
+            parts += [f"{e}.size() == {size!r}", f"{e}.stride() == {stride!r}"]
+            shape_text = f", size={list(size)}, stride={list(stride)}"
+        else:
+            parts.append(f"{e}.dim() == {value.dim()}")
+            shape_text = ", size=[" + ", ".join(str(s) if st else "None" for s, st in zip(size, static_dims)) + "]"
+            for i, static in enumerate(static_dims):
+                if static:
+                    parts.append(f"{e}.size({i}) == {size[i]}")
+        text = (
+            f"check_tensor({source.name()}, {type(value).__name__}, {value.dtype}, device={value.device}, "
+            f"requires_grad={value.requires_grad}{shape_text})"
+        )
+        self.add(GuardKind.TENSOR_MATCH, text, " and ".join(parts), source)
+
+    def alias(self, source: Source, other: Source) -> None:
+        self.add(GuardKind.TENSOR_ALIAS, f"{source.name()} is {other.name()}", f"{source.expr()} is {other.expr()}", source)
+
+    def grad_mode(self, enabled: bool) -> None:
+        self.add(
+            GuardKind.GLOBAL_STATE,
+            f"torch.is_grad_enabled() == {enabled}",
+            f"___grad_enabled() is {enabled}",
+        )
+
+    def shape(self, text: str, expr: str) -> None:
+        self.add(GuardKind.SHAPE, text, expr)
+
+
+@dataclass
+class CompiledGuards:
+    check: types.FunctionType  # same signature as the user's function -> bool
+    first_failure: types.FunctionType  # same signature -> index of the first failing guard, or -1
+    guards: list[Guard]
+
+
+def signature_text(code: types.CodeType) -> str:
+    """The parameter list of ``code`` without defaults (they are attached afterwards)."""
+    names = code.co_varnames
+    npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    params = list(names[:npos])
+    if nposonly:
+        params.insert(nposonly, "/")
+    idx = npos + nkw
+    if code.co_flags & 0x04:  # CO_VARARGS
+        params.append("*" + names[idx])
+        idx += 1
+    elif nkw:
+        params.append("*")
+    params.extend(names[npos : npos + nkw])
+    if code.co_flags & 0x08:  # CO_VARKEYWORDS
+        params.append("**" + names[idx])
+    return ", ".join(params)
+
+
+def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuards:
+    """Compile every guard into one function with ``fn``'s signature, plus its explainer."""
+    guards = guard_set.guards
+    params = signature_text(fn.__code__)
+    condition = " and ".join(f"({g.expr})" for g in guards) or "True"
+    checks = "".join(f"        if not ({g.expr}): return {i}\n" for i, g in enumerate(guards))
+    source = (
+        f"def ___guard({params}):\n"
+        f"    try:\n        return {condition}\n    except Exception:\n        return False\n"
+        f"def ___first_failure({params}):\n"
+        f"    ___i = 0\n"
+        f"    try:\n{checks or '        pass'}\n"
+        f"    except Exception:\n        return ___i\n"
+        f"    return -1\n"
+    )
+    if checks:
+        # Keep ___i current so that a guard that raises is the one reported.
+        source = source.replace("        if not (", "        ___i += 1\n        if not (").replace(
+            "    ___i = 0", "    ___i = -1"
+        )
+    namespace: dict[str, Any] = {
+        "___G": fn.__globals__,
+        "___B": fn.__globals__.get("__builtins__", __builtins__),
+        "___closure": fn.__closure__,
+        "___grad_enabled": torch.is_grad_enabled,
+        **guard_set.namespace,
+    }
+    if isinstance(namespace["___B"], types.ModuleType):
+        namespace["___B"] = namespace["___B"].__dict__
+    exec(compile(source, f"<symexec guards of {fn.__qualname__}>", "exec"), namespace)
+    check, first_failure = namespace["___guard"], namespace["___first_failure"]
+    for generated in (check, first_failure):
+        generated.__defaults__ = fn.__defaults__
+        generated.__kwdefaults__ = fn.__kwdefaults__
+    return CompiledGuards(check, first_failure, list(guards))

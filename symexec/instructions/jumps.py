@@ -1,0 +1,63 @@
+"""Jumps and loops. Every condition must be known while tracing (SPEC §2); a condition on a
+tensor's value is data-dependent and unsupported (a graph break from issue #4 on)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..variables import ConstantVariable, IteratorVariable, identical
+from .registry import instruction
+
+_NONE = ConstantVariable(None)
+
+
+@instruction("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_NO_INTERRUPT", "JUMP")
+def JUMP(tx: Any, inst: Any) -> None:
+    tx.jump(inst.arg)
+
+
+def _register_pop_jump(names: tuple[str, ...], taken: Any) -> None:
+    @instruction(*names, pops=1)
+    def pop_jump(tx: Any, inst: Any, value: Any) -> None:
+        if taken(tx, value):
+            tx.jump(inst.arg)
+
+
+_register_pop_jump(("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_IF_TRUE"),
+                   lambda tx, v: v.truth(tx))
+_register_pop_jump(("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_FALSE"),
+                   lambda tx, v: not v.truth(tx))
+_register_pop_jump(("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_IF_NONE"),
+                   lambda tx, v: identical(v, _NONE))
+_register_pop_jump(("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE"),
+                   lambda tx, v: not identical(v, _NONE))
+
+
+@instruction("JUMP_IF_TRUE_OR_POP", pops=1)
+def JUMP_IF_TRUE_OR_POP(tx: Any, inst: Any, value: Any) -> Any:
+    if value.truth(tx):
+        tx.jump(inst.arg)
+        return value  # the jump keeps the value on the stack
+    return None
+
+
+@instruction("JUMP_IF_FALSE_OR_POP", pops=1)
+def JUMP_IF_FALSE_OR_POP(tx: Any, inst: Any, value: Any) -> Any:
+    if not value.truth(tx):
+        tx.jump(inst.arg)
+        return value
+    return None
+
+
+@instruction("GET_ITER", pops=1, pushes=1)
+def GET_ITER(tx: Any, inst: Any, iterable: Any) -> Any:
+    return iterable if isinstance(iterable, IteratorVariable) else IteratorVariable(iterable.unpack(tx))
+
+
+@instruction("FOR_ITER", pops=1, pushes=2)
+def FOR_ITER(tx: Any, inst: Any, iterator: Any) -> Any:
+    item = iterator.next_item()
+    if item is None:  # exhausted: pop the iterator and leave the loop
+        tx.jump(inst.arg)
+        return None
+    return iterator, item

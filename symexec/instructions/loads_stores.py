@@ -1,0 +1,85 @@
+"""Loads and stores: locals, constants, globals and builtins, closure cells."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exc import Unsupported
+from ..variables import NULL, CellVariable, wrap_constant
+from ..variables.constant import ConstantVariable
+from .registry import instruction
+
+
+@instruction("LOAD_FAST", "LOAD_FAST_CHECK", pushes=1)
+def LOAD_FAST(tx: Any, inst: Any) -> Any:
+    return tx.get_local(inst.arg)
+
+
+@instruction("STORE_FAST", pops=1)
+def STORE_FAST(tx: Any, inst: Any, value: Any) -> None:
+    tx.set_local(inst.arg, value)
+
+
+@instruction("DELETE_FAST")
+def DELETE_FAST(tx: Any, inst: Any) -> None:
+    tx.get_local(inst.arg)  # raises like CPython when unbound
+    tx.delete_local(inst.arg)
+
+
+@instruction("LOAD_CONST", pushes=1)
+def LOAD_CONST(tx: Any, inst: Any) -> Any:
+    value = inst.arg
+    if type(value).__name__ == "code":
+        return ConstantVariable(value)  # consumed by MAKE_FUNCTION
+    return wrap_constant(value)
+
+
+@instruction("LOAD_GLOBAL", pushes=lambda arg: 1 + bool(arg[0]))
+def LOAD_GLOBAL(tx: Any, inst: Any) -> Any:
+    push_null, name = inst.arg
+    value = tx.load_global(name)
+    return (NULL, value) if push_null else value
+
+
+@instruction("STORE_GLOBAL", pops=1)
+def STORE_GLOBAL(tx: Any, inst: Any, value: Any) -> None:
+    raise Unsupported(f"rebinding the global {inst.arg!r}", hint="side effects on globals are replayed from issue #4 on")
+
+
+@instruction("MAKE_CELL")
+def MAKE_CELL(tx: Any, inst: Any) -> None:
+    name = inst.arg.name
+    contents = tx.get_local(name) if tx.has_local(name) else None
+    if contents is not None:
+        tx.delete_local(name)
+    tx.cells[name] = CellVariable(contents)
+
+
+@instruction("LOAD_CLOSURE", pushes=1)
+def LOAD_CLOSURE(tx: Any, inst: Any) -> Any:
+    return tx.cells[inst.arg.name]
+
+
+@instruction("LOAD_DEREF", pushes=1)
+def LOAD_DEREF(tx: Any, inst: Any) -> Any:
+    cell = tx.cells[inst.arg.name]
+    if cell.contents is None:
+        raise Unsupported(f"free variable {inst.arg.name!r} referenced before assignment")
+    return cell.contents
+
+
+@instruction("STORE_DEREF", pops=1)
+def STORE_DEREF(tx: Any, inst: Any, value: Any) -> None:
+    cell = tx.cells[inst.arg.name]
+    if cell.pre_existing:
+        raise Unsupported(f"writing the nonlocal {inst.arg.name!r} of an enclosing function",
+                          hint="side effects on closure cells are replayed from issue #4 on")
+    cell.contents = value
+
+
+@instruction("DELETE_DEREF")
+def DELETE_DEREF(tx: Any, inst: Any) -> None:
+    cell = tx.cells[inst.arg.name]
+    if cell.pre_existing:
+        raise Unsupported(f"deleting the nonlocal {inst.arg.name!r}")
+    cell.contents = None

@@ -1,0 +1,83 @@
+"""Debug artifacts: one switch each, ``SYMEXEC_LOGS=graph_code,guards`` or ``set_logs(...)``.
+
+Every artifact is a ``logging`` logger named ``symexec.<artifact>``. Switching one on sets its
+level to INFO and gives it a handler on stderr; switched off, it sits at WARNING, and callers
+check ``enabled(name)`` before they format anything, so an artifact that is off costs a dict
+lookup.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+ARTIFACTS = (
+    "graph_code",
+    "guards",
+    "recompiles",
+    "bytecode",
+    "graph_breaks",
+    "trace",
+    "graph_sizes",
+    "debug",
+)
+
+_loggers = {name: logging.getLogger(f"symexec.{name}") for name in ARTIFACTS}
+_enabled: dict[str, bool] = dict.fromkeys(ARTIFACTS, False)
+_handler = logging.StreamHandler(sys.stderr)
+_handler.setFormatter(logging.Formatter("[symexec.%(name_short)s] %(message)s"))
+
+
+class _ShortName(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.name_short = record.name.removeprefix("symexec.")
+        return True
+
+
+_handler.addFilter(_ShortName())
+
+
+def set_logs(spec: str | list[str] | tuple[str, ...] | None = None) -> None:
+    """Switch artifacts on by name (comma-separated string or a list); None or "" turns all off."""
+    if spec is None:
+        names: list[str] = []
+    elif isinstance(spec, str):
+        names = [part.strip() for part in spec.split(",") if part.strip()]
+    elif isinstance(spec, (list, tuple)) and all(isinstance(part, str) for part in spec):
+        names = list(spec)
+    else:
+        raise TypeError(f"set_logs() takes a comma-separated string or a list of names, not {spec!r}")
+    if "all" in names:
+        names = list(ARTIFACTS)
+    unknown = [name for name in names if name not in ARTIFACTS]
+    if unknown:
+        raise ValueError(f"unknown log artifact(s) {unknown}; known: {', '.join(ARTIFACTS)}")
+    for name, logger in _loggers.items():
+        on = name in names
+        _enabled[name] = on
+        logger.setLevel(logging.INFO if on else logging.WARNING)
+        if on and _handler not in logger.handlers:
+            logger.addHandler(_handler)
+            logger.propagate = False
+        elif not on and _handler in logger.handlers:
+            logger.removeHandler(_handler)
+            logger.propagate = True
+
+
+def enabled(name: str) -> bool:
+    """Is this artifact on? Checked before any formatting work."""
+    return _enabled[name] or _loggers[name].isEnabledFor(logging.INFO)
+
+
+def log(name: str, message: str, *args: object) -> None:
+    _loggers[name].info(message, *args)
+
+
+def get_logger(name: str) -> logging.Logger:
+    return _loggers[name]
+
+
+# Loggers sit at WARNING unless switched on, so a user's ``basicConfig(level=INFO)`` does not
+# turn every artifact on by accident.
+set_logs(os.environ.get("SYMEXEC_LOGS") or None)

@@ -1,0 +1,156 @@
+"""Sources: how to re-fetch a value from the frame at entry.
+
+Each source is a frozen, hashable dataclass that does three jobs:
+
+* ``name()`` renders it in guard notation (``L['x']``, ``G['w']``, ``L['l'][0]``,
+  ``L['self'].weight``): what users read in guards and recompile reasons;
+* ``expr()`` renders it as a Python expression valid inside the generated guard function,
+  whose parameters are the compiled function's own (``x``, ``___G['w']``, ``l[0]``);
+* ``emit_load(cg)`` writes the bytecode that pushes the value inside generated code.
+
+Sources are also the keys of guards and of aliasing: two trackers with the same source stand
+for the same object.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class LoadEmitter(Protocol):
+    """The part of the code generator a source needs (see ``codegen.PyCodegen``)."""
+
+    def load_fast(self, name: str) -> None: ...
+    def load_global(self, name: str) -> None: ...
+    def load_deref(self, name: str) -> None: ...
+    def load_attr(self, name: str) -> None: ...
+    def load_const(self, value: Any) -> None: ...
+    def subscr(self) -> None: ...
+
+
+class Source:
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def expr(self) -> str:
+        raise NotImplementedError
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        raise NotImplementedError
+
+    def root(self) -> "Source":
+        return self
+
+    def __str__(self) -> str:
+        return self.name()
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    """An argument or local of the compiled frame: ``L['x']``."""
+
+    local: str
+
+    def name(self) -> str:
+        return f"L[{self.local!r}]"
+
+    def expr(self) -> str:
+        return self.local
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.load_fast(self.local)
+
+
+@dataclass(frozen=True)
+class GlobalSource(Source):
+    """A global of the compiled function's module: ``G['w']``."""
+
+    global_name: str
+
+    def name(self) -> str:
+        return f"G[{self.global_name!r}]"
+
+    def expr(self) -> str:
+        return f"___G[{self.global_name!r}]"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.load_global(self.global_name)
+
+
+@dataclass(frozen=True)
+class BuiltinSource(Source):
+    """A builtin reached through LOAD_GLOBAL: ``G['__builtins__']['len']``."""
+
+    builtin: str
+
+    def name(self) -> str:
+        return f"G['__builtins__'][{self.builtin!r}]"
+
+    def expr(self) -> str:
+        return f"___B[{self.builtin!r}]"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.load_global(self.builtin)
+
+
+@dataclass(frozen=True)
+class ClosureSource(Source):
+    """A free variable of the compiled function, read through its cell: shown as ``L['n']``."""
+
+    var: str
+    index: int
+
+    def name(self) -> str:
+        return f"L[{self.var!r}]"
+
+    def expr(self) -> str:
+        return f"___closure[{self.index}].cell_contents"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.load_deref(self.var)
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    base: Source
+    member: str
+
+    def name(self) -> str:
+        return f"{self.base.name()}.{self.member}"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}.{self.member}"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        self.base.emit_load(cg)
+        cg.load_attr(self.member)
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclass(frozen=True)
+class GetItemSource(Source):
+    base: Source
+    index: Any  # a hashable constant: int, str, ...
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.index!r}]"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}[{self.index!r}]"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        self.base.emit_load(cg)
+        cg.load_const(self.index)
+        cg.subscr()
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+def placeholder_name(source: Source) -> str:
+    """Graph input name after its source, like Dynamo's: ``L['x']`` -> ``l_x_``."""
+    return re.sub(r"[^a-zA-Z0-9]+", "_", source.name()).lower()

@@ -1,0 +1,241 @@
+"""The symbolic interpreter: CPython 3.11 bytecode over trackers.
+
+``InstructionTranslator`` runs one frame: it owns the stack, the locals, the cells and the
+instruction pointer, and dispatches every instruction by opcode name to a handler of the
+``instructions`` package. ``inline_call`` runs a callee's code in a child translator that
+shares the output graph and the guards, so the callee's torch operations land in the same
+graph.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import linecache
+import types
+from typing import Any
+
+from bytecode import Bytecode, Instr, Label
+
+from . import logs
+from .config import Config
+from .exc import InternalError, Unsupported
+from .guards import GuardSet
+from .instructions import DISPATCH
+from .output_graph import OutputGraph
+from .source import AttrSource, BuiltinSource, ClosureSource, GetItemSource, GlobalSource, LocalSource, Source
+from .variables import VariableBuilder, VariableTracker
+from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFunctionVariable, real_cell
+
+_UNBOUND = object()
+
+
+class _Program:
+    """A code object's instructions as a flat list, with jump labels resolved to indices."""
+
+    _cache: dict[types.CodeType, "_Program"] = {}
+
+    def __init__(self, code: types.CodeType) -> None:
+        self.code = code
+        self.instructions: list[Instr] = []
+        self.labels: dict[Label, int] = {}
+        lineno = code.co_firstlineno
+        for item in Bytecode.from_code(code):
+            if isinstance(item, Label):
+                self.labels[item] = len(self.instructions)
+            elif isinstance(item, Instr):
+                if isinstance(item.lineno, int):
+                    lineno = item.lineno
+                else:
+                    item = Instr(item.name, item.arg, lineno=lineno) if item.has_arg() else Instr(item.name, lineno=lineno)
+                self.instructions.append(item)
+            # TryBegin/TryEnd and SetLineno: exception handling is issue #6.
+
+    @classmethod
+    def of(cls, code: types.CodeType) -> "_Program":
+        program = cls._cache.get(code)
+        if program is None:
+            program = cls._cache[code] = cls(code)
+        return program
+
+
+class InstructionTranslator:
+    """Symbolically runs one frame of user code."""
+
+    def __init__(self, code: types.CodeType, f_globals: dict[str, Any], output: OutputGraph, config: Config, *,
+                 globals_source: Source | None = None, parent: "InstructionTranslator | None" = None) -> None:
+        self.code = code
+        self.f_globals = f_globals
+        self.output = output
+        self.guards: GuardSet = output.guards
+        self.config = config
+        self.parent = parent
+        self.depth = parent.depth + 1 if parent else 0
+        # Where this frame's globals come from, for the sources of what it reads there:
+        # None means the compiled function's own globals (G['name']).
+        self.globals_source = globals_source
+        self.program = _Program.of(code)
+        self.builder = VariableBuilder(self)
+        self.stack: list[VariableTracker] = []
+        self.locals: dict[str, VariableTracker] = {}
+        self._unwrapped: dict[str, Any] = {}  # root arguments, wrapped on first read
+        self.cells: dict[str, CellVariable] = {}
+        self.kw_names: tuple[str, ...] = ()
+        self.ip = 0
+        self.done = False
+        self.return_value: VariableTracker | None = None
+        self.instruction: Instr | None = None
+
+    # -- set-up ------------------------------------------------------------------------------
+    @classmethod
+    def for_function(cls, fn: types.FunctionType, args: tuple, kwargs: dict, output: OutputGraph, config: Config) -> "InstructionTranslator":
+        """The root translator of a compiled function called with real arguments."""
+        tx = cls(fn.__code__, fn.__globals__, output, config)
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound.apply_defaults()
+        tx._unwrapped = dict(bound.arguments)
+        for i, name in enumerate(fn.__code__.co_freevars):
+            tx.cells[name] = real_cell(tx, fn.__closure__[i], ClosureSource(name, i))  # type: ignore[index]
+        return tx
+
+    # -- what handlers use ----------------------------------------------------------------------
+    def wrap(self, value: Any, source: Source | None) -> VariableTracker:
+        return self.builder(value, source)
+
+    def has_local(self, name: str) -> bool:
+        return name in self.locals or name in self._unwrapped
+
+    def get_local(self, name: str) -> VariableTracker:
+        var = self.locals.get(name)
+        if var is None:
+            value = self._unwrapped.pop(name, _UNBOUND)
+            if value is _UNBOUND:
+                raise Unsupported(f"UnboundLocalError: local variable {name!r} referenced before assignment")
+            var = self.locals[name] = self.wrap(value, LocalSource(name))
+        return var
+
+    def set_local(self, name: str, value: VariableTracker) -> None:
+        self._unwrapped.pop(name, None)
+        self.locals[name] = value
+
+    def delete_local(self, name: str) -> None:
+        self._unwrapped.pop(name, None)
+        self.locals.pop(name, None)
+
+    def peek(self, depth: int) -> VariableTracker:
+        return self.stack[-depth]
+
+    def jump(self, label: Label) -> None:
+        self.ip = self.program.labels[label]
+
+    def finish(self, value: VariableTracker) -> None:
+        self.return_value = value
+        self.done = True
+
+    def load_global(self, name: str) -> VariableTracker:
+        if name in self.f_globals:
+            if self.globals_source is None:
+                source: Source | None = GlobalSource(name)
+            else:
+                source = GetItemSource(self.globals_source, name)
+            return self.wrap(self.f_globals[name], source)
+        f_builtins = self.f_globals.get("__builtins__", builtins)
+        if isinstance(f_builtins, types.ModuleType):
+            f_builtins = f_builtins.__dict__
+        if name in f_builtins:
+            return self.wrap(f_builtins[name], BuiltinSource(name) if self.globals_source is None else None)
+        raise Unsupported(f"NameError: name {name!r} is not defined")
+
+    def call(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return fn.call_function(self, args, kwargs)
+
+    def inline_call(self, fn: BaseUserFunctionVariable, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.depth + 1 > self.config.max_inline_depth:
+            raise Unsupported(f"inlining deeper than {self.config.max_inline_depth} calls ({fn.describe()})")
+        globals_source = self.globals_source
+        if fn.f_globals is not self.f_globals:
+            if isinstance(fn, UserFunctionVariable) and fn.source is not None:
+                globals_source = AttrSource(fn.source, "__globals__")
+            else:
+                globals_source = None
+                if fn.f_globals is not self.root().f_globals:
+                    raise Unsupported(f"calling {fn.describe()} from another module without a source for its globals")
+        child = InstructionTranslator(fn.code, fn.f_globals, self.output, self.config, globals_source=globals_source, parent=self)
+        child.locals = fn.bind(self, args, kwargs)
+        for name, cell in zip(fn.code.co_freevars, fn.closure_cells(self)):
+            child.cells[name] = cell
+        child.run()
+        self.output.location = self.location()  # back to the caller's line
+        assert child.return_value is not None
+        return child.return_value
+
+    def root(self) -> "InstructionTranslator":
+        tx = self
+        while tx.parent is not None:
+            tx = tx.parent
+        return tx
+
+    # -- the loop -------------------------------------------------------------------------------
+    def location(self) -> tuple[str, int | None, str]:
+        lineno = self.instruction.lineno if self.instruction is not None else self.code.co_firstlineno
+        return self.code.co_filename, lineno, self.code.co_name
+
+    def run(self) -> None:
+        instructions = self.program.instructions
+        trace = logs.enabled("trace")
+        while not self.done:
+            inst = self.instruction = instructions[self.ip]
+            self.ip += 1
+            self.output.location = location = (self.code.co_filename, inst.lineno, self.code.co_name)
+            self.guards.location = location[:2]
+            if trace:
+                self._log_trace(inst)
+            self.step(inst)
+
+    def step(self, inst: Instr) -> None:
+        spec = DISPATCH.get(inst.name)
+        try:
+            if spec is None:
+                raise Unsupported(f"the {inst.name} instruction is not supported yet")
+            pops, _ = spec.effect(inst.arg)
+            if pops:
+                if len(self.stack) < pops:
+                    raise InternalError(f"{inst.name} pops {pops} from a stack of {len(self.stack)}")
+                args = self.stack[-pops:]
+                del self.stack[-pops:]
+                result = spec.handler(self, inst, *args)
+            else:
+                result = spec.handler(self, inst)
+        except Unsupported as e:
+            filename, lineno, _ = self.location()
+            e.add_location(filename, lineno, linecache.getline(filename, lineno or 0))
+            raise
+        except InternalError:
+            raise
+        except Exception as e:
+            filename, lineno, _ = self.location()
+            raise InternalError(f"{type(e).__name__} in {inst.name} at {filename}:{lineno}: {e}") from e
+        if result is None:
+            return
+        if type(result) is tuple:
+            self.stack.extend(result)
+        else:
+            self.stack.append(result)
+
+    def _log_trace(self, inst: Instr) -> None:
+        limit = self.config.trace_repr_limit
+        stack = ", ".join(_capped(repr(v), limit) for v in self.stack)
+        arg = "" if not inst.has_arg() else " " + _capped(_arg_text(inst.arg), limit)
+        logs.log("trace", "TRACE %s%s [%s]", inst.name, arg, stack)
+
+
+def _arg_text(arg: Any) -> str:
+    if isinstance(arg, tuple) and len(arg) == 2 and isinstance(arg[0], bool):
+        return str(arg[1])  # LOAD_GLOBAL (push_null, name)
+    if isinstance(arg, Label):
+        return "<label>"
+    return str(getattr(arg, "name", arg)) if not isinstance(arg, (str, int)) else str(arg)
+
+
+def _capped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

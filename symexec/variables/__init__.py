@@ -1,0 +1,18 @@
+"""Trackers: one module per family of Python values (see base.py for the shared protocol)."""
+
+from .base import NULL, BoundMethodVariable, NullVariable, VariableTracker
+from .builder import VariableBuilder
+from .builtins import BuiltinVariable, identical
+from .constant import ConstantVariable, wrap_constant
+from .dicts import ConstDictVariable
+from .functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
+from .lists import BaseListVariable, IteratorVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
+from .misc import SetVariable
+from .tensor import TensorVariable, record_call
+
+__all__ = [
+    "NULL", "BaseListVariable", "BoundMethodVariable", "BuiltinVariable", "CellVariable", "ConstDictVariable",
+    "ConstantVariable", "IteratorVariable", "ListVariable", "NestedUserFunctionVariable", "NullVariable",
+    "SetVariable", "SizeVariable", "SliceVariable", "TensorVariable", "TupleVariable", "UserFunctionVariable",
+    "UserMethodVariable", "VariableBuilder", "VariableTracker", "identical", "record_call", "wrap_constant",
+]

@@ -1,0 +1,123 @@
+"""The shared protocol of every tracker.
+
+A ``VariableTracker`` stands for one Python value while the tracer runs. It knows which Python
+type it models (``python_type``), whether it is a compile-time constant
+(``as_python_constant``), how to read attributes (``var_getattr``), how to be called
+(``call_function``, ``call_method``), how to be iterated (``unpack``), and how to re-create
+the object in generated code (``reconstruct``). Every family lives in its own module here and
+says what it does not support by raising ``Unsupported``.
+
+Trackers reach the graph, the guards and the builder through ``tx``, the running translator
+(see ``TracingContext`` below for what they use of it), never through imports of higher layers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from ..exc import Unsupported
+from ..source import Source
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..guards import GuardSet
+
+
+class TracingContext(Protocol):
+    """What trackers use of the running translator."""
+
+    output: Any  # output_graph.OutputGraph
+    guards: "GuardSet"
+
+    def inline_call(self, fn: "VariableTracker", args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker": ...
+    def wrap(self, value: Any, source: Source | None) -> "VariableTracker": ...
+
+
+class VariableTracker:
+    """Base of all trackers. ``source`` says how to re-fetch the value at entry (or None)."""
+
+    def __init__(self, source: Source | None = None) -> None:
+        self.source = source
+
+    # -- what it is ------------------------------------------------------------------------
+    def python_type(self) -> type:
+        raise Unsupported(f"{type(self).__name__} has no known Python type")
+
+    def as_python_constant(self) -> Any:
+        raise Unsupported(f"{self.describe()} is not a constant known while tracing")
+
+    def is_python_constant(self) -> bool:
+        try:
+            self.as_python_constant()
+        except Unsupported:
+            return False
+        return True
+
+    def describe(self) -> str:
+        """A short name for messages: 'a tensor', 'the list', ..."""
+        return type(self).__name__.removesuffix("Variable")
+
+    # -- what it does ----------------------------------------------------------------------
+    def var_getattr(self, tx: TracingContext, name: str) -> "VariableTracker":
+        raise Unsupported(f"reading attribute {name!r} of {self.describe()}")
+
+    def call_function(self, tx: TracingContext, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker":
+        raise Unsupported(f"calling {self.describe()}")
+
+    def call_method(self, tx: TracingContext, name: str, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker":
+        # A method call is an attribute read followed by a call, unless a family knows better.
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def unpack(self, tx: TracingContext) -> list["VariableTracker"]:
+        """The items this value yields when iterated, for finite, known iterables."""
+        raise Unsupported(f"iterating over {self.describe()}")
+
+    def truth(self, tx: TracingContext) -> bool:
+        """``bool(value)`` when it is known while tracing."""
+        return bool(self.as_python_constant())
+
+    def reconstruct(self, cg: Any) -> None:
+        """Emit bytecode that pushes the Python object this tracker stands for."""
+        if self.source is not None:
+            self.source.emit_load(cg)
+            return
+        raise Unsupported(f"cannot re-create {self.describe()} in generated code")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class NullVariable(VariableTracker):
+    """CPython's NULL stack slot (PUSH_NULL, the method/NULL pair of LOAD_METHOD)."""
+
+    def describe(self) -> str:
+        return "NULL"
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.push_null()
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+
+NULL = NullVariable()
+
+
+class BoundMethodVariable(VariableTracker):
+    """``obj.name`` read as an attribute where ``obj`` handles the call itself (``call_method``)."""
+
+    def __init__(self, obj: VariableTracker, name: str, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.obj, self.name = obj, name
+
+    def describe(self) -> str:
+        return f"method {self.name!r} of {self.obj.describe()}"
+
+    def call_function(self, tx: TracingContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"BoundMethodVariable({self.obj!r}.{self.name})"
+
+
+def constants(values: Sequence[VariableTracker]) -> list[Any]:
+    return [v.as_python_constant() for v in values]

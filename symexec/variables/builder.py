@@ -1,0 +1,175 @@
+"""Wrap a real Python value, with its source, into the fitting tracker.
+
+The choice goes through a registry keyed by type: ``wrap`` walks the value's MRO and calls the
+first wrapper registered for a class on it, with one fallback, the generic user-object tracker.
+Wrapping an input also installs the guards its tracker relies on: the tensor match of a
+tensor, the type and length of a list, the identity of a function or module. Constants are
+guarded lazily, when the trace first uses their value (``constant.py``).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any, Callable
+
+import torch
+
+from ..exc import Unsupported
+from ..guards import GuardKind
+from ..source import GetItemSource, Source
+from .base import VariableTracker
+from .builtins import HANDLERS, FOLDABLE, BuiltinVariable
+from .constant import LITERAL_TYPES, ConstantVariable
+from .dicts import ConstDictVariable
+from .functions import UserFunctionVariable
+from .lists import ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
+from .misc import PythonModuleVariable, SetVariable, UserDefinedClassVariable, UserDefinedObjectVariable
+from .tensor import TensorVariable
+from .torch import TorchModuleVariable, TorchVariable, is_torch_object
+
+Wrapper = Callable[["VariableBuilder", Any, "Source | None"], VariableTracker]
+WRAPPERS: dict[type, Wrapper] = {}
+
+
+def wraps(*types_: type) -> Callable[[Wrapper], Wrapper]:
+    def register(fn: Wrapper) -> Wrapper:
+        for t in types_:
+            WRAPPERS[t] = fn
+        return fn
+    return register
+
+
+class VariableBuilder:
+    """Wraps values for one trace; ``tx`` gives access to the output graph and the guards."""
+
+    def __init__(self, tx: Any) -> None:
+        self.tx = tx
+        self.guards = tx.guards
+
+    def __call__(self, value: Any, source: Source | None) -> VariableTracker:
+        cache = self.tx.output.input_trackers
+        if source is not None and source in cache:
+            return cache[source]
+        for cls in type(value).__mro__:
+            wrapper = WRAPPERS.get(cls)
+            if wrapper is not None:
+                break
+        else:
+            wrapper = _wrap_object
+        if callable(value) and not isinstance(value, type) and is_torch_object(value) and not isinstance(value, torch.Tensor):
+            wrapper = _wrap_torch_callable
+        var = wrapper(self, value, source)
+        if source is not None:
+            cache[source] = var
+        return var
+
+
+@wraps(*LITERAL_TYPES)
+def _wrap_literal(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    return ConstantVariable(value, source, b.guards if source is not None else None)
+
+
+@wraps(torch.Tensor)
+def _wrap_tensor(b: VariableBuilder, value: torch.Tensor, source: Source | None) -> VariableTracker:
+    if source is None:
+        raise Unsupported("a tensor that cannot be re-fetched from the inputs (no source)")
+    return b.tx.output.add_tensor_input(value, source)
+
+
+@wraps(tuple, list)
+def _wrap_sequence(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is not None:
+        b.guards.type_match(source, value)
+        b.guards.len_match(source, len(value))
+    items = [b(item, GetItemSource(source, i) if source is not None else None) for i, item in enumerate(value)]
+    if isinstance(value, list):
+        return ListVariable(items, source)
+    if hasattr(type(value), "_fields"):
+        return NamedTupleVariable(items, type(value), source)
+    return TupleVariable(items, source)
+
+
+@wraps(torch.Size)
+def _wrap_size(b: VariableBuilder, value: torch.Size, source: Source | None) -> VariableTracker:
+    if source is not None:
+        b.guards.equals_match(source, tuple(value))
+    return SizeVariable([ConstantVariable(int(v)) for v in value], source)
+
+
+@wraps(dict)
+def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> VariableTracker:
+    keys = list(value)
+    if not all(isinstance(k, LITERAL_TYPES) for k in keys):
+        raise Unsupported("a dict whose keys are not constants (str, int, ...)")
+    if source is not None:
+        b.guards.type_match(source, value)
+        b.guards.add(GuardKind.EQUALS_MATCH, f"list({source.name()}.keys()) == {keys!r}",
+                     f"list({source.expr()}) == {keys!r}", source)
+    items = {k: b(v, GetItemSource(source, k) if source is not None else None) for k, v in value.items()}
+    return ConstDictVariable(items, source, user_cls=type(value))
+
+
+@wraps(range, slice, set, frozenset)
+def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is not None:
+        b.guards.type_match(source, value)
+        b.guards.add(GuardKind.EQUALS_MATCH, f"{source.name()} == {value!r}",
+                     f"{source.expr()} == {b.guards._const(value)}", source)
+    if isinstance(value, range):
+        return RangeVariable(value, source)
+    if isinstance(value, (set, frozenset)):
+        if not all(isinstance(v, LITERAL_TYPES) for v in value):
+            raise Unsupported("a set of non-constant values")
+        var = SetVariable([ConstantVariable(v) for v in value], frozen=isinstance(value, frozenset))
+        var.source = source
+        return var
+    return ConstantVariable(value)  # slice: immutable, compared by value
+
+
+@wraps(types.FunctionType)
+def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source | None) -> VariableTracker:
+    if source is not None:
+        b.guards.id_match(source, value)
+    original = getattr(value, "_symexec_original", None)
+    if original is not None:  # a symexec.compile wrapper: trace what it wraps
+        return UserFunctionVariable(original, None)
+    return UserFunctionVariable(value, source)
+
+
+@wraps(types.BuiltinFunctionType, types.BuiltinMethodType)
+def _wrap_builtin(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    # Calls fold or hit a handler (builtins.py); any other builtin is unsupported when called.
+    return BuiltinVariable(value, source)
+
+
+@wraps(type)
+def _wrap_class(b: VariableBuilder, value: type, source: Source | None) -> VariableTracker:
+    if source is not None:
+        b.guards.id_match(source, value)
+    if value in HANDLERS or value in FOLDABLE:
+        return BuiltinVariable(value, source)
+    if is_torch_object(value):
+        return TorchVariable(value, source)
+    return UserDefinedClassVariable(value, source)
+
+
+@wraps(types.ModuleType)
+def _wrap_module(b: VariableBuilder, value: types.ModuleType, source: Source | None) -> VariableTracker:
+    if source is not None:
+        b.guards.id_match(source, value)
+    if is_torch_object(value):
+        return TorchModuleVariable(value, source)
+    return PythonModuleVariable(value, source)
+
+
+def _wrap_torch_callable(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    return TorchVariable(value, source)
+
+
+def _wrap_object(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if isinstance(value, torch.nn.Module):
+        raise Unsupported(f"an nn.Module ({type(value).__qualname__}) inside a compiled function (issue #6)")
+    if source is None:
+        raise Unsupported(f"a {type(value).__qualname__} object that cannot be re-fetched from the inputs")
+    b.guards.type_match(source, value)
+    return UserDefinedObjectVariable(value, source)

@@ -1,0 +1,99 @@
+"""Constants: immutable Python values that are fixed for the trace (SPEC §2).
+
+A constant read from an input carries its source, and is guarded lazily: the first time the
+trace *uses* its value, ``L['b'] == 'Hello'`` (with its type) is added to the guards. A value
+that is passed but never looked at adds no guard, so it never causes a recompile.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from ..exc import Unsupported
+from ..source import Source
+from .base import BoundMethodVariable, VariableTracker
+
+# Types whose instances are immutable values that may live in the graph and in generated code.
+LITERAL_TYPES: tuple[type, ...] = (
+    int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
+    torch.dtype, torch.device, torch.layout, torch.memory_format,
+)
+# Types whose methods are pure and may run while tracing when every argument is constant.
+PURE_METHOD_TYPES: tuple[type, ...] = (int, float, bool, str, bytes, complex, tuple, frozenset)
+
+
+def is_literal(value: Any) -> bool:
+    return isinstance(value, LITERAL_TYPES) or (type(value) in (tuple, frozenset) and all(is_literal(v) for v in value))
+
+
+class ConstantVariable(VariableTracker):
+    def __init__(self, value: Any, source: Source | None = None, guards: Any = None) -> None:
+        super().__init__(source)
+        self._value = value
+        self._guards = guards  # the GuardSet to guard in when the value is first used
+
+    def as_python_constant(self) -> Any:
+        if self._guards is not None:
+            self._guards.equals_match(self.source, self._value)
+            self._guards = None
+        return self._value
+
+    def python_type(self) -> type:
+        return type(self._value)
+
+    def describe(self) -> str:
+        return f"the constant {self._value!r}"[:80]
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        value = self.as_python_constant()
+        try:
+            attr = getattr(value, name)
+        except AttributeError as e:
+            raise Unsupported(f"{type(value).__name__} has no attribute {name!r}") from e
+        if callable(attr):
+            return BoundMethodVariable(self, name)
+        return wrap_constant(attr)
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        value = self.as_python_constant()
+        if not isinstance(value, PURE_METHOD_TYPES + (torch.dtype, torch.device)) or (
+            name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+        ):
+            raise Unsupported(f"calling method {name!r} of {type(value).__name__}")
+        try:
+            const_args = [a.as_python_constant() for a in args]
+            const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        except Unsupported as e:
+            raise Unsupported(f"method {type(value).__name__}.{name} called with non-constant arguments") from e
+        return wrap_constant(getattr(value, name)(*const_args, **const_kwargs))
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        value = self.as_python_constant()
+        if isinstance(value, (str, bytes, tuple, frozenset)):
+            return [wrap_constant(v) for v in value]
+        raise Unsupported(f"iterating over {type(value).__name__}")
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self._value)
+
+    def __repr__(self) -> str:
+        text = repr(self._value)
+        return f"ConstantVariable({text if len(text) < 40 else text[:37] + '...'})"
+
+
+# Container families register how to wrap a computed value of their type (lists.py, dicts.py,
+# misc.py); a registry keeps this module below them.
+COMPUTED_WRAPPERS: dict[type, Callable[[Any], VariableTracker]] = {}
+
+
+def wrap_constant(value: Any) -> VariableTracker:
+    """Wrap a value computed while tracing (no source): containers become container trackers."""
+    if is_literal(value) and type(value) is not tuple:
+        return ConstantVariable(value)
+    for cls in type(value).__mro__:
+        wrapper = COMPUTED_WRAPPERS.get(cls)
+        if wrapper is not None:
+            return wrapper(value)
+    raise Unsupported(f"a {type(value).__name__} value computed while tracing")

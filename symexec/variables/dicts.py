@@ -1,0 +1,125 @@
+"""Dicts whose keys are constants known while tracing (strings, ints, enums, ...).
+
+Values are trackers; insertion order is kept, as in CPython. An input dict is guarded on its
+length and on its keys when wrapped (its key set decides iteration and membership).
+Mutating a pre-existing dict is a side effect (issue #4), unsupported for now.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exc import Unsupported
+from ..source import Source
+from .base import VariableTracker
+from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
+from .lists import ListVariable, TupleVariable
+
+
+class ConstDictVariable(VariableTracker):
+    def __init__(self, items: dict[Any, VariableTracker], source: Source | None = None, user_cls: type = dict) -> None:
+        super().__init__(source)
+        self.items = dict(items)
+        self.user_cls = user_cls
+
+    def python_type(self) -> type:
+        return self.user_cls
+
+    def describe(self) -> str:
+        return f"the dict {self.source.name()}" if self.source else "a dict"
+
+    def as_python_constant(self) -> Any:
+        return self.user_cls((k, v.as_python_constant()) for k, v in self.items.items())
+
+    def as_proxy(self) -> Any:
+        return {k: (v.as_proxy() if hasattr(v, "as_proxy") else v.as_python_constant()) for k, v in self.items.items()}
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        return [ConstantVariable(k) for k in self.items]
+
+    def truth(self, tx: Any) -> bool:
+        return bool(self.items)
+
+    def getitem(self, tx: Any, key: VariableTracker) -> VariableTracker:
+        k = _key(key)
+        if k not in self.items:
+            raise Unsupported(f"KeyError: {k!r} not in {self.describe()}")
+        return self.items[k]
+
+    def _check_mutable(self) -> None:
+        if self.source is not None:
+            raise Unsupported(
+                f"mutating {self.describe()}, which existed before the call",
+                hint="side effects on inputs and globals are replayed from issue #4 on",
+            )
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        items = self.items
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__":
+            return ConstantVariable(len(items))
+        if name == "__contains__" and len(args) == 1:
+            return ConstantVariable(_key(args[0]) in items)
+        if name == "get" and 1 <= len(args) <= 2:
+            default = args[1] if len(args) == 2 else ConstantVariable(None)
+            return items.get(_key(args[0]), default)
+        if name == "keys":
+            return ListVariable([ConstantVariable(k) for k in items])  # iteration only
+        if name == "values":
+            return ListVariable(list(items.values()))
+        if name == "items":
+            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in items.items()])
+        if name == "copy":
+            return ConstDictVariable(items, user_cls=self.user_cls)
+        if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear", "popitem"):
+            self._check_mutable()
+            if name == "__setitem__":
+                items[_key(args[0])] = args[1]
+            elif name == "update":
+                for source in args:
+                    if not isinstance(source, ConstDictVariable):
+                        raise Unsupported(f"dict.update with {source.describe()}")
+                    items.update(source.items)
+                for k, v in kwargs.items():
+                    items[k] = v
+            elif name == "pop":
+                k = _key(args[0])
+                if k in items:
+                    return items.pop(k)
+                if len(args) == 2:
+                    return args[1]
+                raise Unsupported(f"KeyError: {k!r}")
+            elif name == "setdefault":
+                return items.setdefault(_key(args[0]), args[1] if len(args) > 1 else ConstantVariable(None))
+            elif name == "__delitem__":
+                del items[_key(args[0])]
+            elif name == "clear":
+                items.clear()
+            else:
+                raise Unsupported("dict.popitem")
+            return ConstantVariable(None)
+        raise Unsupported(f"method {name!r} of {self.describe()}")
+
+    def reconstruct(self, cg: Any) -> None:
+        if self.source is not None:
+            self.source.emit_load(cg)
+            return
+        for k, v in self.items.items():
+            cg.load_const(k)
+            cg.reconstruct(v)
+        cg.build(dict, len(self.items))
+        if self.user_cls is not dict:
+            raise Unsupported(f"re-creating a {self.user_cls.__name__}")
+
+    def __repr__(self) -> str:
+        return f"ConstDictVariable({list(self.items)[:6]!r})"
+
+
+def _key(key: VariableTracker) -> Any:
+    value = key.as_python_constant()
+    hash(value)
+    return value
+
+
+COMPUTED_WRAPPERS[dict] = lambda v: ConstDictVariable({k: wrap_constant(x) for k, x in v.items()})

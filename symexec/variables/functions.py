@@ -1,0 +1,200 @@
+"""User Python functions and closures: called by inlining their bytecode.
+
+``UserFunctionVariable`` is a real function object met while tracing (a global helper, a
+closure passed in); ``NestedUserFunctionVariable`` is one created by MAKE_FUNCTION inside the
+traced code (lambdas, comprehensions, inner defs), whose defaults and closure cells are
+trackers. Calling either runs its code in a child translator (``tx.inline_call``), so its torch
+operations land in the same graph.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any, Callable
+
+from ..exc import Unsupported
+from ..source import AttrSource, GetItemSource, Source
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .dicts import ConstDictVariable
+from .lists import TupleVariable
+
+_NOT_INLINABLE_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+
+class CellVariable(VariableTracker):
+    """A closure cell. ``contents`` is the tracker inside, or None while the cell is empty.
+
+    A cell that existed before the call (a real closure cell) carries the source of its
+    contents; writing to it would be a side effect on the user's world (issue #4).
+    """
+
+    def __init__(self, contents: VariableTracker | None = None, pre_existing: bool = False,
+                 loader: "Callable[[], VariableTracker | None] | None" = None) -> None:
+        super().__init__()
+        self._contents = contents
+        self._loader = loader  # wraps a real cell's contents on first read, so unused cells add no guard
+        self.pre_existing = pre_existing
+
+    @property
+    def contents(self) -> VariableTracker | None:
+        if self._loader is not None:
+            self._contents, self._loader = self._loader(), None
+        return self._contents
+
+    @contents.setter
+    def contents(self, value: VariableTracker | None) -> None:
+        self._contents, self._loader = value, None
+
+    def __repr__(self) -> str:
+        return f"CellVariable({self.contents!r})"
+
+
+def real_cell(tx: Any, cell: types.CellType, source: Source | None) -> CellVariable:
+    """A tracker for a cell that exists outside the trace; its contents are wrapped when read."""
+    try:
+        contents = cell.cell_contents
+    except ValueError:  # an empty cell
+        return CellVariable(None, pre_existing=True)
+    return CellVariable(pre_existing=True, loader=lambda: tx.wrap(contents, source))
+
+
+class BaseUserFunctionVariable(VariableTracker):
+    code: types.CodeType
+    f_globals: dict[str, Any]
+    global_source: Source | None = None  # how generated code reaches those globals, if known
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def check_inlinable(self) -> None:
+        if self.code.co_flags & _NOT_INLINABLE_FLAGS:
+            raise Unsupported(f"calling generator or coroutine function {self.code.co_name}() (issue #6)")
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        self.check_inlinable()
+        return tx.inline_call(self, args, kwargs)
+
+    def bind(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+        """Map parameter names to trackers as CPython would, defaults and */** included."""
+        raise NotImplementedError
+
+    def closure_cells(self, tx: Any) -> list[CellVariable]:
+        raise NotImplementedError
+
+    def _bind_with(self, shell: types.FunctionType, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+                   wrap_default: Any) -> dict[str, VariableTracker]:
+        try:
+            bound = inspect.signature(shell).bind(*args, **kwargs)
+        except TypeError as e:
+            raise Unsupported(f"call of {self.code.co_name}() does not match its signature: {e}") from e
+        bound.apply_defaults()
+        result: dict[str, VariableTracker] = {}
+        for name, param in bound.signature.parameters.items():
+            value = bound.arguments[name]
+            if param.kind is param.VAR_POSITIONAL:
+                value = TupleVariable(list(value))
+            elif param.kind is param.VAR_KEYWORD:
+                value = ConstDictVariable(dict(value))
+            elif not isinstance(value, VariableTracker):
+                value = wrap_default(name, value)
+            result[name] = value
+        return result
+
+
+class UserFunctionVariable(BaseUserFunctionVariable):
+    """A real Python function object."""
+
+    def __init__(self, fn: types.FunctionType, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn = fn
+        self.code = fn.__code__
+        self.f_globals = fn.__globals__
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def describe(self) -> str:
+        return f"function {self.fn.__qualname__}"
+
+    def bind(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+        defaults = self.fn.__defaults__ or ()
+        positional = self.code.co_varnames[: self.code.co_argcount]
+        first_default = len(positional) - len(defaults)
+
+        def wrap_default(name: str, value: Any) -> VariableTracker:
+            if self.source is None:
+                return tx.wrap(value, None)
+            if name in positional and positional.index(name) >= first_default:
+                index = positional.index(name) - first_default
+                return tx.wrap(value, GetItemSource(AttrSource(self.source, "__defaults__"), index))
+            return tx.wrap(value, GetItemSource(AttrSource(self.source, "__kwdefaults__"), name))
+
+        return self._bind_with(self.fn, args, kwargs, wrap_default)
+
+    def closure_cells(self, tx: Any) -> list[CellVariable]:
+        cells = []
+        for i, cell in enumerate(self.fn.__closure__ or ()):
+            source = None
+            if self.source is not None:
+                source = AttrSource(GetItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents")
+            cells.append(real_cell(tx, cell, source))
+        return cells
+
+    def __repr__(self) -> str:
+        return f"UserFunctionVariable({self.fn.__qualname__})"
+
+
+class NestedUserFunctionVariable(BaseUserFunctionVariable):
+    """A function made by MAKE_FUNCTION while tracing; nothing about it exists outside yet."""
+
+    def __init__(self, code: types.CodeType, f_globals: dict[str, Any], defaults: VariableTracker | None,
+                 kwdefaults: VariableTracker | None, closure: VariableTracker | None) -> None:
+        super().__init__()
+        self.code = code
+        self.f_globals = f_globals
+        self.defaults = defaults
+        self.kwdefaults = kwdefaults
+        self.closure = closure
+
+    def describe(self) -> str:
+        return f"function {self.code.co_qualname}"
+
+    def bind(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+        # A function object with our trackers as its defaults lets inspect do the binding.
+        shell = types.FunctionType(
+            self.code, {}, self.code.co_name,
+            tuple(self.defaults.unpack(tx)) if self.defaults else None,
+            tuple(types.CellType() for _ in self.code.co_freevars),
+        )
+        if self.kwdefaults is not None:
+            assert isinstance(self.kwdefaults, ConstDictVariable)
+            shell.__kwdefaults__ = dict(self.kwdefaults.items)
+        return self._bind_with(shell, args, kwargs, lambda name, value: ConstantVariable(value))
+
+    def closure_cells(self, tx: Any) -> list[CellVariable]:
+        return list(self.closure.unpack(tx)) if self.closure else []  # type: ignore[arg-type]
+
+    def reconstruct(self, cg: Any) -> None:
+        raise Unsupported(f"returning or storing the inner function {self.code.co_qualname} outside the trace (issue #4)")
+
+    def __repr__(self) -> str:
+        return f"NestedUserFunctionVariable({self.code.co_qualname})"
+
+
+class UserMethodVariable(VariableTracker):
+    """A function bound to an object: calling it passes the object first."""
+
+    def __init__(self, fn: BaseUserFunctionVariable, obj: VariableTracker, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn, self.obj = fn, obj
+
+    def python_type(self) -> type:
+        return types.MethodType
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.fn.call_function(tx, [self.obj, *args], kwargs)
+
+    def __repr__(self) -> str:
+        return f"UserMethodVariable({self.fn!r})"

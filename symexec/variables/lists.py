@@ -1,0 +1,302 @@
+"""Sequences: lists, tuples, torch.Size, named tuples, ranges, slices, and iterators.
+
+Lists are modelled by value: a ``ListVariable`` holds a Python list of trackers that handlers
+mutate in place, so aliases (two names for one list) see the same changes, as in CPython.
+A list that came from the inputs (it has a source) is guarded on its length when wrapped;
+mutating such a pre-existing list is a side effect (issue #4) and unsupported for now.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+from ..exc import Unsupported
+from ..source import Source
+from .base import VariableTracker
+from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
+
+
+def _proxy(value: VariableTracker) -> Any:
+    proxy = getattr(value, "as_proxy", None)
+    return proxy() if proxy is not None else value.as_python_constant()
+
+
+class BaseListVariable(VariableTracker):
+    """Shared behaviour of list-like trackers over ``self.items``."""
+
+    python_cls: type = list
+
+    def __init__(self, items: list[VariableTracker], source: Source | None = None) -> None:
+        super().__init__(source)
+        self.items = list(items)
+
+    def python_type(self) -> type:
+        return self.python_cls
+
+    def as_python_constant(self) -> Any:
+        return self.python_cls([item.as_python_constant() for item in self.items])
+
+    def as_proxy(self) -> Any:
+        return self.python_cls([_proxy(item) for item in self.items])
+
+    def describe(self) -> str:
+        return f"the {self.python_cls.__name__} {self.source.name()}" if self.source else f"a {self.python_cls.__name__}"
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        return list(self.items)
+
+    def truth(self, tx: Any) -> bool:
+        return bool(self.items)
+
+    def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
+        key = index.as_python_constant()
+        if isinstance(key, slice):
+            return type(self)(self.items[key]) if type(self) is not NamedTupleVariable else TupleVariable(self.items[key])
+        try:
+            return self.items[operator.index(key)]
+        except IndexError as e:
+            raise Unsupported(f"{self.python_cls.__name__} index out of range") from e
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "__getitem__" and len(args) == 1:
+            return self.getitem(tx, args[0])
+        if name == "__len__" and not args:
+            return ConstantVariable(len(self.items))
+        if name in ("index", "count") and not kwargs:
+            # Equality of items must be known: constants only.
+            return ConstantVariable(getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args]))
+        raise Unsupported(f"method {name!r} of {self.describe()}")
+
+    def reconstruct(self, cg: Any) -> None:
+        if self.source is not None:
+            self.source.emit_load(cg)
+            return
+        for item in self.items:
+            cg.reconstruct(item)
+        cg.build(self.python_cls, len(self.items))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(repr(i) for i in self.items[:6]) + (", ..." if len(self.items) > 6 else "")
+        return f"{type(self).__name__}([{inner}])"
+
+
+class TupleVariable(BaseListVariable):
+    python_cls = tuple
+
+
+class SizeVariable(TupleVariable):
+    python_cls = torch.Size
+
+    def as_proxy(self) -> Any:
+        return tuple(_proxy(item) for item in self.items)
+
+    def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
+        key = index.as_python_constant()
+        if isinstance(key, slice):
+            return SizeVariable(self.items[key])
+        return super().getitem(tx, index)
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "numel" and not args:
+            return ConstantVariable(self.as_python_constant().numel())
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.as_python_constant())
+
+
+class NamedTupleVariable(TupleVariable):
+    """A named tuple or a torch structseq (``torch.return_types.max``): items plus field names."""
+
+    def __init__(self, items: list[VariableTracker], cls: type, source: Source | None = None) -> None:
+        super().__init__(items, source)
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def fields(self) -> tuple[str, ...]:
+        fields = getattr(self.cls, "_fields", None)
+        if fields is None:  # structseq: fields are the member descriptors in order
+            n = getattr(self.cls, "n_fields", len(self.items))
+            fields = tuple(name for name in dir(self.cls) if not name.startswith("_") and name not in ("count", "index", "n_fields", "n_sequence_fields", "n_unnamed_fields"))[:n]
+        return tuple(fields)
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        fields = self.fields()
+        if name in fields:
+            return self.items[fields.index(name)]
+        raise Unsupported(f"reading attribute {name!r} of a {self.cls.__name__}")
+
+    def as_python_constant(self) -> Any:
+        values = [item.as_python_constant() for item in self.items]
+        return self.cls(values) if not hasattr(self.cls, "_fields") else self.cls(*values)
+
+    def as_proxy(self) -> Any:
+        return tuple(_proxy(item) for item in self.items)
+
+    def reconstruct(self, cg: Any) -> None:
+        if self.source is not None:
+            self.source.emit_load(cg)
+            return
+        if hasattr(self.cls, "_make"):
+            cg.call_const(self.cls._make, lambda: [self._reconstruct_tuple(cg)])
+        else:
+            cg.call_const(self.cls, lambda: [self._reconstruct_tuple(cg)])
+
+    def _reconstruct_tuple(self, cg: Any) -> None:
+        for item in self.items:
+            cg.reconstruct(item)
+        cg.build(tuple, len(self.items))
+
+
+class ListVariable(BaseListVariable):
+    python_cls = list
+
+    def _check_mutable(self) -> None:
+        if self.source is not None:
+            raise Unsupported(
+                f"mutating {self.describe()}, which existed before the call",
+                hint="side effects on inputs and globals are replayed from issue #4 on",
+            )
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        items = self.items
+        if name in ("append", "extend", "insert", "pop", "clear", "reverse", "remove", "__setitem__", "__delitem__", "sort", "__iadd__"):
+            self._check_mutable()
+        if kwargs and name != "sort":
+            return super().call_method(tx, name, args, kwargs)
+        if name == "append" and len(args) == 1:
+            items.append(args[0])
+        elif name in ("extend", "__iadd__") and len(args) == 1:
+            items.extend(args[0].unpack(tx))
+            return self if name == "__iadd__" else ConstantVariable(None)
+        elif name == "insert" and len(args) == 2:
+            items.insert(args[0].as_python_constant(), args[1])
+        elif name == "pop" and len(args) <= 1:
+            index = args[0].as_python_constant() if args else -1
+            return items.pop(index)
+        elif name == "clear" and not args:
+            items.clear()
+        elif name == "reverse" and not args:
+            items.reverse()
+        elif name == "remove" and len(args) == 1:
+            del items[self.as_python_constant().index(args[0].as_python_constant())]
+        elif name == "sort" and not args:
+            keyed = sorted(zip((i.as_python_constant() for i in items), range(len(items))),
+                           reverse=bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False)
+            if set(kwargs) - {"reverse"}:
+                raise Unsupported("list.sort(key=...)")
+            items[:] = [items[i] for _, i in keyed]
+        elif name == "__setitem__" and len(args) == 2:
+            key = args[0].as_python_constant()
+            if isinstance(key, slice):
+                items[key] = args[1].unpack(tx)
+            else:
+                items[key] = args[1]
+        elif name == "__delitem__" and len(args) == 1:
+            del items[args[0].as_python_constant()]
+        elif name == "copy" and not args:
+            return ListVariable(list(items))
+        else:
+            return super().call_method(tx, name, args, kwargs)
+        return ConstantVariable(None)
+
+
+class RangeVariable(BaseListVariable):
+    """``range(...)`` with constant bounds: its items are known."""
+
+    python_cls = range
+
+    def __init__(self, value: range, source: Source | None = None) -> None:
+        VariableTracker.__init__(self, source)
+        self.value = value
+
+    @property
+    def items(self) -> list[VariableTracker]:  # type: ignore[override]
+        if len(self.value) > 100_000:
+            raise Unsupported(f"unrolling {self.value!r}: too many iterations to trace")
+        return [ConstantVariable(v) for v in self.value]
+
+    def truth(self, tx: Any) -> bool:
+        return bool(self.value)
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
+        return wrap_constant(self.value[index.as_python_constant()])
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.value)
+
+
+class SliceVariable(VariableTracker):
+    def __init__(self, start: VariableTracker, stop: VariableTracker, step: VariableTracker) -> None:
+        super().__init__()
+        self.parts = (start, stop, step)
+
+    def python_type(self) -> type:
+        return slice
+
+    def as_python_constant(self) -> Any:
+        return slice(*(p.as_python_constant() for p in self.parts))
+
+    def as_proxy(self) -> Any:
+        return slice(*(_proxy(p) for p in self.parts))
+
+    def reconstruct(self, cg: Any) -> None:
+        for part in self.parts:
+            cg.reconstruct(part)
+        cg.build(slice, 3)
+
+    def __repr__(self) -> str:
+        return f"SliceVariable({self.parts!r})"
+
+
+class IteratorVariable(VariableTracker):
+    """An iterator over items known while tracing; ``next`` advances it in place."""
+
+    def __init__(self, items: list[VariableTracker]) -> None:
+        super().__init__()
+        self.items = items
+        self.index = 0
+
+    def python_type(self) -> type:
+        return type(iter([]))
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items):
+            return None
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        rest = self.items[self.index:]
+        self.index = len(self.items)
+        return rest
+
+    def reconstruct(self, cg: Any) -> None:
+        for item in self.items[self.index:]:
+            cg.reconstruct(item)
+        cg.build(tuple, len(self.items) - self.index)
+        cg.get_iter()
+
+    def __repr__(self) -> str:
+        return f"IteratorVariable({self.index}/{len(self.items)})"
+
+
+def _wrap_slice(value: slice) -> VariableTracker:
+    return SliceVariable(*(wrap_constant(v) for v in (value.start, value.stop, value.step)))
+
+
+COMPUTED_WRAPPERS.update({
+    tuple: lambda v: TupleVariable([wrap_constant(i) for i in v]),
+    list: lambda v: ListVariable([wrap_constant(i) for i in v]),
+    torch.Size: lambda v: SizeVariable([ConstantVariable(int(i)) for i in v]),
+    range: RangeVariable,
+    slice: _wrap_slice,
+})

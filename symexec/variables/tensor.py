@@ -1,0 +1,172 @@
+"""Tensors: graph values. Every operation on them becomes a node of the FX graph.
+
+A ``TensorVariable`` holds the FX node that produces the tensor and its fake example value
+(shape, dtype, device, ...). Operations go through ``record_call``: the node is created in the
+output graph, its fake result computed under the fake mode, and the result wrapped back into
+trackers by ``wrap_fx_value``.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.fx
+
+from ..exc import Unsupported
+from ..source import Source
+from .base import BoundMethodVariable, VariableTracker
+from .constant import ConstantVariable, is_literal
+from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
+
+# Tensor attributes that are facts of the fake tensor: constants for the trace.
+_METADATA_ATTRS = frozenset({
+    "dtype", "device", "layout", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_sparse",
+    "is_quantized", "is_meta", "is_leaf", "is_complex_attr", "is_nested", "is_mkldnn",
+})
+# Tensor attributes that compute a new tensor: recorded as getattr nodes.
+_COMPUTED_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
+# Methods whose result is a fact of the metadata, computed on the fake tensor.
+_METADATA_METHODS = frozenset({
+    "dim", "ndimension", "numel", "nelement", "element_size", "is_floating_point", "is_complex",
+    "is_contiguous", "get_device", "is_signed", "stride", "storage_offset", "type" ,
+})
+# Methods that read tensor data or leave the graph's world.
+_BREAKING_METHODS = {
+    "item": "reads a tensor value into Python",
+    "tolist": "reads tensor values into Python",
+    "numpy": "converts to NumPy",
+    "data_ptr": "reads a memory address",
+    "backward": "runs autograd outside the graph",
+    "register_hook": "registers a Python hook",
+    "__bool__": "data-dependent control flow",
+    "__index__": "reads a tensor value into Python",
+    "__int__": "reads a tensor value into Python",
+    "__float__": "reads a tensor value into Python",
+}
+
+
+class TensorVariable(VariableTracker):
+    def __init__(self, node: torch.fx.Node, example: torch.Tensor, cls: type = torch.Tensor, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.node = node
+        self.example = example  # fake tensor
+        self.cls = cls
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def describe(self) -> str:
+        return f"a tensor ({self.source.name()})" if self.source else "a tensor"
+
+    def as_proxy(self) -> torch.fx.Node:
+        return self.node
+
+    def truth(self, tx: Any) -> bool:
+        raise Unsupported(
+            "data-dependent control flow: the branch depends on a tensor's value",
+            hint="use torch.where or torch.cond, or move the condition out of the compiled function",
+        )
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name == "shape":
+            return size_variable(self.example.size())
+        if name in _METADATA_ATTRS:
+            return ConstantVariable(getattr(self.example, name))
+        if name in _COMPUTED_ATTRS:
+            return record_call(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
+        if name in ("grad", "data", "_base", "grad_fn"):
+            raise Unsupported(f"reading tensor.{name}")
+        if callable(getattr(torch.Tensor, name, None)):
+            return BoundMethodVariable(self, name)
+        raise Unsupported(f"reading attribute {name!r} of a tensor")
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name in _BREAKING_METHODS:
+            raise Unsupported(f"Tensor.{name}() {_BREAKING_METHODS[name]}", hint="move it out of the compiled function")
+        if name == "size":
+            size = self.example.size()
+            if args or kwargs:
+                dim = (args[0] if args else kwargs["dim"]).as_python_constant()
+                return ConstantVariable(size[dim])
+            return size_variable(size)
+        if name in _METADATA_METHODS:
+            value = getattr(self.example, name)(*[a.as_python_constant() for a in args],
+                                                **{k: v.as_python_constant() for k, v in kwargs.items()})
+            if name == "type" and not args and not kwargs:
+                return ConstantVariable(value)
+            if isinstance(value, tuple):
+                return size_variable(value)
+            if is_literal(value):
+                return ConstantVariable(value)
+            raise Unsupported(f"Tensor.{name}() with these arguments")
+        if not hasattr(torch.Tensor, name):
+            raise Unsupported(f"tensors have no method {name!r}")
+        result = record_call(tx, "call_method", name, [self, *args], kwargs)
+        if _is_inplace(name) and isinstance(result, TensorVariable):
+            return self  # the same object, mutated: keep identity (and the source)
+        return result
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        if self.example.dim() == 0:
+            raise Unsupported("iterating over a 0-d tensor")
+        return [
+            record_call(tx, "call_function", operator.getitem, [self, ConstantVariable(i)], {})
+            for i in range(self.example.size(0))
+        ]
+
+    def __repr__(self) -> str:
+        shape = tuple(self.example.shape)
+        return f"TensorVariable({self.node.name}: {str(self.example.dtype).removeprefix('torch.')}{list(shape)})"
+
+
+def _is_inplace(name: str) -> bool:
+    return name.endswith("_") and not name.endswith("__")
+
+
+def size_variable(size: Any) -> VariableTracker:
+    return SizeVariable([ConstantVariable(int(s)) for s in size])
+
+
+def as_proxy(value: VariableTracker) -> Any:
+    """A tracker as an FX argument: a node for tensors, the value for constants, recursively."""
+    proxy = getattr(value, "as_proxy", None)
+    if proxy is not None:
+        return proxy()
+    return value.as_python_constant()
+
+
+def record_call(tx: Any, op: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """Record ``target(*args, **kwargs)`` in the graph and wrap its result."""
+    fx_args = tuple(as_proxy(a) for a in args)
+    fx_kwargs = {k: as_proxy(v) for k, v in kwargs.items()}
+    node, example = tx.output.create_call(op, target, fx_args, fx_kwargs)
+    return wrap_fx_value(tx, node, example)
+
+
+def wrap_fx_value(tx: Any, node: torch.fx.Node, example: Any) -> VariableTracker:
+    """Wrap the fake result of a recorded node into trackers."""
+    if isinstance(example, torch.Tensor):
+        return TensorVariable(node, example)
+    if isinstance(example, (tuple, list)) and not isinstance(example, torch.Size):
+        items = []
+        for i, item in enumerate(example):
+            item_node, _ = tx.output.create_call("call_function", operator.getitem, (node, i), {}, example=item)
+            items.append(wrap_fx_value(tx, item_node, item))
+        if isinstance(example, list):
+            return ListVariable(items)
+        if hasattr(type(example), "n_fields") or hasattr(type(example), "_fields"):
+            return NamedTupleVariable(items, type(example))
+        return TupleVariable(items)
+    # A Python value computed from metadata only: a constant, and the node is not needed.
+    if example is None or is_literal(example) or isinstance(example, torch.Size):
+        if example is not None or _is_pure(node):
+            tx.output.remove_node(node)
+        return size_variable(example) if isinstance(example, torch.Size) else ConstantVariable(example)
+    raise Unsupported(f"an operation returned a {type(example).__name__}")
+
+
+def _is_pure(node: torch.fx.Node) -> bool:
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    return not _is_inplace(name)

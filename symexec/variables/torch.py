@@ -1,0 +1,135 @@
+"""torch's own namespace: functions that become graph nodes, and modules that lead to them.
+
+Any callable that lives in torch (``torch.add``, ``torch.nn.functional.relu``,
+``torch.Tensor.add``) is recorded as a ``call_function`` node and its result computed on fake
+tensors. A call whose arguments hold no tensor and whose result holds none either is a
+constant (``torch.is_grad_enabled()``, ``torch.finfo(...)``, ``torch.device("cpu")``) and runs
+while tracing, unless it changes global state, which is unsupported.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from ..exc import Unsupported
+from ..source import Source
+from .base import VariableTracker
+from .constant import ConstantVariable, wrap_constant
+from .tensor import record_call
+
+# Functions that change global state or leave the graph's world.
+_STATEFUL = frozenset({
+    torch.manual_seed, torch.seed, torch.set_grad_enabled, torch.set_default_dtype,
+    torch.set_default_device, torch.use_deterministic_algorithms, torch.set_printoptions,
+    torch.save, torch.load, torch.set_num_threads, torch.set_rng_state, torch.get_rng_state,
+    torch.compile,
+})
+# Classes whose construction from constants is a pure value.
+_VALUE_CLASSES = (torch.Size, torch.device, torch.finfo, torch.iinfo)
+# Context managers and other classes whose objects tracing cannot hold yet (issue #6).
+_UNSUPPORTED_CLASSES = (torch.no_grad, torch.enable_grad, torch.inference_mode, torch.autocast)
+
+
+def is_torch_object(value: Any) -> bool:
+    module = getattr(value, "__module__", None) or ""
+    if isinstance(value, types.ModuleType):
+        module = value.__name__
+    return module == "torch" or module.startswith("torch.")
+
+
+class TorchVariable(VariableTracker):
+    """A callable from torch's namespace."""
+
+    def __init__(self, fn: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def describe(self) -> str:
+        return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        fn = self.fn
+        if fn in _STATEFUL:
+            raise Unsupported(f"{self.describe()} changes global state")
+        if fn is torch.is_grad_enabled:
+            return ConstantVariable(torch.is_grad_enabled())  # every entry guards grad mode
+        if isinstance(fn, type):
+            if issubclass(fn, _VALUE_CLASSES):
+                value = fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+                return _Opaque(value) if isinstance(value, (torch.finfo, torch.iinfo)) else wrap_constant(value)
+            if issubclass(fn, _UNSUPPORTED_CLASSES):
+                raise Unsupported(f"using {fn.__qualname__} inside a compiled function (issue #6)")
+            if issubclass(fn, torch.nn.Module):
+                raise Unsupported(f"constructing {fn.__qualname__} inside a compiled function")
+        # Even a call on constants is recorded: its fake result says whether it made a tensor
+        # (a factory such as torch.ones) or a constant, whose node is then dropped.
+        return record_call(tx, "call_function", fn, args, kwargs)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.fn)
+
+    def __repr__(self) -> str:
+        return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+class _Opaque(VariableTracker):
+    """A constant object made by torch (finfo, iinfo), read through its attributes."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        return wrap_constant(getattr(self.value, name))
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.value)
+
+
+class TorchModuleVariable(VariableTracker):
+    """``torch``, ``torch.nn.functional``, ...: attribute reads lead to torch functions."""
+
+    def __init__(self, module: types.ModuleType, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.module = module
+
+    def python_type(self) -> type:
+        return types.ModuleType
+
+    def as_python_constant(self) -> Any:
+        return self.module
+
+    def describe(self) -> str:
+        return f"module {self.module.__name__}"
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        try:
+            value = getattr(self.module, name)
+        except AttributeError as e:
+            raise Unsupported(f"module {self.module.__name__} has no attribute {name!r}") from e
+        # torch's namespace is trusted not to change between calls: no guard, no source.
+        return tx.wrap(value, None)
+
+    def reconstruct(self, cg: Any) -> None:
+        if self.source is not None:
+            self.source.emit_load(cg)
+        else:
+            cg.load_const(self.module)
+
+    def __repr__(self) -> str:
+        return f"TorchModuleVariable({self.module.__name__})"
