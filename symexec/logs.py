@@ -25,7 +25,19 @@ ARTIFACTS = (
 
 _loggers = {name: logging.getLogger(f"symexec.{name}") for name in ARTIFACTS}
 _enabled: dict[str, bool] = dict.fromkeys(ARTIFACTS, False)
-_handler = logging.StreamHandler(sys.stderr)
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time (Jupyter and pytest replace it)."""
+
+    @property  # type: ignore[override]
+    def stream(self):  # noqa: ANN201
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
+_handler = _StderrHandler()
 _handler.setFormatter(logging.Formatter("[symexec.%(name_short)s] %(message)s"))
 
 

@@ -13,6 +13,7 @@ import builtins
 import inspect
 import linecache
 import types
+import weakref
 from typing import Any
 
 from bytecode import Bytecode, Instr, Label
@@ -33,7 +34,7 @@ _UNBOUND = object()
 class _Program:
     """A code object's instructions as a flat list, with jump labels resolved to indices."""
 
-    _cache: dict[types.CodeType, "_Program"] = {}
+    _cache: "weakref.WeakKeyDictionary[types.CodeType, _Program]" = weakref.WeakKeyDictionary()
 
     def __init__(self, code: types.CodeType) -> None:
         self.code = code
@@ -47,7 +48,7 @@ class _Program:
                 if isinstance(item.lineno, int):
                     lineno = item.lineno
                 else:
-                    item = Instr(item.name, item.arg, lineno=lineno) if item.has_arg() else Instr(item.name, lineno=lineno)
+                    item = Instr(item.name, item.arg, lineno=lineno)
                 self.instructions.append(item)
             # TryBegin/TryEnd and SetLineno: exception handling is issue #6.
 
@@ -225,7 +226,7 @@ class InstructionTranslator:
     def _log_trace(self, inst: Instr) -> None:
         limit = self.config.trace_repr_limit
         stack = ", ".join(_capped(repr(v), limit) for v in self.stack)
-        arg = "" if not inst.has_arg() else " " + _capped(_arg_text(inst.arg), limit)
+        arg = "" if not inst.require_arg() else " " + _capped(_arg_text(inst.arg), limit)
         logs.log("trace", "TRACE %s%s [%s]", inst.name, arg, stack)
 
 
