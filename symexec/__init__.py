@@ -8,10 +8,10 @@ from .api import cache_entries, compile, recompile_reasons
 from .backends import list_backends, register_backend
 from .cache import reset
 from .config import config
-from .exc import Unsupported
+from .exc import BackendCompilerFailed, Unsupported
 from .logs import set_logs
 
 __all__ = [
-    "Unsupported", "cache_entries", "compile", "config", "list_backends", "recompile_reasons",
+    "BackendCompilerFailed", "Unsupported", "cache_entries", "compile", "config", "list_backends", "recompile_reasons",
     "register_backend", "reset", "set_logs",
 ]

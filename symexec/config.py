@@ -13,6 +13,8 @@ class Config:
     raise_on_internal_error: bool = False
     # How deep user functions are inlined before the tracer gives up.
     max_inline_depth: int = 32
+    # Most items an inlined generator may yield before the tracer gives up.
+    max_generator_items: int = 10_000
     # Longest repr of a tracker in the instruction trace.
     trace_repr_limit: int = 80
 

@@ -19,7 +19,7 @@ from . import logs
 from .cache import CacheEntry
 from .codegen import PyCodegen, disassemble
 from .config import Config
-from .exc import Unsupported
+from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet, compile_guards
 from .output_graph import OutputGraph
 from .translator import InstructionTranslator
@@ -44,6 +44,8 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
         if fullgraph:
             raise
         return _fallback_entry(fn, guards, str(e), start)
+    except BackendCompilerFailed:
+        raise
     except Exception as e:
         if config.raise_on_internal_error:
             raise
@@ -90,7 +92,10 @@ def _build_entry(fn: types.FunctionType, result: VariableTracker, output: Output
     compile_start = time.perf_counter()
     if output.call_node_count():
         gm, examples = output.finish(list(outputs.values()))
-        compiled = backend(gm, examples)
+        try:
+            compiled = backend(gm, examples)
+        except Exception as e:
+            raise BackendCompilerFailed(backend, e) from e
         del examples
         cg.push_null()
         cg.load_const(compiled)

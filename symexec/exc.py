@@ -40,6 +40,16 @@ class Unsupported(SymexecError):
         return text
 
 
+class BackendCompilerFailed(SymexecError):
+    """The backend raised while compiling a graph: the user's backend, so the user's error."""
+
+    def __init__(self, backend: object, error: BaseException) -> None:
+        name = getattr(backend, "__name__", type(backend).__name__)
+        super().__init__(f"backend {name!r} raised {type(error).__name__}: {error}")
+        self.backend = backend
+        self.inner_exception = error
+
+
 class InternalError(SymexecError):
     """A bug in symexec: an invariant that should always hold did not."""
 

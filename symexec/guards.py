@@ -111,6 +111,9 @@ class GuardSet:
             self.add(GuardKind.ID_MATCH, f"{source.name()} is {value!r}", f"{source.expr()} is {value!r}", source)
             return
         self.type_match(source, value)
+        if isinstance(value, float) and math.isnan(value):
+            self.add(GuardKind.EQUALS_MATCH, f"math.isnan({source.name()})", f"{source.expr()} != {source.expr()}", source)
+            return
         literal = _literal(value)
         if literal is None:
             literal = self._const(value)

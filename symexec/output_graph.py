@@ -93,6 +93,15 @@ class OutputGraph:
                 return getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
             return target(*fake_args, **fake_kwargs)
 
+    def name_value(self, value: Any, name: str) -> None:
+        """Name the node of a freshly computed tensor after the local it is first stored in."""
+        node = getattr(value, "node", None)
+        if (node is None or getattr(value, "source", None) is not None or node.op == "placeholder"
+                or node.meta.get("named") or not name.isidentifier()):
+            return
+        node._rename(name)  # fx keeps names unique (z, z_1, ...)
+        node.meta["named"] = True
+
     def remove_node(self, node: torch.fx.Node) -> None:
         if not node.users:
             self.graph.erase_node(node)

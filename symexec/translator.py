@@ -25,7 +25,7 @@ from .guards import GuardSet
 from .instructions import DISPATCH
 from .output_graph import OutputGraph
 from .source import AttrSource, BuiltinSource, ClosureSource, GetItemSource, GlobalSource, LocalSource, Source
-from .variables import VariableBuilder, VariableTracker
+from .variables import IteratorVariable, VariableBuilder, VariableTracker
 from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFunctionVariable, real_cell
 
 _UNBOUND = object()
@@ -85,6 +85,7 @@ class InstructionTranslator:
         self.ip = 0
         self.done = False
         self.return_value: VariableTracker | None = None
+        self.yielded: list[VariableTracker] | None = None  # items of a generator being inlined
         self.instruction: Instr | None = None
 
     # -- set-up ------------------------------------------------------------------------------
@@ -92,7 +93,7 @@ class InstructionTranslator:
     def for_function(cls, fn: types.FunctionType, args: tuple, kwargs: dict, output: OutputGraph, config: Config) -> "InstructionTranslator":
         """The root translator of a compiled function called with real arguments."""
         tx = cls(fn.__code__, fn.__globals__, output, config)
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
         bound.apply_defaults()
         tx._unwrapped = dict(bound.arguments)
         for i, name in enumerate(fn.__code__.co_freevars):
@@ -128,6 +129,13 @@ class InstructionTranslator:
 
     def jump(self, label: Label) -> None:
         self.ip = self.program.labels[label]
+
+    def yield_value(self, value: VariableTracker) -> None:
+        if self.yielded is None:
+            raise Unsupported("yield outside an inlined generator")
+        if len(self.yielded) >= self.config.max_generator_items:
+            raise Unsupported(f"a generator yielding more than {self.config.max_generator_items} items")
+        self.yielded.append(value)
 
     def finish(self, value: VariableTracker) -> None:
         self.return_value = value
@@ -165,8 +173,15 @@ class InstructionTranslator:
         child.locals = fn.bind(self, args, kwargs)
         for name, cell in zip(fn.code.co_freevars, fn.closure_cells(self)):
             child.cells[name] = cell
+        if fn.code.co_flags & inspect.CO_GENERATOR:
+            # A generator runs to completion at the call and yields its items from a list:
+            # fine while nothing it does is observable between two items (side effects are
+            # unsupported anyway), the same choice Dynamo makes for inlined generators.
+            child.yielded = []
         child.run()
         self.output.location = self.location()  # back to the caller's line
+        if child.yielded is not None:
+            return IteratorVariable(child.yielded)
         assert child.return_value is not None
         return child.return_value
 

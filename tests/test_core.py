@@ -33,7 +33,7 @@ def test_mse_is_three_nodes_sub_pow_sum():
     (gm,) = backend.graphs
     nodes = call_nodes(gm)
     assert [n.target for n in nodes] == [operator.sub, operator.pow, "sum"]
-    assert [n.name for n in nodes] == ["sub", "pow_1", "sum_1"]
+    assert [n.name for n in nodes] == ["sub", "z", "sum_1"]  # named after the user's local, as SPEC §1 shows
     placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     assert placeholders == ["l_x_", "l_y_"]
     (output,) = [n for n in gm.graph.nodes if n.op == "output"]
@@ -361,6 +361,15 @@ def test_any_dynamo_style_backend_callable_plugs_in():
     f = symexec.compile(mse, backend=my_backend)
     f(torch.randn(3), torch.randn(3))
     assert len(seen) == 1 and seen[0][1] == [(3,), (3,)]
+
+
+def test_a_failing_backend_raises_instead_of_falling_back():
+    def broken(gm, example_inputs):
+        raise ValueError("my backend is broken")
+
+    f = symexec.compile(mse, backend=broken)
+    with pytest.raises(symexec.BackendCompilerFailed, match="my backend is broken"):
+        f(torch.ones(1), torch.ones(1))
 
 
 def test_bad_arguments_are_clear_errors():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..exc import Unsupported
-from ..variables import NestedUserFunctionVariable, NullVariable
+from ..variables import ConstantVariable, NestedUserFunctionVariable, NullVariable
 from .registry import instruction
 
 
@@ -53,3 +53,16 @@ def MAKE_FUNCTION(tx: Any, inst: Any, *values: Any) -> Any:
 @instruction("RETURN_VALUE", pops=1)
 def RETURN_VALUE(tx: Any, inst: Any, value: Any) -> None:
     tx.finish(value)
+
+
+@instruction("RETURN_GENERATOR", pushes=1)
+def RETURN_GENERATOR(tx: Any, inst: Any) -> Any:
+    # CPython returns the generator here and, on the first resume, pushes the value sent in
+    # (None), which the POP_TOP that follows discards; dis books that push to no instruction.
+    return ConstantVariable(None)
+
+
+@instruction("YIELD_VALUE", pops=1, pushes=1)
+def YIELD_VALUE(tx: Any, inst: Any, value: Any) -> Any:
+    tx.yield_value(value)
+    return ConstantVariable(None)  # what send() passes back in: next() sends None

@@ -17,6 +17,7 @@ def LOAD_FAST(tx: Any, inst: Any) -> Any:
 
 @instruction("STORE_FAST", pops=1)
 def STORE_FAST(tx: Any, inst: Any, value: Any) -> None:
+    tx.output.name_value(value, inst.arg)  # the graph calls it `z` where the user wrote z = ...
     tx.set_local(inst.arg, value)
 
 

@@ -58,6 +58,9 @@ class VariableTracker:
 
     # -- what it does ----------------------------------------------------------------------
     def var_getattr(self, tx: TracingContext, name: str) -> "VariableTracker":
+        # A method of the modelled type: the call goes to ``call_method`` of this tracker.
+        if callable(getattr(self.python_type(), name, None)):
+            return BoundMethodVariable(self, name)
         raise Unsupported(f"reading attribute {name!r} of {self.describe()}")
 
     def call_function(self, tx: TracingContext, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker":

@@ -18,7 +18,7 @@ from ..source import Source
 from .base import VariableTracker
 from .constant import ConstantVariable, wrap_constant
 from .dicts import ConstDictVariable
-from .lists import BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable
+from .lists import BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, sort_keys
 from .misc import SetVariable, UserDefinedClassVariable
 from .tensor import TensorVariable, record_call
 
@@ -139,8 +139,9 @@ for _fn in BINARY_OPERATORS:
 def _make_inplace(inplace: Any, plain: Any) -> Handler:
     def inplace_op(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
         if is_tensor(a):
-            record_call(tx, "call_function", inplace, [a, b], {})
-            return a  # x += 1 mutates x and keeps its identity
+            result = record_call(tx, "call_function", inplace, [a, b], {})
+            # x += 1 mutates x and keeps its identity; x @= y has no in-place form and rebinds.
+            return a if getattr(result, "example", None) is a.example else result
         if isinstance(a, ListVariable) and inplace is operator.iadd:
             return a.call_method(tx, "__iadd__", [b], {})
         return BuiltinVariable(plain).call_function(tx, [a, b], {})
@@ -374,20 +375,19 @@ def _fold_items(tx: Any, args: tuple[VariableTracker, ...]) -> list[VariableTrac
 
 
 def _make_minmax(fn: Any) -> Handler:
-    def minmax(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+    def minmax(tx: Any, *args: VariableTracker, key: VariableTracker | None = None,
+               default: VariableTracker | None = None) -> VariableTracker | None:
         items = _fold_items(tx, args)
         if any(is_tensor(i) for i in items):
-            if len(items) == 2 and not kwargs and all(is_tensor(i) for i in items):
-                # max(a, b) compares with `>`, whose truth is data-dependent in eager.
-                raise Unsupported(f"{fn.__name__}() of tensors compares their values: data-dependent")
-            raise Unsupported(f"{fn.__name__}() over tensors is data-dependent")
-        if kwargs:
-            return None
-        values = [i.as_python_constant() for i in items]
-        if not values:
-            return None
-        best = fn(range(len(values)), key=values.__getitem__)
-        return items[best]
+            # max(a, b) compares with `>`, whose truth is data-dependent in eager.
+            raise Unsupported(f"{fn.__name__}() of tensors compares their values: data-dependent",
+                              hint=f"use torch.{'maximum' if fn is max else 'minimum'} or torch.{fn.__name__}")
+        if not items:
+            if default is None:
+                raise Unsupported(f"ValueError: {fn.__name__}() arg is an empty sequence")
+            return default
+        keys = sort_keys(tx, items, key)
+        return items[fn(range(len(items)), key=keys.__getitem__)]
     return minmax
 
 
@@ -432,13 +432,25 @@ def _callable(tx: Any, obj: VariableTracker) -> VariableTracker | None:
 
 
 @handler(sorted)
-def _sorted(tx: Any, iterable: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+def _sorted(tx: Any, iterable: VariableTracker, *, key: VariableTracker | None = None,
+            reverse: VariableTracker | None = None) -> VariableTracker:
     items = iterable.unpack(tx)
-    if kwargs.keys() - {"reverse"}:
-        return None
-    reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
-    order = sorted(range(len(items)), key=lambda i: items[i].as_python_constant(), reverse=reverse)
+    keys = sort_keys(tx, items, key)
+    order = sorted(range(len(items)), key=keys.__getitem__, reverse=bool(reverse.as_python_constant()) if reverse else False)
     return ListVariable([items[i] for i in order])
+
+
+@handler(map)
+def _map(tx: Any, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
+    columns = [it.unpack(tx) for it in iterables]
+    return IteratorVariable([fn.call_function(tx, list(row), {}) for row in zip(*columns)])
+
+
+@handler(filter)
+def _filter(tx: Any, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
+    keep_truthy = fn.is_python_constant() and fn.as_python_constant() is None
+    items = iterable.unpack(tx)
+    return IteratorVariable([i for i in items if (i if keep_truthy else fn.call_function(tx, [i], {})).truth(tx)])
 
 
 @handler(functools.reduce)

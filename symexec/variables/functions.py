@@ -20,7 +20,7 @@ from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 from .lists import TupleVariable
 
-_NOT_INLINABLE_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+_NOT_INLINABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
 class CellVariable(VariableTracker):
@@ -70,7 +70,7 @@ class BaseUserFunctionVariable(VariableTracker):
 
     def check_inlinable(self) -> None:
         if self.code.co_flags & _NOT_INLINABLE_FLAGS:
-            raise Unsupported(f"calling generator or coroutine function {self.code.co_name}() (issue #6)")
+            raise Unsupported(f"calling coroutine function {self.code.co_name}()")
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         self.check_inlinable()
@@ -86,12 +86,15 @@ class BaseUserFunctionVariable(VariableTracker):
     def _bind_with(self, shell: types.FunctionType, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
                    wrap_default: Any) -> dict[str, VariableTracker]:
         try:
-            bound = inspect.signature(shell).bind(*args, **kwargs)
+            bound = inspect.signature(shell, follow_wrapped=False).bind(*args, **kwargs)
         except TypeError as e:
             raise Unsupported(f"call of {self.code.co_name}() does not match its signature: {e}") from e
         bound.apply_defaults()
         result: dict[str, VariableTracker] = {}
         for name, param in bound.signature.parameters.items():
+            local = name
+            if name not in self.code.co_varnames and name.startswith("implicit"):
+                local = "." + name.removeprefix("implicit")  # inspect renames a comprehension's .0
             value = bound.arguments[name]
             if param.kind is param.VAR_POSITIONAL:
                 value = TupleVariable(list(value))
@@ -99,7 +102,7 @@ class BaseUserFunctionVariable(VariableTracker):
                 value = ConstDictVariable(dict(value))
             elif not isinstance(value, VariableTracker):
                 value = wrap_default(name, value)
-            result[name] = value
+            result[local] = value
         return result
 
 

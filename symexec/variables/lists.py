@@ -24,6 +24,13 @@ def _proxy(value: VariableTracker) -> Any:
     return proxy() if proxy is not None else value.as_python_constant()
 
 
+def sort_keys(tx: Any, items: list[VariableTracker], key: VariableTracker | None) -> list[Any]:
+    """The constant sort keys of ``items``: the items themselves, or what ``key`` returns."""
+    if key is None or (key.is_python_constant() and key.as_python_constant() is None):
+        return [i.as_python_constant() for i in items]
+    return [key.call_function(tx, [i], {}).as_python_constant() for i in items]
+
+
 class BaseListVariable(VariableTracker):
     """Shared behaviour of list-like trackers over ``self.items``."""
 
@@ -119,11 +126,8 @@ class NamedTupleVariable(TupleVariable):
         return self.cls
 
     def fields(self) -> tuple[str, ...]:
-        fields = getattr(self.cls, "_fields", None)
-        if fields is None:  # structseq: fields are the member descriptors in order
-            n = getattr(self.cls, "n_fields", len(self.items))
-            fields = tuple(name for name in dir(self.cls) if not name.startswith("_") and name not in ("count", "index", "n_fields", "n_sequence_fields", "n_unnamed_fields"))[:n]
-        return tuple(fields)
+        # A namedtuple has _fields; a structseq (torch.return_types.max) has __match_args__.
+        return tuple(getattr(self.cls, "_fields", None) or getattr(self.cls, "__match_args__", ()))
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         fields = self.fields()
@@ -185,12 +189,10 @@ class ListVariable(BaseListVariable):
             items.reverse()
         elif name == "remove" and len(args) == 1:
             del items[self.as_python_constant().index(args[0].as_python_constant())]
-        elif name == "sort" and not args:
-            keyed = sorted(zip((i.as_python_constant() for i in items), range(len(items))),
-                           reverse=bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False)
-            if set(kwargs) - {"reverse"}:
-                raise Unsupported("list.sort(key=...)")
-            items[:] = [items[i] for _, i in keyed]
+        elif name == "sort" and not args and not set(kwargs) - {"key", "reverse"}:
+            keys = sort_keys(tx, items, kwargs.get("key"))
+            reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
+            items[:] = [items[i] for i in sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)]
         elif name == "__setitem__" and len(args) == 2:
             key = args[0].as_python_constant()
             if isinstance(key, slice):

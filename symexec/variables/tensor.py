@@ -96,16 +96,16 @@ class TensorVariable(VariableTracker):
                                                 **{k: v.as_python_constant() for k, v in kwargs.items()})
             if name == "type" and not args and not kwargs:
                 return ConstantVariable(value)
-            if isinstance(value, tuple):
-                return size_variable(value)
+            if isinstance(value, tuple):  # stride(): a plain tuple
+                return TupleVariable([ConstantVariable(v) for v in value])
             if is_literal(value):
                 return ConstantVariable(value)
             raise Unsupported(f"Tensor.{name}() with these arguments")
         if not hasattr(torch.Tensor, name):
             raise Unsupported(f"tensors have no method {name!r}")
         result = record_call(tx, "call_method", name, [self, *args], kwargs)
-        if _is_inplace(name) and isinstance(result, TensorVariable):
-            return self  # the same object, mutated: keep identity (and the source)
+        if isinstance(result, TensorVariable) and result.example is self.example:
+            return self  # an in-place method returns the same object, mutated: keep identity and source
         return result
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
@@ -119,10 +119,6 @@ class TensorVariable(VariableTracker):
     def __repr__(self) -> str:
         shape = tuple(self.example.shape)
         return f"TensorVariable({self.node.name}: {str(self.example.dtype).removeprefix('torch.')}{list(shape)})"
-
-
-def _is_inplace(name: str) -> bool:
-    return name.endswith("_") and not name.endswith("__")
 
 
 def size_variable(size: Any) -> VariableTracker:
@@ -159,14 +155,10 @@ def wrap_fx_value(tx: Any, node: torch.fx.Node, example: Any) -> VariableTracker
         if hasattr(type(example), "n_fields") or hasattr(type(example), "_fields"):
             return NamedTupleVariable(items, type(example))
         return TupleVariable(items)
+    if example is None:  # an operation for its effect (x[0] = 5, out=...): the node stays
+        return ConstantVariable(None)
     # A Python value computed from metadata only: a constant, and the node is not needed.
-    if example is None or is_literal(example) or isinstance(example, torch.Size):
-        if example is not None or _is_pure(node):
-            tx.output.remove_node(node)
+    if is_literal(example) or isinstance(example, torch.Size):
+        tx.output.remove_node(node)
         return size_variable(example) if isinstance(example, torch.Size) else ConstantVariable(example)
     raise Unsupported(f"an operation returned a {type(example).__name__}")
-
-
-def _is_pure(node: torch.fx.Node) -> bool:
-    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-    return not _is_inplace(name)

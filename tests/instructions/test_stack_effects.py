@@ -37,7 +37,8 @@ def _corpus(x, y, *args, k=1, **kw):  # noqa: ANN001, ANN002, ANN003 - a bytecod
         a = a + 1
         return a
 
-    return -x, +y, ~x, not y, a, b, c, d, f, g, h, inner, (x, y), [x, y], x < y, x == y
+    gen = (i * 2 for i in x)
+    return -x, +y, ~x, not y, a, b, c, d, f, g, h, inner, (x, y), [x, y], x < y, x == y, gen
 
 
 def _instructions(fn):
@@ -54,10 +55,14 @@ def _instructions(fn):
 def test_every_handler_of_the_corpus_is_registered():
     missing = {i.name for i in _instructions(_corpus) if i.name not in DISPATCH}
     # Exception-handling and with-block opcodes arrive with issues #4 and #6.
-    assert missing <= {"PUSH_EXC_INFO", "CHECK_EXC_MATCH", "POP_EXCEPT", "RERAISE", "RETURN_GENERATOR"}, missing
+    assert missing <= {"PUSH_EXC_INFO", "CHECK_EXC_MATCH", "POP_EXCEPT", "RERAISE"}, missing
 
 
-@pytest.mark.parametrize("instr", [i for i in _instructions(_corpus) if i.name in DISPATCH and i.name not in ("PRECALL", "CALL")],
+# RETURN_GENERATOR: dis books no push, but the first resume pushes the value sent in.
+_BOOKED_ELSEWHERE = ("PRECALL", "CALL", "RETURN_GENERATOR")
+
+
+@pytest.mark.parametrize("instr", [i for i in _instructions(_corpus) if i.name in DISPATCH and i.name not in _BOOKED_ELSEWHERE],
                          ids=lambda i: i.name)
 def test_declared_effect_matches_dis(instr):
     pops, pushes = DISPATCH[instr.name].effect(instr.arg)
@@ -85,7 +90,7 @@ def test_registered_names_are_real_opcodes(name):
 
 @pytest.mark.parametrize("name", sorted(n for n in DISPATCH if n in dis.opmap and dis.opmap[n] >= dis.HAVE_ARGUMENT
                                           and not callable(DISPATCH[n].pops) and not callable(DISPATCH[n].pushes)
-                                          and n not in ("PRECALL", "CALL")))
+                                          and n not in _BOOKED_ELSEWHERE))
 def test_fixed_effects_for_several_args(name):
     # Handlers with a constant effect must be right whatever their argument.
     pops, pushes = DISPATCH[name].effect(None)
