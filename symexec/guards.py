@@ -126,21 +126,27 @@ class GuardSet:
         """Type, dtype, device, requires_grad, and (static) size and stride of a tensor input."""
         e = source.expr()
         size, stride = tuple(value.size()), tuple(value.stride())
+        # The cheapest checks that pin the same facts: is_cpu for the CPU device, and
+        # is_contiguous() for the strides of a contiguous tensor whose every dimension is > 1
+        # (equal sizes and contiguity then fix every stride).
+        device = "is_cpu" if value.device.type == "cpu" else f"device == {self._const(value.device)}"
         parts = [
             f"type({e}) is {self._const(type(value))}",
             f"{e}.dtype is {self._const(value.dtype)}",
-            f"{e}.device == {self._const(value.device)}",
+            f"{e}.{device}",
             f"{e}.requires_grad is {value.requires_grad}",
         ]
         if static_dims is None:
-            parts += [f"{e}.size() == {size!r}", f"{e}.stride() == {stride!r}"]
+            parts.append(f"{e}.shape == {size!r}")
+            if value.is_contiguous() and all(s > 1 for s in size):
+                parts.append(f"{e}.is_contiguous()")
+            else:
+                parts.append(f"{e}.stride() == {stride!r}")
             shape_text = f", size={list(size)}, stride={list(stride)}"
-        else:
+        else:  # dynamic dimensions are checked by the shape guards; static ones here
             parts.append(f"{e}.dim() == {value.dim()}")
-            shape_text = ", size=[" + ", ".join(str(s) if st else "None" for s, st in zip(size, static_dims)) + "]"
-            for i, static in enumerate(static_dims):
-                if static:
-                    parts.append(f"{e}.size({i}) == {size[i]}")
+            parts += [f"{e}.size({i}) == {size[i]}" for i, static in enumerate(static_dims) if static]
+            shape_text = ", size=[" + ", ".join(str(n) if st else "None" for n, st in zip(size, static_dims)) + "]"
         text = (
             f"check_tensor({source.name()}, {type(value).__name__}, {value.dtype}, device={value.device}, "
             f"requires_grad={value.requires_grad}{shape_text})"
