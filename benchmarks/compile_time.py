@@ -1,0 +1,84 @@
+"""First-call (compile) time: symexec vs torch.compile(backend="eager").
+
+    python benchmarks/compile_time.py [--repeats 5]
+
+A first call traces the function, builds its guards and replacement code, and hands the graph
+to the eager backend. Both systems are warmed up first (each compiles an unrelated function),
+then every repeat, for each workload, empties both caches (symexec.reset(),
+torch._dynamo.reset()), wraps the function afresh and times its first call, alternating the
+two systems. The figure reported is the median over repeats; the target is a
+symexec / torch.compile ratio of at most 0.25.
+"""
+
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+import torch._dynamo  # only for torch._dynamo.reset() between measurements
+
+import symexec
+from workloads import HELPERS, MANY_ARGS, MATMUL, MSE, UNRELATED, check_symexec, same
+
+SYSTEMS = {
+    "symexec": (symexec.reset, lambda fn: symexec.compile(fn, backend="eager")),
+    "torch.compile": (torch._dynamo.reset, lambda fn: torch.compile(fn, backend="eager")),
+}
+
+
+def first_call_ms(system, workload):
+    """Time the first call of a freshly wrapped function; return (ms, wrapper)."""
+    reset, wrap = SYSTEMS[system]
+    _, fn, make_args = workload
+    args = make_args()
+    reset()
+    compiled = wrap(fn)
+    start = time.perf_counter()
+    result = compiled(*args)
+    elapsed = time.perf_counter() - start
+    expected = fn(*args)
+    if not same(result, expected):
+        sys.exit(f"{workload[0]}: {system} returned a different result from eager")
+    return elapsed * 1e3, compiled
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    options = parser.parse_args()
+
+    for system in SYSTEMS:
+        first_call_ms(system, UNRELATED)
+
+    workloads = (MSE, MANY_ARGS, MATMUL, HELPERS)
+    times = {(workload[0], system): [] for workload in workloads for system in SYSTEMS}
+    notes = set()
+    for repeat in range(options.repeats):
+        systems = list(SYSTEMS) if repeat % 2 == 0 else list(reversed(SYSTEMS))
+        for workload in workloads:
+            for system in systems:
+                ms, compiled = first_call_ms(system, workload)
+                times[workload[0], system].append(ms)
+                if system == "symexec":
+                    notes.update(f"{workload[0]}: {p}" for p in check_symexec(compiled))
+    symexec.reset()
+    torch._dynamo.reset()
+
+    print(f"python {sys.version.split()[0]}, torch {torch.__version__}; "
+          f"first call, median of {options.repeats} repeats")
+    header = f"{'workload':<24}{'symexec':>11}{'t.compile':>12}{'ratio':>8}"
+    print(header)
+    print("-" * len(header))
+    for workload in workloads:
+        name = workload[0]
+        ours = statistics.median(times[name, "symexec"])
+        theirs = statistics.median(times[name, "torch.compile"])
+        print(f"{name:<24}{ours:>9.1f}ms{theirs:>10.1f}ms{ours / theirs:>8.2f}")
+    print("(ratio = symexec / torch.compile, target <= 0.25)")
+    for note in sorted(notes):
+        print("WARNING:", note)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Per-call overhead of a cache hit: eager vs symexec vs torch.compile(backend="eager").
+
+    python benchmarks/overhead.py [--rounds 21] [--calls 2000]
+
+All three run in one process on the same inputs, interleaved: after a warm-up, every round
+times `calls` calls of each in turn (the order rotates each round), and the figure reported
+is the median over rounds. The overhead of a compiled function is its time per call minus
+eager's; the target is symexec's overhead at most 1/3 of torch.compile's.
+"""
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+
+import torch
+
+import symexec
+from workloads import MANY_ARGS, MSE, check_symexec, same
+
+
+def time_per_call_us(fn, args, calls):
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*args)
+        elapsed = time.perf_counter() - start
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return elapsed / calls * 1e6
+
+
+def bench(workload, rounds, calls):
+    name, fn, make_args = workload
+    args = make_args()
+    contenders = {
+        "eager": fn,
+        "symexec": symexec.compile(fn, backend="eager"),
+        "torch.compile": torch.compile(fn, backend="eager"),
+    }
+    expected = fn(*args)
+    for label, impl in contenders.items():
+        for _ in range(max(10, calls // 10)):
+            result = impl(*args)
+        if not same(result, expected):
+            sys.exit(f"{name}: {label} returned a different result from eager")
+
+    times = {label: [] for label in contenders}
+    order = list(contenders)
+    for round_number in range(rounds):
+        shift = round_number % len(order)
+        for label in order[shift:] + order[:shift]:
+            times[label].append(time_per_call_us(contenders[label], args, calls))
+
+    problems = check_symexec(contenders["symexec"])
+    return name, {label: statistics.median(ts) for label, ts in times.items()}, problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--calls", type=int, default=2000)
+    options = parser.parse_args()
+
+    print(f"python {sys.version.split()[0]}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads; median of {options.rounds} rounds "
+          f"x {options.calls} calls")
+    header = (f"{'workload':<24}{'eager':>9}{'symexec':>9}{'t.compile':>10}"
+              f"{'symexec ovh':>13}{'t.compile ovh':>15}{'ovh ratio':>11}")
+    print(header)
+    print("-" * len(header))
+    notes = []
+    for workload in (MSE, MANY_ARGS):
+        name, us, problems = bench(workload, options.rounds, options.calls)
+        symexec_overhead = us["symexec"] - us["eager"]
+        compile_overhead = us["torch.compile"] - us["eager"]
+        ratio = symexec_overhead / compile_overhead if compile_overhead > 0 else float("nan")
+        print(f"{name:<24}{us['eager']:>7.1f}us{us['symexec']:>7.1f}us"
+              f"{us['torch.compile']:>8.1f}us{symexec_overhead:>11.1f}us"
+              f"{compile_overhead:>13.1f}us{ratio:>11.2f}")
+        notes += [f"{name}: {problem}" for problem in problems]
+    print("(ovh = time per call minus eager's; ovh ratio = symexec ovh / torch.compile ovh, "
+          "target <= 0.33)")
+    for note in notes:
+        print("WARNING:", note)
+
+
+if __name__ == "__main__":
+    main()
