@@ -91,7 +91,7 @@ class GuardSet:
         cls = type(value)
         self.add(
             GuardKind.TYPE_MATCH,
-            f"type({source.name()}) is {cls.__qualname__}",
+            f"type({source.name}) is {cls.__qualname__}",
             f"type({source.expr()}) is {self._const(cls)}",
             source,
         )
@@ -100,7 +100,7 @@ class GuardSet:
         label = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or type(value).__name__
         self.add(
             GuardKind.ID_MATCH,
-            f"{source.name()} is {label}",
+            f"{source.name} is {label}",
             f"{source.expr()} is {self._const(value)}",
             source,
         )
@@ -108,19 +108,19 @@ class GuardSet:
     def equals_match(self, source: Source, value: Any) -> None:
         """Type and value of a constant that the trace used."""
         if value is None or isinstance(value, bool) or value is Ellipsis or value is NotImplemented:
-            self.add(GuardKind.ID_MATCH, f"{source.name()} is {value!r}", f"{source.expr()} is {value!r}", source)
+            self.add(GuardKind.ID_MATCH, f"{source.name} is {value!r}", f"{source.expr()} is {value!r}", source)
             return
         self.type_match(source, value)
         if isinstance(value, float) and math.isnan(value):
-            self.add(GuardKind.EQUALS_MATCH, f"math.isnan({source.name()})", f"{source.expr()} != {source.expr()}", source)
+            self.add(GuardKind.EQUALS_MATCH, f"math.isnan({source.name})", f"{source.expr()} != {source.expr()}", source)
             return
         literal = _literal(value)
         if literal is None:
             literal = self._const(value)
-        self.add(GuardKind.EQUALS_MATCH, f"{source.name()} == {value!r}", f"{source.expr()} == {literal}", source)
+        self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {value!r}", f"{source.expr()} == {literal}", source)
 
     def len_match(self, source: Source, length: int) -> None:
-        self.add(GuardKind.LEN_MATCH, f"len({source.name()}) == {length}", f"len({source.expr()}) == {length}", source)
+        self.add(GuardKind.LEN_MATCH, f"len({source.name}) == {length}", f"len({source.expr()}) == {length}", source)
 
     def tensor_match(self, source: Source, value: torch.Tensor, static_dims: tuple[bool, ...] | None = None) -> None:
         """Type, dtype, device, requires_grad, and (static) size and stride of a tensor input."""
@@ -148,13 +148,13 @@ class GuardSet:
             parts += [f"{e}.size({i}) == {size[i]}" for i, static in enumerate(static_dims) if static]
             shape_text = ", size=[" + ", ".join(str(n) if st else "None" for n, st in zip(size, static_dims)) + "]"
         text = (
-            f"check_tensor({source.name()}, {type(value).__name__}, {value.dtype}, device={value.device}, "
+            f"check_tensor({source.name}, {type(value).__name__}, {value.dtype}, device={value.device}, "
             f"requires_grad={value.requires_grad}{shape_text})"
         )
         self.add(GuardKind.TENSOR_MATCH, text, " and ".join(parts), source)
 
     def alias(self, source: Source, other: Source) -> None:
-        self.add(GuardKind.TENSOR_ALIAS, f"{source.name()} is {other.name()}", f"{source.expr()} is {other.expr()}", source)
+        self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is {other.name}", f"{source.expr()} is {other.expr()}", source)
 
     def grad_mode(self, enabled: bool) -> None:
         self.add(

@@ -18,6 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import torch._guards
+from torch._guards import GuardSource
+
 
 class LoadEmitter(Protocol):
     """The part of the code generator a source needs (see ``codegen.PyCodegen``)."""
@@ -30,9 +33,17 @@ class LoadEmitter(Protocol):
     def subscr(self) -> None: ...
 
 
-class Source:
-    def name(self) -> str:
+class Source(torch._guards.Source):
+    """Base of our sources. It is a ``torch._guards.Source`` so that the ShapeEnv can name its
+    size symbols after it (``L['a'].size()[0]``); ``name`` is the guard text, as there."""
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
         raise NotImplementedError
+
+    @property
+    def guard_source(self) -> GuardSource:  # type: ignore[override]
+        return GuardSource.GLOBAL if isinstance(self.root(), (GlobalSource, BuiltinSource)) else GuardSource.LOCAL
 
     def expr(self) -> str:
         raise NotImplementedError
@@ -44,7 +55,7 @@ class Source:
         return self
 
     def __str__(self) -> str:
-        return self.name()
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,7 @@ class LocalSource(Source):
 
     local: str
 
+    @property
     def name(self) -> str:
         return f"L[{self.local!r}]"
 
@@ -69,6 +81,7 @@ class GlobalSource(Source):
 
     global_name: str
 
+    @property
     def name(self) -> str:
         return f"G[{self.global_name!r}]"
 
@@ -85,6 +98,7 @@ class BuiltinSource(Source):
 
     builtin: str
 
+    @property
     def name(self) -> str:
         return f"G['__builtins__'][{self.builtin!r}]"
 
@@ -102,6 +116,7 @@ class ClosureSource(Source):
     var: str
     index: int
 
+    @property
     def name(self) -> str:
         return f"L[{self.var!r}]"
 
@@ -117,8 +132,9 @@ class AttrSource(Source):
     base: Source
     member: str
 
+    @property
     def name(self) -> str:
-        return f"{self.base.name()}.{self.member}"
+        return f"{self.base.name}.{self.member}"
 
     def expr(self) -> str:
         return f"{self.base.expr()}.{self.member}"
@@ -136,8 +152,9 @@ class GetItemSource(Source):
     base: Source
     index: Any  # a hashable constant: int, str, ...
 
+    @property
     def name(self) -> str:
-        return f"{self.base.name()}[{self.index!r}]"
+        return f"{self.base.name}[{self.index!r}]"
 
     def expr(self) -> str:
         return f"{self.base.expr()}[{self.index!r}]"
@@ -153,4 +170,4 @@ class GetItemSource(Source):
 
 def placeholder_name(source: Source) -> str:
     """Graph input name after its source, like Dynamo's: ``L['x']`` -> ``l_x_``."""
-    return re.sub(r"[^a-zA-Z0-9]+", "_", source.name()).lower()
+    return re.sub(r"[^a-zA-Z0-9]+", "_", source.name).lower()

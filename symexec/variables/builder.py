@@ -103,7 +103,7 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
         raise Unsupported("a dict whose keys are not constants (str, int, ...)")
     if source is not None:
         b.guards.type_match(source, value)
-        b.guards.add(GuardKind.EQUALS_MATCH, f"list({source.name()}.keys()) == {keys!r}",
+        b.guards.add(GuardKind.EQUALS_MATCH, f"list({source.name}.keys()) == {keys!r}",
                      f"list({source.expr()}) == {keys!r}", source)
     items = {k: b(v, GetItemSource(source, k) if source is not None else None) for k, v in value.items()}
     return ConstDictVariable(items, source, user_cls=type(value))
@@ -113,7 +113,7 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
 def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
     if source is not None:
         b.guards.type_match(source, value)
-        b.guards.add(GuardKind.EQUALS_MATCH, f"{source.name()} == {value!r}",
+        b.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} == {value!r}",
                      f"{source.expr()} == {b.guards._const(value)}", source)
     if isinstance(value, range):
         return RangeVariable(value, source)

@@ -26,7 +26,7 @@ class ConstDictVariable(VariableTracker):
         return self.user_cls
 
     def describe(self) -> str:
-        return f"the dict {self.source.name()}" if self.source else "a dict"
+        return f"the dict {self.source.name}" if self.source else "a dict"
 
     def as_python_constant(self) -> Any:
         return self.user_cls((k, v.as_python_constant()) for k, v in self.items.items())

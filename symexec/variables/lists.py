@@ -50,7 +50,7 @@ class BaseListVariable(VariableTracker):
         return self.python_cls([_proxy(item) for item in self.items])
 
     def describe(self) -> str:
-        return f"the {self.python_cls.__name__} {self.source.name()}" if self.source else f"a {self.python_cls.__name__}"
+        return f"the {self.python_cls.__name__} {self.source.name}" if self.source else f"a {self.python_cls.__name__}"
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
         return list(self.items)

@@ -162,7 +162,7 @@ class UserDefinedObjectVariable(VariableTracker):
         return type(self.value)
 
     def describe(self) -> str:
-        return f"{type(self.value).__qualname__} object" + (f" {self.source.name()}" if self.source else "")
+        return f"{type(self.value).__qualname__} object" + (f" {self.source.name}" if self.source else "")
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         if self.source is None:

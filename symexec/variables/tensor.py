@@ -58,7 +58,7 @@ class TensorVariable(VariableTracker):
         return self.cls
 
     def describe(self) -> str:
-        return f"a tensor ({self.source.name()})" if self.source else "a tensor"
+        return f"a tensor ({self.source.name})" if self.source else "a tensor"
 
     def as_proxy(self) -> torch.fx.Node:
         return self.node
