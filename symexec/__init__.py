@@ -8,10 +8,11 @@ from .api import cache_entries, compile, recompile_reasons
 from .backends import list_backends, register_backend
 from .cache import reset
 from .config import config
+from .dynamic import mark_dynamic, mark_static
 from .exc import BackendCompilerFailed, Unsupported
 from .logs import set_logs
 
 __all__ = [
-    "BackendCompilerFailed", "Unsupported", "cache_entries", "compile", "config", "list_backends", "recompile_reasons",
+    "BackendCompilerFailed", "Unsupported", "cache_entries", "compile", "config", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons",
     "register_backend", "reset", "set_logs",
 ]

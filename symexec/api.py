@@ -18,6 +18,7 @@ from .backends import lookup
 from .cache import ALL_CACHES, CacheEntry, FunctionCache
 from .config import config
 from .convert import convert_frame
+from .dynamic import DynamicPolicy
 
 
 class _Compiled:
@@ -49,7 +50,8 @@ class _Compiled:
                                   f"Last recompile reason: {text}", UserWarning, stacklevel=3)
                 return self.fn(*args, **kwargs)
         entry = convert_frame(self.fn, args, kwargs, backend=self.backend, fullgraph=self.fullgraph,
-                              config=config, index=len(cache.entries))
+                              config=config, index=len(cache.entries),
+                              policy=DynamicPolicy(self.dynamic, cache.frame_state))
         cache.add(entry)
         return entry.replacement(*args, **kwargs)
 

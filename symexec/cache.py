@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import torch.fx
 
+from .dynamic import FrameState
 from .guards import Guard
 
 
@@ -41,6 +42,7 @@ class FunctionCache:
     hot: list[tuple[Callable[..., bool], Callable[..., Any]]] = field(default_factory=list)
     recompile_reasons: list[str] = field(default_factory=list)
     limit_warned: bool = False
+    frame_state: FrameState = field(default_factory=FrameState)  # what automatic dynamic has seen
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.insert(0, entry)
@@ -60,6 +62,7 @@ class FunctionCache:
         self.hot.clear()
         self.recompile_reasons.clear()
         self.limit_warned = False
+        self.frame_state.clear()
 
 
 ALL_CACHES: "weakref.WeakSet[FunctionCache]" = weakref.WeakSet()

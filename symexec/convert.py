@@ -14,6 +14,7 @@ import warnings
 from typing import Any, Callable
 
 import torch
+import torch._guards
 
 from . import logs
 from .cache import CacheEntry
@@ -23,18 +24,20 @@ from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet, compile_guards
 from .output_graph import OutputGraph
 from .translator import InstructionTranslator
+from .dynamic import DynamicPolicy
 from .variables import TensorVariable, VariableTracker
+from .variables.tensor import SymNodeVariable
 from .variables.dicts import ConstDictVariable
 
 GRAPH_OUT = "___graph_out"
 
 
 def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend: Callable[..., Any],
-                  fullgraph: bool, config: Config, index: int) -> CacheEntry:
+                  fullgraph: bool, config: Config, index: int, policy: DynamicPolicy) -> CacheEntry:
     start = time.perf_counter()
     guards = GuardSet()
     guards.grad_mode(torch.is_grad_enabled())
-    output = OutputGraph(guards)
+    output = OutputGraph(guards, policy)
     try:
         tx = InstructionTranslator.for_function(fn, args, kwargs, output, config)
         tx.run()
@@ -43,6 +46,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     except Unsupported as e:
         if fullgraph:
             raise
+        _try_shape_guards(output)
         return _fallback_entry(fn, guards, str(e), start)
     except BackendCompilerFailed:
         raise
@@ -55,6 +59,14 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     return entry
 
 
+def _try_shape_guards(output: OutputGraph) -> None:
+    """A fallback entry keeps the symbolic conditions met so far, when they can be rendered."""
+    try:
+        output.install_shape_guards()
+    except Exception as e:  # noqa: BLE001 - a fallback entry is correct with fewer guards
+        logs.log("debug", "no shape guards for a fallback entry: %s", e)
+
+
 def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start: float) -> CacheEntry:
     logs.log("debug", "running %s as the original function: %s", fn.__qualname__, reason)
     compiled = compile_guards(guards, fn)
@@ -62,9 +74,9 @@ def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start
                       trace_seconds=time.perf_counter() - start)
 
 
-def _graph_tensors(var: VariableTracker, found: dict[torch.fx.Node, TensorVariable]) -> None:
-    """Tensors computed by the graph that the return value holds, in order of appearance."""
-    if isinstance(var, TensorVariable):
+def _graph_tensors(var: VariableTracker, found: dict[torch.fx.Node, VariableTracker]) -> None:
+    """Graph values (tensors, symbolic numbers) that the return value holds, in order."""
+    if isinstance(var, (TensorVariable, SymNodeVariable)):
         if var.source is None:
             found.setdefault(var.node, var)
     elif isinstance(var, ConstDictVariable):
@@ -77,7 +89,7 @@ def _graph_tensors(var: VariableTracker, found: dict[torch.fx.Node, TensorVariab
 
 def _build_entry(fn: types.FunctionType, result: VariableTracker, output: OutputGraph, guards: GuardSet,
                  backend: Callable[..., Any], index: int, start: float) -> CacheEntry:
-    outputs: dict[torch.fx.Node, TensorVariable] = {}
+    outputs: dict[torch.fx.Node, VariableTracker] = {}
     _graph_tensors(result, outputs)
     lineno = fn.__code__.co_firstlineno
     body = PyCodegen(lineno)
@@ -90,10 +102,14 @@ def _build_entry(fn: types.FunctionType, result: VariableTracker, output: Output
     gm = compiled = None
     trace_seconds = time.perf_counter() - start
     compile_start = time.perf_counter()
-    if output.call_node_count():
+    output.install_shape_guards()
+    if output.call_node_count() or outputs:
         gm, examples = output.finish(list(outputs.values()))
         try:
-            compiled = backend(gm, examples)
+            # Backends that re-trace (aot_autograd, inductor) find our fake mode, and with it
+            # the symbolic sizes of the inputs, in the tracing context, as under Dynamo.
+            with torch._guards.tracing(torch._guards.TracingContext(output.fake_mode)):
+                compiled = backend(gm, examples)
         except Exception as e:
             raise BackendCompilerFailed(backend, e) from e
         del examples

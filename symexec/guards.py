@@ -143,9 +143,8 @@ class GuardSet:
             else:
                 parts.append(f"{e}.stride() == {stride!r}")
             shape_text = f", size={list(size)}, stride={list(stride)}"
-        else:  # dynamic dimensions are checked by the shape guards; static ones here
+        else:  # sizes and strides, dynamic and static, are the ShapeEnv's guards (install_shape_guards)
             parts.append(f"{e}.dim() == {value.dim()}")
-            parts += [f"{e}.size({i}) == {size[i]}" for i, static in enumerate(static_dims) if static]
             shape_text = ", size=[" + ", ".join(str(n) if st else "None" for n, st in zip(size, static_dims)) + "]"
         text = (
             f"check_tensor({source.name}, {type(value).__name__}, {value.dtype}, device={value.device}, "

@@ -17,26 +17,35 @@ from typing import Any
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
+from .dynamic import DynamicPolicy, FrameState
 from .exc import Unsupported
 from .guards import GuardSet
 from .source import Source, placeholder_name
-from .variables.tensor import TensorVariable
+from .variables.tensor import SymNodeVariable, TensorVariable
 
 
 @dataclass
 class GraphInput:
     source: Source
     node: torch.fx.Node
-    example: weakref.ref  # the real tensor of this call, not kept alive past it
+    example: Any  # a weakref to the real tensor of this call (not kept alive), or the int
+
+
+# Nodes without effects whose result is not a tensor: dropped when nothing uses them (a
+# comparison of sizes that only decided a branch, a size read for a guard).
+_PURE_TARGETS = frozenset({"size", "numel", "dim", "stride", "storage_offset"})
 
 
 class OutputGraph:
-    def __init__(self, guards: GuardSet) -> None:
+    def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None) -> None:
         self.graph = torch.fx.Graph()
         self.guards = guards
+        self.policy = policy or DynamicPolicy(False, FrameState())
         self.shape_env = ShapeEnv()
+        # Inputs with symbols, for the ShapeEnv's guards: (fake tensor or SymInt, source).
+        self.symbolic_inputs: list[tuple[Any, Source]] = []
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
         self.inputs: list[GraphInput] = []
         self.input_trackers: dict[Source, Any] = {}  # the builder's memo: one tracker per source
@@ -52,21 +61,55 @@ class OutputGraph:
             assert known.source is not None
             self.guards.alias(source, known.source)
             return known
-        self.guards.tensor_match(source, value)
-        fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        dims = self.policy.dynamic_dims(source, value)
+        if any(dims):
+            context = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC if d else DimDynamic.STATIC for d in dims])
+            fake = self.fake_mode.from_tensor(value, source=source, symbolic_context=context)
+            static = [isinstance(s, int) for s in fake.size()]
+            self.guards.tensor_match(source, value, static_dims=tuple(static))
+            self.symbolic_inputs.append((fake, source))
+        else:
+            self.guards.tensor_match(source, value)
+            fake = self.fake_mode.from_tensor(value, static_shapes=True)
+        node = self._placeholder(source, fake, weakref.ref(value))
+        var = TensorVariable(node, fake, type(value), source)
+        self._tensors_by_id[id(value)] = var
+        return var
+
+    def add_int_input(self, value: int, source: Source) -> SymNodeVariable | None:
+        """An int input traced as a SymInt graph input, or None when the ShapeEnv specialises
+        it (0 and 1 are always constants)."""
+        # An int is not a size: it may be negative (create_symbol would assume it positive).
+        sym = self.shape_env.create_unspecified_symint_and_symbol(value, source, DimDynamic.DYNAMIC)
+        if not isinstance(sym, torch.SymInt):
+            return None
+        self.guards.type_match(source, value)
+        self.symbolic_inputs.append((sym, source))
+        return SymNodeVariable(self._placeholder(source, sym, value), sym, source)
+
+    def _placeholder(self, source: Source, example: Any, real: Any) -> torch.fx.Node:
         if self._last_placeholder is None:
             ctx = self.graph.inserting_before(None)
         else:
             ctx = self.graph.inserting_after(self._last_placeholder)
         with ctx:
             node = self.graph.placeholder(placeholder_name(source))
-        node.meta["example_value"] = fake
+        node.meta["example_value"] = example
         node.meta["source"] = source
         self._last_placeholder = node
-        self.inputs.append(GraphInput(source, node, weakref.ref(value)))
-        var = TensorVariable(node, fake, type(value), source)
-        self._tensors_by_id[id(value)] = var
-        return var
+        self.inputs.append(GraphInput(source, node, real))
+        return node
+
+    def install_shape_guards(self) -> None:
+        """The ShapeEnv's guards on symbolic inputs, as text on sources and as expressions."""
+        if not self.symbolic_inputs:
+            return
+        examples = [e for e, _ in self.symbolic_inputs]
+        sources = [s for _, s in self.symbolic_inputs]
+        texts = self.shape_env.produce_guards(examples, sources, ignore_static=False)
+        exprs = self.shape_env.produce_guards(examples, sources, source_ref=_source_expr, ignore_static=False)
+        for text, expr in zip(texts, exprs):
+            self.guards.shape(text, expr)
 
     # -- operations -------------------------------------------------------------------------
     def create_call(self, op: str, target: Any, args: tuple, kwargs: dict, example: Any = None) -> tuple[torch.fx.Node, Any]:
@@ -115,9 +158,13 @@ class OutputGraph:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
 
     # -- the end ----------------------------------------------------------------------------
-    def finish(self, outputs: list[TensorVariable]) -> tuple[torch.fx.GraphModule, list[torch.Tensor]]:
-        """Close the graph on ``outputs``; drop unused inputs; return it with its example inputs."""
+    def finish(self, outputs: list[Any]) -> tuple[torch.fx.GraphModule, list[Any]]:
+        """Close the graph on ``outputs``; drop dead nodes and unused inputs; return it with its
+        example inputs."""
         self.graph.output(tuple(o.node for o in outputs))
+        for node in reversed(list(self.graph.nodes)):
+            if not node.users and node.op in ("call_function", "call_method") and self._is_pure(node):
+                self.graph.erase_node(node)
         used = []
         for graph_input in self.inputs:
             if graph_input.node.users:
@@ -130,8 +177,24 @@ class OutputGraph:
         gm.meta["symexec_sources"] = [i.source for i in used]
         examples = []
         for graph_input in used:
-            value = graph_input.example()
+            value = graph_input.example() if isinstance(graph_input.example, weakref.ref) else graph_input.example
             if value is None:
                 raise Unsupported("an input tensor died while tracing")
             examples.append(value)
         return gm, examples
+
+    @staticmethod
+    def _is_pure(node: torch.fx.Node) -> bool:
+        if isinstance(node.meta.get("example_value"), torch.Tensor):
+            return False  # tensor ops may mutate their inputs; they stay
+        target = node.target
+        return target in _PURE_TARGETS or (getattr(target, "__module__", None) in ("_operator", "operator")
+                                          and not getattr(target, "__name__", "").startswith(("i", "set", "del")))
+
+
+def _source_expr(source: Any) -> str:
+    """A source as an expression of the guard function, also for the ShapeEnv's own sources
+    (``TensorPropertySource(L['a'], SIZE, 0)`` becomes ``a.size()[0]``)."""
+    if isinstance(source, Source):
+        return source.expr()
+    return source._name_template.format(_source_expr(source.base))

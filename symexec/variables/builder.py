@@ -16,7 +16,7 @@ import torch
 
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import GetItemSource, Source
+from ..source import BuiltinSource, GetItemSource, Source
 from .base import VariableTracker
 from .builtins import HANDLERS, FOLDABLE, BuiltinVariable
 from .constant import LITERAL_TYPES, ConstantVariable
@@ -66,6 +66,12 @@ class VariableBuilder:
 
 @wraps(*LITERAL_TYPES)
 def _wrap_literal(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if type(value) is int and source is not None and not isinstance(source, BuiltinSource):
+        output = b.tx.output
+        if output.policy.int_is_dynamic(source, value):
+            symbolic = output.add_int_input(value, source)
+            if symbolic is not None:
+                return symbolic
     return ConstantVariable(value, source, b.guards if source is not None else None)
 
 

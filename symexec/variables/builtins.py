@@ -20,7 +20,7 @@ from .constant import ConstantVariable, wrap_constant
 from .dicts import ConstDictVariable
 from .lists import BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, sort_keys
 from .misc import SetVariable, UserDefinedClassVariable
-from .tensor import TensorVariable, record_call
+from .tensor import SymNodeVariable, TensorVariable, record_call
 
 Handler = Callable[..., "VariableTracker | None"]
 HANDLERS: dict[Any, Handler] = {}
@@ -63,6 +63,11 @@ def is_tensor(value: VariableTracker) -> bool:
     return isinstance(value, TensorVariable)
 
 
+def in_graph(value: VariableTracker) -> bool:
+    """A tensor or a symbolic number: operations on it are graph nodes."""
+    return isinstance(value, (TensorVariable, SymNodeVariable))
+
+
 class BuiltinVariable(VariableTracker):
     def __init__(self, fn: Any, source: Source | None = None) -> None:
         super().__init__(source)
@@ -84,7 +89,7 @@ class BuiltinVariable(VariableTracker):
             result = handle(tx, *args, **kwargs)
             if result is not None:
                 return result
-        if fn in FOLDABLE and all(not is_tensor(a) for a in args):
+        if fn in FOLDABLE and not any(is_tensor(a) for a in args):
             try:
                 const_args = [a.as_python_constant() for a in args]
                 const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -114,7 +119,7 @@ class BuiltinVariable(VariableTracker):
 # -- operators ------------------------------------------------------------------------------
 def _make_binary(fn: Any) -> Handler:
     def binary(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
-        if is_tensor(a) or is_tensor(b):
+        if in_graph(a) or in_graph(b):
             return record_call(tx, "call_function", fn, [a, b], {})
         if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and fn is operator.add:
             if a.python_type() is not b.python_type() and not (isinstance(a, TupleVariable) and isinstance(b, TupleVariable)):
@@ -154,7 +159,7 @@ for _inplace, _plain in INPLACE_OPERATORS.items():
 
 def _make_unary(fn: Any) -> Handler:
     def unary(tx: Any, a: VariableTracker) -> VariableTracker | None:
-        if is_tensor(a):
+        if in_graph(a):
             return record_call(tx, "call_function", operator.abs if fn is abs else fn, [a], {})
         return None
     return unary
@@ -242,8 +247,8 @@ def _delitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableT
 def _len(tx: Any, obj: VariableTracker) -> VariableTracker | None:
     if is_tensor(obj):
         if obj.example.dim() == 0:
-            raise Unsupported("len() of a 0-d tensor")
-        return ConstantVariable(obj.example.size(0))
+            raise Unsupported("TypeError: len() of a 0-d tensor")
+        return obj.call_method(tx, "size", [ConstantVariable(0)], {})
     if isinstance(obj, RangeVariable):
         return ConstantVariable(len(obj.value))
     if isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
@@ -406,7 +411,7 @@ def _sum(tx: Any, iterable: VariableTracker, start: VariableTracker | None = Non
 
 @handler(pow)
 def _pow(tx: Any, base: VariableTracker, exp: VariableTracker, mod: VariableTracker | None = None) -> VariableTracker | None:
-    if mod is None and (is_tensor(base) or is_tensor(exp)):
+    if mod is None and (in_graph(base) or in_graph(exp)):
         return record_call(tx, "call_function", operator.pow, [base, exp], {})
     return None
 

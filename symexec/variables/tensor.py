@@ -1,9 +1,11 @@
-"""Tensors: graph values. Every operation on them becomes a node of the FX graph.
+"""Tensors and symbolic numbers: graph values. Every operation on them becomes an FX node.
 
 A ``TensorVariable`` holds the FX node that produces the tensor and its fake example value
-(shape, dtype, device, ...). Operations go through ``record_call``: the node is created in the
-output graph, its fake result computed under the fake mode, and the result wrapped back into
-trackers by ``wrap_fx_value``.
+(shape, dtype, device, ...). A ``SymNodeVariable`` does the same for a ``torch.SymInt``,
+``SymFloat`` or ``SymBool``: an int input traced symbolically, a dynamic size, arithmetic on
+them. Operations go through ``record_call``: the node is created in the output graph, its fake
+result computed under the fake mode, and the result wrapped back into trackers by
+``wrap_fx_value``.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ class TensorVariable(VariableTracker):
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         if name == "shape":
-            return size_variable(self.example.size())
+            return self.call_method(tx, "size", [], {})
         if name in _METADATA_ATTRS:
             return ConstantVariable(getattr(self.example, name))
         if name in _COMPUTED_ATTRS:
@@ -85,22 +87,18 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name in _BREAKING_METHODS:
             raise Unsupported(f"Tensor.{name}() {_BREAKING_METHODS[name]}", hint="move it out of the compiled function")
-        if name == "size":
-            size = self.example.size()
-            if args or kwargs:
-                dim = (args[0] if args else kwargs["dim"]).as_python_constant()
-                return ConstantVariable(size[dim])
-            return size_variable(size)
-        if name in _METADATA_METHODS:
+        if name in _METADATA_METHODS or name == "size":
             value = getattr(self.example, name)(*[a.as_python_constant() for a in args],
                                                 **{k: v.as_python_constant() for k, v in kwargs.items()})
-            if name == "type" and not args and not kwargs:
-                return ConstantVariable(value)
-            if isinstance(value, tuple):  # stride(): a plain tuple
+            if isinstance(value, torch.Size) and not is_symbolic(value):
+                return size_variable(value)
+            if isinstance(value, tuple) and not is_symbolic(value):  # stride(): a plain tuple
                 return TupleVariable([ConstantVariable(v) for v in value])
             if is_literal(value):
                 return ConstantVariable(value)
-            raise Unsupported(f"Tensor.{name}() with these arguments")
+            if not is_symbolic(value):
+                raise Unsupported(f"Tensor.{name}() with these arguments")
+            # A dynamic size, numel or stride: recorded (size = l_a_.size(); getitem = size[0]).
         if not hasattr(torch.Tensor, name):
             raise Unsupported(f"tensors have no method {name!r}")
         result = record_call(tx, "call_method", name, [self, *args], kwargs)
@@ -113,12 +111,56 @@ class TensorVariable(VariableTracker):
             raise Unsupported("iterating over a 0-d tensor")
         return [
             record_call(tx, "call_function", operator.getitem, [self, ConstantVariable(i)], {})
-            for i in range(self.example.size(0))
+            for i in range(int(self.example.size(0)))  # a dynamic length specialises: the loop unrolls
         ]
 
     def __repr__(self) -> str:
         shape = tuple(self.example.shape)
         return f"TensorVariable({self.node.name}: {str(self.example.dtype).removeprefix('torch.')}{list(shape)})"
+
+
+class SymNodeVariable(VariableTracker):
+    """A symbolic int, float or bool: computed in the graph, known only as an expression.
+
+    Using it where Python needs a concrete value (``range(n)``, an index into a list)
+    specialises it: the ShapeEnv records ``n == 5`` as a guard and the value is a constant from
+    then on. Branching on it records the condition (``0 <= L['n']``).
+    """
+
+    def __init__(self, node: torch.fx.Node, example: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.node = node
+        self.example = example  # torch.SymInt / SymFloat / SymBool
+
+    def python_type(self) -> type:
+        return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(self.example)]
+
+    def describe(self) -> str:
+        return f"the symbolic {self.python_type().__name__} {self.example}"
+
+    def as_proxy(self) -> torch.fx.Node:
+        return self.node
+
+    def is_python_constant(self) -> bool:
+        return False  # asking must not specialise
+
+    def as_python_constant(self) -> Any:
+        return self.python_type()(self.example)  # specialises, with a guard
+
+    def truth(self, tx: Any) -> bool:
+        return bool(self.example)  # the ShapeEnv guards on the branch taken
+
+    def __repr__(self) -> str:
+        return f"SymNodeVariable({self.node.name}: {self.example})"
+
+
+def is_symbolic(value: Any) -> bool:
+    """Does ``value`` (a number, a size, a tuple of them) hold a symbolic number?"""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return not value.node.expr.is_number
+    if isinstance(value, (tuple, list)):
+        return any(is_symbolic(v) for v in value)
+    return False
 
 
 def size_variable(size: Any) -> VariableTracker:
@@ -145,11 +187,18 @@ def wrap_fx_value(tx: Any, node: torch.fx.Node, example: Any) -> VariableTracker
     """Wrap the fake result of a recorded node into trackers."""
     if isinstance(example, torch.Tensor):
         return TensorVariable(node, example)
-    if isinstance(example, (tuple, list)) and not isinstance(example, torch.Size):
+    if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        if is_symbolic(example):
+            return SymNodeVariable(node, example)
+        tx.output.remove_node(node)
+        return ConstantVariable({torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(example)](example))
+    if isinstance(example, (tuple, list)) and (is_symbolic(example) or not isinstance(example, torch.Size)):
         items = []
         for i, item in enumerate(example):
             item_node, _ = tx.output.create_call("call_function", operator.getitem, (node, i), {}, example=item)
             items.append(wrap_fx_value(tx, item_node, item))
+        if isinstance(example, torch.Size):
+            return SizeVariable(items)
         if isinstance(example, list):
             return ListVariable(items)
         if hasattr(type(example), "n_fields") or hasattr(type(example), "_fields"):

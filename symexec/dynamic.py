@@ -1,0 +1,92 @@
+"""Which input values are traced symbolically: automatic dynamic, ``dynamic=True/False``,
+``mark_dynamic`` and ``mark_static``.
+
+Per compiled function, a ``FrameState`` remembers the value each int input and each tensor
+dimension had in the traces so far, keyed by source. In automatic mode (``dynamic=None``) a
+value starts specialised; a later trace that sees it changed marks it dynamic for good, and
+that trace and the ones after it make it a ``torch.SymInt`` (an int input) or a ShapeEnv
+symbol (a tensor dimension). The ShapeEnv still specialises sizes and ints equal to 0 or 1,
+as torch.compile does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .source import Source
+
+DYNAMIC = None  # what FrameState records for a value seen changing
+
+
+@dataclass
+class FrameState:
+    """What the traces of one compiled function have seen, by source name."""
+
+    ints: dict[str, int | None] = field(default_factory=dict)
+    sizes: dict[str, list[int | None]] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.ints.clear()
+        self.sizes.clear()
+
+
+class DynamicPolicy:
+    """Decides, while wrapping inputs for one trace, what is symbolic."""
+
+    def __init__(self, mode: bool | None, state: FrameState) -> None:
+        self.mode = mode
+        self.state = state
+
+    def int_is_dynamic(self, source: Source, value: int) -> bool:
+        if self.mode is False:
+            return False
+        name = source.name
+        seen = self.state.ints.get(name, value)
+        changed = name in self.state.ints and (seen is DYNAMIC or seen != value)
+        self.state.ints[name] = DYNAMIC if changed else value
+        return self.mode is True or changed
+
+    def dynamic_dims(self, source: Source, tensor: torch.Tensor) -> list[bool]:
+        """For each dimension of an input tensor: trace it as a symbol?"""
+        size = list(tensor.size())
+        marked = getattr(tensor, "_symexec_dynamic_dims", set())
+        static = getattr(tensor, "_symexec_static_dims", set())
+        seen = self.state.sizes.get(source.name)
+        if seen is None or len(seen) != len(size):
+            merged: list[int | None] = list(size)
+            changed = [False] * len(size)
+        else:
+            changed = [old is DYNAMIC or old != new for old, new in zip(seen, size)]
+            merged = [DYNAMIC if c else new for c, new in zip(changed, size)]
+        self.state.sizes[source.name] = merged
+        if self.mode is False:
+            return [False] * len(size)
+        return [
+            i not in static and (self.mode is True or changed[i] or i in marked)
+            for i in range(len(size))
+        ]
+
+
+def mark_dynamic(t: torch.Tensor, dim: int | list[int]) -> None:
+    """Trace dimension ``dim`` of ``t`` as a symbol from the first call on."""
+    _mark(t, dim, "_symexec_dynamic_dims", "mark_dynamic")
+
+
+def mark_static(t: torch.Tensor, dim: int | list[int]) -> None:
+    """Keep dimension ``dim`` of ``t`` specialised, whatever automatic dynamic would do."""
+    _mark(t, dim, "_symexec_static_dims", "mark_static")
+
+
+def _mark(t: Any, dim: int | list[int], attr: str, api: str) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{api}() takes a tensor, not {type(t).__name__}")
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:
+        if not isinstance(d, int) or not -t.dim() <= d < t.dim():
+            raise ValueError(f"{api}(): dimension {d!r} is out of range for a {t.dim()}-d tensor")
+    marks = set(getattr(t, attr, set()))
+    marks.update(d % t.dim() for d in dims)
+    setattr(t, attr, marks)
