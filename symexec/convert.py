@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 import torch._guards
+from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw
 
 from . import logs
 from .cache import CacheEntry
@@ -130,18 +131,28 @@ def _build_entry(fn: types.FunctionType, result: VariableTracker, output: Output
     return entry
 
 
+def graph_sizes(gm: torch.fx.GraphModule) -> str:
+    """Each tensor node's shape, and where it is symbolic, its concrete shape in this call."""
+    lines = []
+    for node in gm.graph.nodes:
+        example = node.meta.get("example_value")
+        if not isinstance(example, torch.Tensor):
+            continue
+        shape = tuple(example.shape)
+        lines.append(f"{node.name}: ({', '.join(str(d) for d in shape)}{',' if len(shape) == 1 else ''})")
+        if any(isinstance(d, torch.SymInt) for d in shape):
+            concrete = tuple(guarding_hint_or_throw(d) for d in shape)
+            lines.append(f"{node.name} (concrete): {concrete}")
+    return "\n".join(lines)
+
+
 def _log_entry(fn: types.FunctionType, entry: CacheEntry) -> None:
     title = f"{fn.__qualname__} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno})"
     if logs.enabled("graph_code"):
         text = entry.graph.print_readable(print_output=False) if entry.graph is not None else "(no graph: no torch operations)"
         logs.log("graph_code", "TRACED GRAPH of %s\n%s", title, text)
     if logs.enabled("graph_sizes") and entry.graph is not None:
-        lines = []
-        for node in entry.graph.graph.nodes:
-            example = node.meta.get("example_value")
-            if isinstance(example, torch.Tensor):
-                lines.append(f"{node.name}: {tuple(example.shape)}")
-        logs.log("graph_sizes", "TRACED GRAPH TENSOR SIZES of %s\n%s", title, "\n".join(lines))
+        logs.log("graph_sizes", "TRACED GRAPH TENSOR SIZES of %s\n%s", title, graph_sizes(entry.graph))
     if logs.enabled("guards"):
         logs.log("guards", "GUARDS of %s\n%s", title, "\n".join(f"  {g.text}" for g in entry.guards))
     if logs.enabled("bytecode") and entry.replacement_code is not None:

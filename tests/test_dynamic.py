@@ -1,0 +1,214 @@
+"""SPEC §5: symbolic ints and dynamic shapes, against eager and torch.compile's trace count."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+import torch
+import torch._dynamo
+from helpers import CountingBackend, assert_same
+
+import symexec
+
+
+def run_both(fn, calls, *, dynamic=None, backend_name=None):
+    """Call ``fn`` compiled by symexec and by torch.compile on each argument tuple of
+    ``calls``; compare every result with eager; return both graph counters."""
+    ours, theirs = CountingBackend(), CountingBackend()
+    compiled = symexec.compile(fn, backend=ours, dynamic=dynamic)
+    torch._dynamo.reset()
+    reference = torch.compile(fn, backend=theirs, dynamic=dynamic)
+    for args in calls:
+        expected = fn(*args)
+        assert_same(expected, compiled(*args))
+        assert_same(expected, reference(*args))
+    torch._dynamo.reset()
+    return compiled, ours, theirs
+
+
+def branch_on_n(x, n):
+    y = x ** 2
+    if n >= 0:
+        return (n + 1) * y
+    return y / n
+
+
+def test_int_becomes_symbolic_on_change_and_is_reused():
+    x = torch.randn(3)
+    compiled, ours, theirs = run_both(branch_on_n, [(x, 2), (x, 3), (x, -2), (x, 4)])
+    assert ours.graph_count == theirs.graph_count == 3
+    entries = symexec.cache_entries(compiled)
+    assert len(entries) == 3
+    second = ours.graphs[1]
+    placeholders = [n for n in second.graph.nodes if n.op == "placeholder"]
+    assert [n.name for n in placeholders] == ["l_x_", "l_n_"]
+    assert isinstance(placeholders[1].meta["example_value"], torch.SymInt)
+    calls = [n for n in second.graph.nodes if n.op == "call_function"]
+    assert [n.target for n in calls] == [operator.pow, operator.add, operator.mul]
+    add, mul = calls[1], calls[2]
+    assert add.args == (placeholders[1], 1) and mul.args[0] is add
+    assert "Sym(" in second.print_readable(print_output=False)
+    texts = [g.text for g in entries[1].guards]
+    assert "0 <= L['n']" in texts and "type(L['n']) is int" in texts
+    assert "L['n'] <= -1" in [g.text for g in entries[0].guards]
+
+
+def scaled_by_rows(a, b):
+    return a.shape[0] * a * b
+
+
+def test_first_dimension_becomes_dynamic_on_change():
+    calls = [(torch.randn(s, 3), torch.randn(s, 3)) for s in (4, 8, 16)]
+    compiled, ours, theirs = run_both(scaled_by_rows, calls)
+    assert ours.graph_count == theirs.graph_count == 2
+    gm = ours.graphs[1]
+    code = gm.code
+    assert "l_a_.size()" in code and "getitem" in code
+    sizes = [n.target for n in gm.graph.nodes if n.op == "call_method"]
+    assert sizes == ["size"]
+    texts = [g.text for g in symexec.cache_entries(compiled)[0].guards]
+    assert "L['b'].size()[0] == L['a'].size()[0]" in texts
+    assert "2 <= L['a'].size()[0]" in texts
+
+
+def rows_branch(a):
+    if a.shape[0] * 2 < 16:
+        return a + 1
+    return a - 1
+
+
+def test_dynamic_true_guards_the_symbolic_condition():
+    compiled, ours, theirs = run_both(rows_branch, [(torch.randn(8, 3),)], dynamic=True)
+    assert ours.graph_count == theirs.graph_count == 1
+    placeholder = next(n for n in ours.graphs[0].graph.nodes if n.op == "placeholder")
+    assert all(isinstance(d, torch.SymInt) for d in placeholder.meta["example_value"].shape)
+    assert "8 <= L['a'].size()[0]" in [g.text for g in symexec.cache_entries(compiled)[0].guards]
+    for size, retrace in ((16, False), (9, False), (4, True), (7, False), (3, False)):
+        before = len(symexec.cache_entries(compiled))
+        a = torch.randn(size, 3)
+        assert torch.equal(compiled(a), rows_branch(a))
+        assert len(symexec.cache_entries(compiled)) == before + retrace
+
+
+def test_dynamic_false_never_goes_symbolic():
+    x = torch.randn(3)
+    compiled, ours, theirs = run_both(branch_on_n, [(x, n) for n in (2, 3, 5)], dynamic=False)
+    assert ours.graph_count == theirs.graph_count == 3
+    assert all(not any(isinstance(n.meta.get("example_value"), torch.SymInt) for n in gm.graph.nodes)
+               for gm in ours.graphs)
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_size_sweep_equals_eager_and_never_runs_a_wrong_graph(dynamic):
+    def fn(a, k):
+        rows = a.shape[0]
+        out = a.reshape(rows, a.shape[1]).sum(1)
+        if rows > 5:
+            out = out * k
+        return out[: rows // 2] + torch.ones(rows // 2), a.size(1) * 2
+
+    compiled = symexec.compile(fn, dynamic=dynamic)
+    for rows in (1, 2, 3, 4, 6, 7, 10, 6, 2, 0, 1, 13):
+        for k in (1, 2, 3, -1):
+            a = torch.randn(rows, 4)
+            assert_same(fn(a, k), compiled(a, k))
+
+
+def test_int_sweep_equals_eager():
+    def fn(x, n, m):
+        y = x.repeat(max(n, 1))
+        total = x.sum() * n + m
+        return y, total, n * m, n // 3, -n
+
+    compiled = symexec.compile(fn)
+    x = torch.randn(2)
+    for n in (0, 1, 2, 5, 7, 2, -3, 11):
+        for m in (1, 4, 9):
+            assert_same(fn(x, n, m), compiled(x, n, m))
+
+
+@pytest.mark.parametrize("sizes", [(0, 3, 5), (1, 3, 5), (3, 1, 5)])
+def test_sizes_zero_and_one_specialise_like_torch_compile(sizes):
+    calls = [(torch.randn(s, 2),) for s in sizes]
+    _, ours, theirs = run_both(lambda a: a * 2 + a.shape[0], calls)
+    assert ours.graph_count == theirs.graph_count
+
+
+@pytest.mark.parametrize("ints", [(0, 5, 6), (1, 5, 6), (5, 0, 1, 6)])
+def test_ints_zero_and_one_specialise_like_torch_compile(ints):
+    x = torch.randn(2)
+    _, ours, theirs = run_both(lambda x, n: x * n, [(x, n) for n in ints])
+    assert ours.graph_count == theirs.graph_count
+
+
+def test_symbolic_sizes_in_torch_calls_slices_and_range():
+    def fn(a, n):
+        rows = a.size(0)
+        out = torch.zeros(rows, n) + a[:, :1]
+        out = out.view(rows * n).expand(2, rows * n)
+        acc = torch.arange(rows)
+        for i in range(n):
+            acc = acc + i
+        return out[:, : rows - 1], acc, torch.full((rows,), 3.0), a.numel(), len(a), a.dim()
+
+    compiled = symexec.compile(fn)
+    for rows, n in ((4, 2), (6, 3), (9, 3), (9, 4)):
+        a = torch.randn(rows, 3)
+        assert_same(fn(a, n), compiled(a, n))
+
+
+def test_mark_dynamic_and_mark_static():
+    backend = CountingBackend()
+    compiled = symexec.compile(lambda a: a.sum(0) * a.shape[0], backend=backend)
+    a = torch.randn(5, 3)
+    symexec.mark_dynamic(a, 0)
+    compiled(a)
+    example = next(n for n in backend.graphs[0].graph.nodes if n.op == "placeholder").meta["example_value"]
+    assert isinstance(example.shape[0], torch.SymInt) and example.shape[1] == 3
+    b = torch.randn(7, 3)
+    assert torch.allclose(compiled(b), b.sum(0) * 7)
+    assert backend.graph_count == 1
+
+    symexec.reset()
+    static = CountingBackend()
+    compiled = symexec.compile(lambda a: a + 1, backend=static, dynamic=True)
+    c = torch.randn(5, 3)
+    symexec.mark_static(c, 0)
+    compiled(c)
+    example = next(n for n in static.graphs[0].graph.nodes if n.op == "placeholder").meta["example_value"]
+    assert example.shape[0] == 5 and isinstance(example.shape[1], torch.SymInt)
+
+    with pytest.raises(ValueError, match="out of range"):
+        symexec.mark_dynamic(torch.randn(2), 3)
+    with pytest.raises(TypeError, match="takes a tensor"):
+        symexec.mark_static([1, 2], 0)
+
+
+def test_dynamic_shapes_through_aot_eager():
+    compiled = symexec.compile(scaled_by_rows, backend="aot_eager")
+    for s in (4, 8, 16, 5):
+        a, b = torch.randn(s, 3), torch.randn(s, 3)
+        assert torch.allclose(compiled(a, b), scaled_by_rows(a, b))
+    assert len(symexec.cache_entries(compiled)) == 2
+
+
+def test_graph_sizes_log(capfd):
+    symexec.set_logs("graph_sizes")
+    try:
+        compiled = symexec.compile(scaled_by_rows)
+        for s in (4, 8):
+            compiled(torch.randn(s, 3), torch.randn(s, 3))
+    finally:
+        symexec.set_logs(None)
+    err = capfd.readouterr().err
+    assert "l_a_: (4, 3)" in err
+    assert "l_a_ (concrete): (8, 3)" in err
+    assert "l_a_: (s" in err
+
+
+def test_recompile_reason_names_the_shape_guard():
+    compiled = symexec.compile(rows_branch, dynamic=True)
+    compiled(torch.randn(8, 3))
+    compiled(torch.randn(4, 3))
+    assert symexec.recompile_reasons(compiled) == ["0: 8 <= L['a'].size()[0]"]
