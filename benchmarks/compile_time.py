@@ -19,21 +19,21 @@ import torch
 import torch._dynamo  # only for torch._dynamo.reset() between measurements
 
 import symexec
-from workloads import HELPERS, MANY_ARGS, MATMUL, MSE, UNRELATED, check_symexec, same
+from workloads import DYNAMIC, HELPERS, MANY_ARGS, MATMUL, MSE, UNRELATED, check_symexec, options, same
 
 SYSTEMS = {
-    "symexec": (symexec.reset, lambda fn: symexec.compile(fn, backend="eager")),
-    "torch.compile": (torch._dynamo.reset, lambda fn: torch.compile(fn, backend="eager")),
+    "symexec": (symexec.reset, lambda fn, **kw: symexec.compile(fn, backend="eager", **kw)),
+    "torch.compile": (torch._dynamo.reset, lambda fn, **kw: torch.compile(fn, backend="eager", **kw)),
 }
 
 
 def first_call_ms(system, workload):
     """Time the first call of a freshly wrapped function; return (ms, wrapper)."""
     reset, wrap = SYSTEMS[system]
-    _, fn, make_args = workload
+    _, fn, make_args = workload[:3]
     args = make_args()
     reset()
-    compiled = wrap(fn)
+    compiled = wrap(fn, **options(workload))
     start = time.perf_counter()
     result = compiled(*args)
     elapsed = time.perf_counter() - start
@@ -51,7 +51,7 @@ def main():
     for system in SYSTEMS:
         first_call_ms(system, UNRELATED)
 
-    workloads = (MSE, MANY_ARGS, MATMUL, HELPERS)
+    workloads = (MSE, MANY_ARGS, MATMUL, HELPERS, DYNAMIC)
     times = {(workload[0], system): [] for workload in workloads for system in SYSTEMS}
     notes = set()
     for repeat in range(options.repeats):

@@ -17,7 +17,7 @@ import time
 import torch
 
 import symexec
-from workloads import MANY_ARGS, MSE, check_symexec, same
+from workloads import DYNAMIC, MANY_ARGS, MSE, check_symexec, options, same
 
 
 def time_per_call_us(fn, args, calls):
@@ -35,12 +35,12 @@ def time_per_call_us(fn, args, calls):
 
 
 def bench(workload, rounds, calls):
-    name, fn, make_args = workload
+    name, fn, make_args = workload[:3]
     args = make_args()
     contenders = {
         "eager": fn,
-        "symexec": symexec.compile(fn, backend="eager"),
-        "torch.compile": torch.compile(fn, backend="eager"),
+        "symexec": symexec.compile(fn, backend="eager", **options(workload)),
+        "torch.compile": torch.compile(fn, backend="eager", **options(workload)),
     }
     expected = fn(*args)
     for label, impl in contenders.items():
@@ -74,7 +74,7 @@ def main():
     print(header)
     print("-" * len(header))
     notes = []
-    for workload in (MSE, MANY_ARGS):
+    for workload in (MSE, MANY_ARGS, DYNAMIC):
         name, us, problems = bench(workload, options.rounds, options.calls)
         symexec_overhead = us["symexec"] - us["eager"]
         compile_overhead = us["torch.compile"] - us["eager"]

@@ -56,6 +56,14 @@ def with_helpers(x, w):
     return _normalise(_scale(x, 2.0))
 
 
+def dynamic_rows(a, b, w):
+    """Symbolic sizes: guards relate a's, b's and w's dimensions (compiled with dynamic=True)."""
+    if a.shape[0] * 2 < 4096:
+        a = a * 2
+    h = (a + b) @ w
+    return h.reshape(a.shape[0], -1).sum(1) / a.shape[1]
+
+
 def unrelated(a, b):
     """Compiled once by each system before measuring, to pay one-time start-up costs."""
     c = torch.sin(a) + torch.cos(b)
@@ -75,6 +83,10 @@ def matmul_args():
     return torch.randn(16, 64), torch.randn(64, 64) * 0.1
 
 
+def dynamic_args():
+    return torch.randn(64, 32), torch.randn(64, 32), torch.randn(32, 16)
+
+
 def unrelated_args():
     return torch.randn(50), torch.randn(50)
 
@@ -84,6 +96,12 @@ MANY_ARGS = ("10 tensors + 5 int/str", many_args, many_args_args)
 MATMUL = ("12 x relu(x @ w)", matmul_relu_12, matmul_args)
 HELPERS = ("helper functions", with_helpers, matmul_args)
 UNRELATED = ("unrelated", unrelated, unrelated_args)
+# Workloads carry the options both systems compile them with (a fourth element, optional).
+DYNAMIC = ("dynamic shapes", dynamic_rows, dynamic_args, {"dynamic": True})
+
+
+def options(workload):
+    return workload[3] if len(workload) > 3 else {}
 
 
 def same(a, b):

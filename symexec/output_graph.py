@@ -106,9 +106,20 @@ class OutputGraph:
             return
         examples = [e for e, _ in self.symbolic_inputs]
         sources = [s for _, s in self.symbolic_inputs]
-        texts = self.shape_env.produce_guards(examples, sources, ignore_static=False)
-        exprs = self.shape_env.produce_guards(examples, sources, source_ref=_source_expr, ignore_static=False)
-        for text, expr in zip(texts, exprs):
+        # One (costly) call renders each source as a token; the tokens then become the text
+        # on sources (L['a'].size()[0]) and the guard function's expression (a.size()[0]).
+        rendered: dict[str, tuple[str, str]] = {}
+
+        def token(source: Any) -> str:
+            key = f"\x00{len(rendered)}\x00"
+            rendered[key] = (_source_text(source), _source_expr(source))
+            return key
+
+        for guard in self.shape_env.produce_guards(examples, sources, source_ref=token, ignore_static=False):
+            text, expr = guard, guard
+            for key, (name, code) in rendered.items():
+                if key in guard:
+                    text, expr = text.replace(key, name), expr.replace(key, code)
             self.guards.shape(text, expr)
 
     # -- operations -------------------------------------------------------------------------
@@ -190,6 +201,10 @@ class OutputGraph:
         target = node.target
         return target in _PURE_TARGETS or (getattr(target, "__module__", None) in ("_operator", "operator")
                                           and not getattr(target, "__name__", "").startswith(("i", "set", "del")))
+
+
+def _source_text(source: Any) -> str:
+    return source.name
 
 
 def _source_expr(source: Any) -> str:
