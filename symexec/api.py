@@ -31,6 +31,18 @@ class _Compiled:
         self.dynamic = dynamic
         self.cache = FunctionCache(fn)
         ALL_CACHES.add(self.cache)
+        # Compiled wrappers of what this function's graph breaks call: continuations and the
+        # user functions run at a break, one per function, so their caches persist.
+        self.related: dict[Any, Callable[..., Any]] = {}
+
+    def compile_related(self, fn: types.FunctionType) -> Callable[..., Any]:
+        key = fn.__code__ if fn.__code__.co_name.startswith("__resume_at_") else fn
+        wrapper = self.related.get(key)
+        if wrapper is None:
+            continuation = key is fn.__code__
+            wrapper = self.related[key] = _wrap(_Compiled(fn, self.backend, self.fullgraph, self.dynamic),
+                                                max_depth=config.max_resume_depth if continuation else None)
+        return wrapper
 
     def miss(self, args: tuple, kwargs: dict) -> Any:
         cache = self.cache
@@ -51,7 +63,8 @@ class _Compiled:
                 return self.fn(*args, **kwargs)
         entry = convert_frame(self.fn, args, kwargs, backend=self.backend, fullgraph=self.fullgraph,
                               config=config, index=len(cache.entries),
-                              policy=DynamicPolicy(self.dynamic, cache.frame_state))
+                              policy=DynamicPolicy(self.dynamic, cache.frame_state),
+                              compile_fn=self.compile_related)
         cache.add(entry)
         return entry.replacement(*args, **kwargs)
 
@@ -77,16 +90,40 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", ful
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"symexec.compile expects a Python function, not {type(fn).__name__} "
                         "(nn.Module support comes with issue #6)")
-    state = _Compiled(fn, backend_fn, fullgraph, dynamic)
+    return _wrap(_Compiled(fn, backend_fn, fullgraph, dynamic))
+
+
+def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
+    """The function users call: the hot path over the cache, nothing else."""
+    fn = state.fn
     hot = state.cache.hot
     miss = state.miss
 
-    @functools.wraps(fn)
-    def compiled(*args: Any, **kwargs: Any) -> Any:
-        for guard, replacement in hot:
-            if guard(*args, **kwargs):
-                return replacement(*args, **kwargs)
-        return miss(args, kwargs)
+    if max_depth is None:
+        @functools.wraps(fn)
+        def compiled(*args: Any, **kwargs: Any) -> Any:
+            for guard, replacement in hot:
+                if guard(*args, **kwargs):
+                    return replacement(*args, **kwargs)
+            return miss(args, kwargs)
+    else:
+        # A continuation: a loop whose body breaks calls it from itself once per iteration.
+        # Past ``max_depth`` nested calls the rest runs as plain Python, before the
+        # interpreter's recursion limit is near.
+        depth = [0]
+
+        @functools.wraps(fn)
+        def compiled(*args: Any, **kwargs: Any) -> Any:
+            if depth[0] >= max_depth:
+                return fn(*args, **kwargs)
+            depth[0] += 1
+            try:
+                for guard, replacement in hot:
+                    if guard(*args, **kwargs):
+                        return replacement(*args, **kwargs)
+                return miss(args, kwargs)
+            finally:
+                depth[0] -= 1
 
     compiled._symexec = state  # type: ignore[attr-defined]
     compiled._symexec_original = fn  # type: ignore[attr-defined]

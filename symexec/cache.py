@@ -24,6 +24,7 @@ class CacheEntry:
     graph: torch.fx.GraphModule | None = None
     compiled_graph: Callable[..., Any] | None = None
     fallback_reason: str | None = None
+    break_reason: Any = None  # the Unsupported that ended this graph in a break, if one did
     replacement_code: types.CodeType | None = None
     trace_seconds: float = 0.0
     compile_seconds: float = 0.0

@@ -18,7 +18,9 @@ import torch.fx
 from bytecode import Bytecode, FreeVar, Instr
 
 from .exc import InternalError
-from .variables import VariableTracker
+from .variables import ConstDictVariable, ListVariable, SetVariable, VariableTracker
+
+MUTABLE_TRACKERS = (ListVariable, ConstDictVariable, SetVariable)
 
 # Flags a replacement keeps from the original code: how arguments are received.
 _KEPT_FLAGS = 0x01 | 0x02 | 0x04 | 0x08 | 0x10  # OPTIMIZED, NEWLOCALS, VARARGS, VARKEYWORDS, NESTED
@@ -31,6 +33,14 @@ class PyCodegen:
         self.lineno = lineno
         # Graph outputs: node -> (local holding the output tuple, index).
         self.graph_outputs: dict[torch.fx.Node, tuple[str, int]] = {}
+        # Mutable objects built by this code, kept in temporaries so that every use of one
+        # tracker is one object (a list passed to a call and then returned stays the same).
+        self._built: dict[int, str] = {}
+        self._temps = 0
+
+    def new_temp(self) -> str:
+        self._temps += 1
+        return f"___tmp_{self._temps}"
 
     def emit(self, name: str, arg: Any = None) -> None:
         if arg is None and name not in ("LOAD_CONST",):
@@ -73,10 +83,22 @@ class PyCodegen:
         else:
             self.emit(_BUILD[cls], count)
 
+    def jump(self, name: str, label: Any) -> None:
+        """A jump of kind ``name`` to ``label``, which lies ahead: on 3.11 the direction is part
+        of the opcode, so a backward conditional jump of the original becomes a forward one."""
+        self.emit(name.replace("BACKWARD", "FORWARD") if "IF" in name else name, label)
+
     def call(self, nargs: int) -> None:
         """Call the callable below ``nargs`` arguments; a NULL must sit below the callable."""
         self.emit("PRECALL", nargs)
         self.emit("CALL", nargs)
+
+    def call_method(self, name: str, emit_args: Any) -> None:
+        """With an object on the stack, call its method ``name``; ``emit_args`` pushes the
+        arguments and returns them (a list, for the count)."""
+        self.emit("LOAD_METHOD", name)
+        args = emit_args()
+        self.call(len(args))
 
     def call_const(self, fn: Any, emit_args: Any) -> None:
         """``fn(*args)`` where ``fn`` travels as a constant of the generated code."""
@@ -93,6 +115,16 @@ class PyCodegen:
             self.load_fast(local)
             self.load_const(index)
             self.subscr()
+            return
+        if var.source is None and isinstance(var, MUTABLE_TRACKERS):
+            temp = self._built.get(id(var))
+            if temp is not None:
+                self.load_fast(temp)
+                return
+            var.reconstruct(self)
+            temp = self._built[id(var)] = self.new_temp()
+            self.emit("COPY", 1)
+            self.store_fast(temp)
             return
         var.reconstruct(self)
 

@@ -15,6 +15,8 @@ class Config:
     max_inline_depth: int = 32
     # Most items an inlined generator may yield before the tracer gives up.
     max_generator_items: int = 10_000
+    # Nested calls of one continuation (a loop whose body breaks) before the rest runs eagerly.
+    max_resume_depth: int = 64
     # Longest repr of a tracker in the instruction trace.
     trace_repr_limit: int = 80
 

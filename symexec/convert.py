@@ -1,9 +1,10 @@
 """One frame, from real arguments to a ``CacheEntry``: trace, compile the graph, write the code.
 
-Whatever the tracer cannot model (``Unsupported``) becomes an entry that runs the original
-function under the guards gathered so far: those guards pin every value the trace looked at
-before it stopped, so the same inputs would stop at the same place. symexec's own bugs do the
-same with a warning, unless ``config.raise_on_internal_error`` is set.
+What the tracer cannot model (``Unsupported``) becomes a graph break (``breaks.py``); where
+even that is impossible, an entry that runs the original function under the guards gathered
+so far: those guards pin every value the trace looked at before it stopped, so the same
+inputs would stop at the same place. symexec's own bugs do the same with a warning, unless
+``config.raise_on_internal_error`` is set.
 """
 
 from __future__ import annotations
@@ -24,40 +25,62 @@ from .config import Config
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet, compile_guards
 from .output_graph import OutputGraph
-from .translator import InstructionTranslator
+from .breaks import BreakPlan
 from .dynamic import DynamicPolicy
-from .variables import TensorVariable, VariableTracker
+from .translator import InstructionTranslator
+from .variables import BoundMethodVariable, CellVariable, ConstDictVariable, TensorVariable, UserMethodVariable, VariableTracker
 from .variables.tensor import SymNodeVariable
-from .variables.dicts import ConstDictVariable
 
 GRAPH_OUT = "___graph_out"
+CompileFn = Callable[[types.FunctionType], Callable[..., Any]]
 
 
 def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend: Callable[..., Any],
-                  fullgraph: bool, config: Config, index: int, policy: DynamicPolicy) -> CacheEntry:
+                  fullgraph: bool, config: Config, index: int, policy: DynamicPolicy,
+                  compile_fn: CompileFn) -> CacheEntry:
+    """Trace ``fn`` on these arguments into a cache entry.
+
+    Where the trace meets what it cannot model, it is run again and stopped just before that
+    instruction (a clean state: nothing half-done by an inlined callee), and the entry becomes
+    a graph break: the graph so far, the instruction run for real, and a continuation.
+    """
     start = time.perf_counter()
-    guards = GuardSet()
-    guards.grad_mode(torch.is_grad_enabled())
-    output = OutputGraph(guards, policy)
-    try:
-        tx = InstructionTranslator.for_function(fn, args, kwargs, output, config)
-        tx.run()
-        assert tx.return_value is not None
-        entry = _build_entry(fn, tx.return_value, output, guards, backend, index, start)
-    except Unsupported as e:
-        if fullgraph:
+    break_at: tuple[int, int] | None = None
+    reason: Unsupported | None = None
+    grad_mode = torch.is_grad_enabled()
+    for attempt in range(2):
+        guards = GuardSet()
+        guards.grad_mode(grad_mode)
+        output = OutputGraph(guards, policy)
+        try:
+            tx = InstructionTranslator.for_function(fn, args, kwargs, output, config)
+            tx.break_at = break_at
+            try:
+                tx.run()
+            finally:
+                torch._C._set_grad_enabled(grad_mode)  # a traced `with no_grad()` may have changed it
+            if tx.stopped_at_break:
+                assert reason is not None
+                return _build_entry(fn, tx, guards, backend, index, start, compile_fn, reason)
+            return _build_entry(fn, tx, guards, backend, index, start, compile_fn, None)
+        except Unsupported as e:
+            if fullgraph:
+                raise
+            if attempt == 0 and e.break_point is not None:
+                break_at, reason = e.break_point, e
+                continue
+            _try_shape_guards(output)
+            text = str(e) if reason is None or e is reason else f"{reason}\n  (and the graph break could not be made: {e})"
+            return _fallback_entry(fn, guards, text, start)
+        except BackendCompilerFailed:
             raise
-        _try_shape_guards(output)
-        return _fallback_entry(fn, guards, str(e), start)
-    except BackendCompilerFailed:
-        raise
-    except Exception as e:
-        if config.raise_on_internal_error:
-            raise
-        warnings.warn(f"symexec: internal error while compiling {fn.__qualname__}; running it eagerly: "
-                      f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=4)
-        return _fallback_entry(fn, guards, f"internal error: {type(e).__name__}: {e}", start)
-    return entry
+        except Exception as e:
+            if config.raise_on_internal_error:
+                raise
+            warnings.warn(f"symexec: internal error while compiling {fn.__qualname__}; running it eagerly: "
+                          f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=4)
+            return _fallback_entry(fn, guards, f"internal error: {type(e).__name__}: {e}", start)
+    raise AssertionError("unreachable")
 
 
 def _try_shape_guards(output: OutputGraph) -> None:
@@ -75,28 +98,45 @@ def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start
                       trace_seconds=time.perf_counter() - start)
 
 
-def _graph_tensors(var: VariableTracker, found: dict[torch.fx.Node, VariableTracker]) -> None:
-    """Graph values (tensors, symbolic numbers) that the return value holds, in order."""
+def _graph_values(var: VariableTracker, found: dict[torch.fx.Node, VariableTracker]) -> None:
+    """Graph values (tensors, symbolic numbers) that ``var`` holds, in order: outputs."""
     if isinstance(var, (TensorVariable, SymNodeVariable)):
         if var.source is None:
             found.setdefault(var.node, var)
     elif isinstance(var, ConstDictVariable):
         for item in var.items.values():
-            _graph_tensors(item, found)
-    elif isinstance(getattr(var, "items", None), list) and var.source is None:
-        for item in var.items:
-            _graph_tensors(item, found)
+            _graph_values(item, found)
+    elif isinstance(getattr(var, "items", None), list):
+        for item in var.items:  # type: ignore[attr-defined]
+            _graph_values(item, found)
+    elif isinstance(var, CellVariable) and var.contents is not None:
+        _graph_values(var.contents, found)
+    elif isinstance(var, (UserMethodVariable, BoundMethodVariable)):
+        _graph_values(var.obj, found)
 
 
-def _build_entry(fn: types.FunctionType, result: VariableTracker, output: OutputGraph, guards: GuardSet,
-                 backend: Callable[..., Any], index: int, start: float) -> CacheEntry:
-    outputs: dict[torch.fx.Node, VariableTracker] = {}
-    _graph_tensors(result, outputs)
+def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: GuardSet, backend: Callable[..., Any],
+                 index: int, start: float, compile_fn: CompileFn, reason: Unsupported | None) -> CacheEntry:
+    """The replacement code: call the graph, replay side effects, then return (or, at a graph
+    break, run the breaking instruction and call the continuation)."""
+    output = tx.output
     lineno = fn.__code__.co_firstlineno
     body = PyCodegen(lineno)
+    if reason is None:
+        live: list[VariableTracker] = [tx.return_value]  # type: ignore[list-item]
+    else:
+        plan = BreakPlan(tx, reason)
+        live = plan.live_values()
+    outputs: dict[torch.fx.Node, VariableTracker] = {}
+    for var in [*live, *output.side_effects.values()]:
+        _graph_values(var, outputs)
     body.graph_outputs = {node: (GRAPH_OUT, i) for i, node in enumerate(outputs)}
-    body.reconstruct(result)
-    body.emit("RETURN_VALUE")
+    output.side_effects.emit(body)
+    if reason is None:
+        body.reconstruct(tx.return_value)  # type: ignore[arg-type]
+        body.emit("RETURN_VALUE")
+    else:
+        plan.emit(body, fn, compile_fn)
 
     name = f"__symexec_{fn.__code__.co_name}_{index}"
     cg = PyCodegen(lineno)
@@ -126,7 +166,7 @@ def _build_entry(fn: types.FunctionType, result: VariableTracker, output: Output
     checks = compile_guards(guards, fn)
     entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm,
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
-                       compile_seconds=time.perf_counter() - compile_start)
+                       compile_seconds=time.perf_counter() - compile_start, break_reason=reason)
     _log_entry(fn, entry)
     return entry
 
@@ -148,6 +188,8 @@ def graph_sizes(gm: torch.fx.GraphModule) -> str:
 
 def _log_entry(fn: types.FunctionType, entry: CacheEntry) -> None:
     title = f"{fn.__qualname__} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno})"
+    if logs.enabled("graph_breaks") and entry.break_reason is not None:
+        logs.log("graph_breaks", "Graph break in %s: %s", title, entry.break_reason)
     if logs.enabled("graph_code"):
         text = entry.graph.print_readable(print_output=False) if entry.graph is not None else "(no graph: no torch operations)"
         logs.log("graph_code", "TRACED GRAPH of %s\n%s", title, text)

@@ -26,6 +26,9 @@ class Unsupported(SymexecError):
         self.filename: str | None = None
         self.lineno: int | None = None
         self.source_line: str = ""
+        # (instruction index, occurrence) in the compiled frame where it surfaced: where the
+        # graph breaks when the frame is traced again.
+        self.break_point: tuple[int, int] | None = None
 
     def add_location(self, filename: str, lineno: int | None, source_line: str) -> None:
         if self.filename is None:

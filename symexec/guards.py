@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .source import Source
+from .source import Source, peek, remaining
 
 
 class GuardKind(enum.Enum):
@@ -119,6 +119,10 @@ class GuardSet:
             literal = self._const(value)
         self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {value!r}", f"{source.expr()} == {literal}", source)
 
+    def remaining_match(self, source: Source, length: int) -> None:
+        self.add(GuardKind.LEN_MATCH, f"remaining({source.name}) == {length}",
+                 f"___remaining({source.expr()}) == {length}", source)
+
     def len_match(self, source: Source, length: int) -> None:
         self.add(GuardKind.LEN_MATCH, f"len({source.name}) == {length}", f"len({source.expr()}) == {length}", source)
 
@@ -153,6 +157,7 @@ class GuardSet:
         self.add(GuardKind.TENSOR_MATCH, text, " and ".join(parts), source)
 
     def alias(self, source: Source, other: Source) -> None:
+        """Two sources reach the same object (a tensor, a list...)."""
         self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is {other.name}", f"{source.expr()} is {other.expr()}", source)
 
     def grad_mode(self, enabled: bool) -> None:
@@ -217,6 +222,8 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___B": fn.__globals__.get("__builtins__", __builtins__),
         "___closure": fn.__closure__,
         "___grad_enabled": torch.is_grad_enabled,
+        "___peek": peek,
+        "___remaining": remaining,
         **guard_set.namespace,
     }
     if isinstance(namespace["___B"], types.ModuleType):

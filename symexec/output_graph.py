@@ -22,6 +22,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from .dynamic import DynamicPolicy, FrameState
 from .exc import Unsupported
 from .guards import GuardSet
+from .side_effects import SideEffects
 from .source import Source, placeholder_name
 from .variables.tensor import SymNodeVariable, TensorVariable
 
@@ -49,6 +50,9 @@ class OutputGraph:
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
         self.inputs: list[GraphInput] = []
         self.input_trackers: dict[Source, Any] = {}  # the builder's memo: one tracker per source
+        self.objects_by_id: dict[int, Any] = {}  # mutable inputs reached through several sources
+        self.side_effects = SideEffects()
+        self.grad_enabled = torch.is_grad_enabled()  # as the traced code has set it so far
         self._tensors_by_id: dict[int, TensorVariable] = {}
         self._last_placeholder: torch.fx.Node | None = None
         # (filename, lineno, function name) of the instruction being traced.

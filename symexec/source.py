@@ -171,3 +171,35 @@ class GetItemSource(Source):
 def placeholder_name(source: Source) -> str:
     """Graph input name after its source, like Dynamo's: ``L['x']`` -> ``l_x_``."""
     return re.sub(r"[^a-zA-Z0-9]+", "_", source.name).lower()
+
+
+def peek(iterator: Any, index: int) -> Any:
+    """Item ``index`` of what a list, tuple or range iterator has left, without advancing it."""
+    _, (sequence,), position = iterator.__reduce__()
+    return sequence[position + index]
+
+
+def remaining(iterator: Any) -> int:
+    return iterator.__length_hint__()
+
+
+@dataclass(frozen=True)
+class IteratorItemSource(Source):
+    """Item ``index`` of the rest of an iterator passed in (a continuation gets a loop's
+    iterator as an argument): ``peek(L['___stack0'], 0)``."""
+
+    base: Source
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"peek({self.base.name}, {self.index})"
+
+    def expr(self) -> str:
+        return f"___peek({self.base.expr()}, {self.index})"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.call_const(peek, lambda: [self.base.emit_load(cg), cg.load_const(self.index)])  # type: ignore[attr-defined]
+
+    def root(self) -> Source:
+        return self.base.root()

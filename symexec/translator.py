@@ -16,7 +16,7 @@ import types
 import weakref
 from typing import Any
 
-from bytecode import Bytecode, Instr, Label
+from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import logs
 from .config import Config
@@ -31,29 +31,36 @@ from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFun
 _UNBOUND = object()
 
 
-class _Program:
-    """A code object's instructions as a flat list, with jump labels resolved to indices."""
+class Program:
+    """A code object's instructions as a flat list, with jump labels resolved to indices and,
+    for each instruction, the exception handler (``TryBegin``) that covers it, if any."""
 
-    _cache: "weakref.WeakKeyDictionary[types.CodeType, _Program]" = weakref.WeakKeyDictionary()
+    _cache: "weakref.WeakKeyDictionary[types.CodeType, Program]" = weakref.WeakKeyDictionary()
 
     def __init__(self, code: types.CodeType) -> None:
         self.code = code
         self.instructions: list[Instr] = []
         self.labels: dict[Label, int] = {}
+        self.handlers: list[TryBegin | None] = []
         lineno = code.co_firstlineno
+        handler: TryBegin | None = None
         for item in Bytecode.from_code(code):
             if isinstance(item, Label):
                 self.labels[item] = len(self.instructions)
+            elif isinstance(item, TryBegin):
+                handler = item
+            elif isinstance(item, TryEnd):
+                handler = None
             elif isinstance(item, Instr):
                 if isinstance(item.lineno, int):
                     lineno = item.lineno
                 else:
                     item = Instr(item.name, item.arg, lineno=lineno)
                 self.instructions.append(item)
-            # TryBegin/TryEnd and SetLineno: exception handling is issue #6.
+                self.handlers.append(handler)
 
     @classmethod
-    def of(cls, code: types.CodeType) -> "_Program":
+    def of(cls, code: types.CodeType) -> "Program":
         program = cls._cache.get(code)
         if program is None:
             program = cls._cache[code] = cls(code)
@@ -75,7 +82,7 @@ class InstructionTranslator:
         # Where this frame's globals come from, for the sources of what it reads there:
         # None means the compiled function's own globals (G['name']).
         self.globals_source = globals_source
-        self.program = _Program.of(code)
+        self.program = Program.of(code)
         self.builder = VariableBuilder(self)
         self.stack: list[VariableTracker] = []
         self.locals: dict[str, VariableTracker] = {}
@@ -85,6 +92,11 @@ class InstructionTranslator:
         self.ip = 0
         self.done = False
         self.return_value: VariableTracker | None = None
+        # The root frame counts how often each instruction ran, to name a break point as
+        # (instruction index, occurrence) and stop there when the trace is run again.
+        self.break_at: tuple[int, int] | None = None
+        self.stopped_at_break = False
+        self._runs: dict[int, int] = {}
         self.yielded: list[VariableTracker] | None = None  # items of a generator being inlined
         self.instruction: Instr | None = None
 
@@ -97,7 +109,8 @@ class InstructionTranslator:
         bound.apply_defaults()
         tx._unwrapped = dict(bound.arguments)
         for i, name in enumerate(fn.__code__.co_freevars):
-            tx.cells[name] = real_cell(tx, fn.__closure__[i], ClosureSource(name, i))  # type: ignore[index]
+            tx.cells[name] = real_cell(tx, fn.__closure__[i], ClosureSource(name, i),  # type: ignore[index]
+                                       lambda cg, name=name: cg.emit("STORE_DEREF", FreeVar(name)))
         return tx
 
     # -- what handlers use ----------------------------------------------------------------------
@@ -142,6 +155,8 @@ class InstructionTranslator:
         self.done = True
 
     def load_global(self, name: str) -> VariableTracker:
+        if self.globals_source is None and name in self.output.side_effects.globals:
+            return self.output.side_effects.globals[name]  # written earlier in this trace
         if name in self.f_globals:
             if self.globals_source is None:
                 source: Source | None = GlobalSource(name)
@@ -154,6 +169,11 @@ class InstructionTranslator:
         if name in f_builtins:
             return self.wrap(f_builtins[name], BuiltinSource(name) if self.globals_source is None else None)
         raise Unsupported(f"NameError: name {name!r} is not defined")
+
+    def store_global(self, name: str, value: VariableTracker) -> None:
+        if self.globals_source is not None:
+            raise Unsupported(f"rebinding the global {name!r} of another module")
+        self.output.side_effects.store_global(name, value)
 
     def call(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return fn.call_function(self, args, kwargs)
@@ -199,8 +219,14 @@ class InstructionTranslator:
     def run(self) -> None:
         instructions = self.program.instructions
         trace = logs.enabled("trace")
+        root = self.parent is None
         while not self.done:
             inst = self.instruction = instructions[self.ip]
+            if root:
+                runs = self._runs[self.ip] = self._runs.get(self.ip, 0) + 1
+                if self.break_at == (self.ip, runs):
+                    self.stopped_at_break = True  # the state is as CPython's before ``inst``
+                    return
             self.ip += 1
             self.output.location = location = (self.code.co_filename, inst.lineno, self.code.co_name)
             self.guards.location = location[:2]
@@ -225,6 +251,9 @@ class InstructionTranslator:
         except Unsupported as e:
             filename, lineno, _ = self.location()
             e.add_location(filename, lineno, linecache.getline(filename, lineno or 0))
+            if self.parent is None and e.break_point is None:
+                index = self.ip - 1
+                e.break_point = (index, self._runs[index])
             raise
         except InternalError:
             raise

@@ -5,7 +5,6 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from ..exc import Unsupported
 from ..variables import NULL, BuiltinVariable
 from .registry import instruction
 
@@ -23,13 +22,12 @@ def LOAD_METHOD(tx: Any, inst: Any, obj: Any) -> tuple:
 
 @instruction("STORE_ATTR", pops=2)
 def STORE_ATTR(tx: Any, inst: Any, value: Any, obj: Any) -> None:
-    raise Unsupported(f"setting attribute {inst.arg!r} of {obj.describe()}",
-                      hint="attribute side effects are replayed from issue #4 on")
+    obj.store_attr(tx, inst.arg, value)
 
 
 @instruction("DELETE_ATTR", pops=1)
 def DELETE_ATTR(tx: Any, inst: Any, obj: Any) -> None:
-    raise Unsupported(f"deleting attribute {inst.arg!r} of {obj.describe()}")
+    obj.store_attr(tx, inst.arg, None)
 
 
 @instruction("BINARY_SUBSCR", pops=2, pushes=1)

@@ -44,7 +44,7 @@ def LOAD_GLOBAL(tx: Any, inst: Any) -> Any:
 
 @instruction("STORE_GLOBAL", pops=1)
 def STORE_GLOBAL(tx: Any, inst: Any, value: Any) -> None:
-    raise Unsupported(f"rebinding the global {inst.arg!r}", hint="side effects on globals are replayed from issue #4 on")
+    tx.store_global(inst.arg, value)
 
 
 @instruction("MAKE_CELL")
@@ -73,8 +73,7 @@ def LOAD_DEREF(tx: Any, inst: Any) -> Any:
 def STORE_DEREF(tx: Any, inst: Any, value: Any) -> None:
     cell = tx.cells[inst.arg.name]
     if cell.pre_existing:
-        raise Unsupported(f"writing the nonlocal {inst.arg.name!r} of an enclosing function",
-                          hint="side effects on closure cells are replayed from issue #4 on")
+        tx.output.side_effects.store_cell(cell, value)
     cell.contents = value
 
 

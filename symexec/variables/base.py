@@ -63,6 +63,11 @@ class VariableTracker:
             return BoundMethodVariable(self, name)
         raise Unsupported(f"reading attribute {name!r} of {self.describe()}")
 
+    def store_attr(self, tx: TracingContext, name: str, value: "VariableTracker | None") -> None:
+        """``obj.name = value`` (``del obj.name`` when value is None)."""
+        action = "deleting" if value is None else "setting"
+        raise Unsupported(f"{action} attribute {name!r} of {self.describe()}")
+
     def call_function(self, tx: TracingContext, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker":
         raise Unsupported(f"calling {self.describe()}")
 
@@ -104,6 +109,8 @@ class NullVariable(VariableTracker):
 
 NULL = NullVariable()
 
+DELETED = object()  # the value a traced ``del obj.name`` leaves (see side_effects.py)
+
 
 class BoundMethodVariable(VariableTracker):
     """``obj.name`` read as an attribute where ``obj`` handles the call itself (``call_method``)."""
@@ -117,6 +124,10 @@ class BoundMethodVariable(VariableTracker):
 
     def call_function(self, tx: TracingContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.reconstruct(self.obj)
+        cg.load_attr(self.name)
 
     def __repr__(self) -> str:
         return f"BoundMethodVariable({self.obj!r}.{self.name})"

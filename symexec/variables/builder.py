@@ -16,13 +16,13 @@ import torch
 
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import BuiltinSource, GetItemSource, Source
+from ..source import BuiltinSource, GetItemSource, IteratorItemSource, Source, peek
 from .base import VariableTracker
 from .builtins import HANDLERS, FOLDABLE, BuiltinVariable
 from .constant import LITERAL_TYPES, ConstantVariable
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable
-from .lists import ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
+from .lists import IteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .misc import PythonModuleVariable, SetVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 from .tensor import TensorVariable
 from .torch import TorchModuleVariable, TorchVariable, is_torch_object
@@ -47,9 +47,18 @@ class VariableBuilder:
         self.guards = tx.guards
 
     def __call__(self, value: Any, source: Source | None) -> VariableTracker:
-        cache = self.tx.output.input_trackers
+        output = self.tx.output
+        cache = output.input_trackers
         if source is not None and source in cache:
             return cache[source]
+        mutable = isinstance(value, (list, dict)) or type(value).__module__ not in ("builtins", "torch")
+        if mutable and source is not None:
+            known = output.objects_by_id.get(id(value))
+            if known is not None and known.source is not None:
+                # One object reached through two sources: one tracker, so mutations agree.
+                self.guards.alias(source, known.source)
+                cache[source] = known
+                return known
         for cls in type(value).__mro__:
             wrapper = WRAPPERS.get(cls)
             if wrapper is not None:
@@ -61,6 +70,8 @@ class VariableBuilder:
         var = wrapper(self, value, source)
         if source is not None:
             cache[source] = var
+            if mutable and isinstance(var, (ListVariable, ConstDictVariable, UserDefinedObjectVariable)):
+                output.objects_by_id[id(value)] = var
         return var
 
 
@@ -93,6 +104,18 @@ def _wrap_sequence(b: VariableBuilder, value: Any, source: Source | None) -> Var
     if hasattr(type(value), "_fields"):
         return NamedTupleVariable(items, type(value), source)
     return TupleVariable(items, source)
+
+
+@wraps(type(iter(())), type(iter([])), type(iter(range(0))))
+def _wrap_iterator(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    """A loop's iterator handed to a continuation: its remaining items, read without
+    advancing it."""
+    if source is None:
+        raise Unsupported("an iterator that cannot be re-fetched from the inputs")
+    b.guards.type_match(source, value)
+    count = value.__length_hint__()
+    b.guards.remaining_match(source, count)
+    return IteratorVariable([b(peek(value, i), IteratorItemSource(source, i)) for i in range(count)])
 
 
 @wraps(torch.Size)

@@ -102,7 +102,7 @@ class BuiltinVariable(VariableTracker):
                     raise Unsupported(f"{self.describe()} raised {type(e).__name__}: {e}") from e
                 return wrap_constant(value)
         if fn is print:
-            raise Unsupported("print() writes outside the graph", hint="graph breaks at print are issue #4")
+            raise Unsupported("print() writes outside the graph", hint="the graph breaks around it; move it out of the hot code to keep one graph")
         names = ", ".join(a.describe() for a in args)
         raise Unsupported(f"calling {self.describe()} with {names or 'no arguments'}")
 

@@ -46,13 +46,6 @@ class ConstDictVariable(VariableTracker):
             raise Unsupported(f"KeyError: {k!r} not in {self.describe()}")
         return self.items[k]
 
-    def _check_mutable(self) -> None:
-        if self.source is not None:
-            raise Unsupported(
-                f"mutating {self.describe()}, which existed before the call",
-                hint="side effects on inputs and globals are replayed from issue #4 on",
-            )
-
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         items = self.items
         if name == "__getitem__" and len(args) == 1:
@@ -73,14 +66,17 @@ class ConstDictVariable(VariableTracker):
         if name == "copy":
             return ConstDictVariable(items, user_cls=self.user_cls)
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear", "popitem"):
-            self._check_mutable()
+            tx.output.side_effects.mutate(self)
             if name == "__setitem__":
                 items[_key(args[0])] = args[1]
             elif name == "update":
-                for source in args:
-                    if not isinstance(source, ConstDictVariable):
-                        raise Unsupported(f"dict.update with {source.describe()}")
-                    items.update(source.items)
+                for other in args:
+                    if isinstance(other, ConstDictVariable):
+                        items.update(other.items)
+                    else:  # pairs
+                        for pair in other.unpack(tx):
+                            key, value = pair.unpack(tx)
+                            items[_key(key)] = value
                 for k, v in kwargs.items():
                     items[k] = v
             elif name == "pop":
@@ -105,12 +101,16 @@ class ConstDictVariable(VariableTracker):
         if self.source is not None:
             self.source.emit_load(cg)
             return
+        if self.user_cls is not dict:
+            raise Unsupported(f"re-creating a {self.user_cls.__name__}")
+        self.reconstruct_items(cg)
+
+    def reconstruct_items(self, cg: Any) -> None:
+        """Push a new plain dict with the traced items."""
         for k, v in self.items.items():
             cg.load_const(k)
             cg.reconstruct(v)
         cg.build(dict, len(self.items))
-        if self.user_cls is not dict:
-            raise Unsupported(f"re-creating a {self.user_cls.__name__}")
 
     def __repr__(self) -> str:
         return f"ConstDictVariable({list(self.items)[:6]!r})"

@@ -26,16 +26,25 @@ _NOT_INLINABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspe
 class CellVariable(VariableTracker):
     """A closure cell. ``contents`` is the tracker inside, or None while the cell is empty.
 
-    A cell that existed before the call (a real closure cell) carries the source of its
-    contents; writing to it would be a side effect on the user's world (issue #4).
+    A cell that existed before the call (a real closure cell) knows how generated code writes
+    it (``emit_store``): writing it is a side effect on the user's world, replayed after the
+    graph.
     """
 
     def __init__(self, contents: VariableTracker | None = None, pre_existing: bool = False,
-                 loader: "Callable[[], VariableTracker | None] | None" = None) -> None:
+                 loader: "Callable[[], VariableTracker | None] | None" = None,
+                 store: "Callable[[Any], None] | None" = None) -> None:
         super().__init__()
         self._contents = contents
         self._loader = loader  # wraps a real cell's contents on first read, so unused cells add no guard
         self.pre_existing = pre_existing
+        self._store = store
+
+    def emit_store(self, cg: Any) -> None:
+        """With the new contents on the stack, write them into the real cell."""
+        if self._store is None:
+            raise Unsupported("writing a closure cell that generated code cannot reach")
+        self._store(cg)
 
     @property
     def contents(self) -> VariableTracker | None:
@@ -51,13 +60,14 @@ class CellVariable(VariableTracker):
         return f"CellVariable({self.contents!r})"
 
 
-def real_cell(tx: Any, cell: types.CellType, source: Source | None) -> CellVariable:
-    """A tracker for a cell that exists outside the trace; its contents are wrapped when read."""
+def real_cell(tx: Any, cell: types.CellType, source: Source | None, store: "Callable[[Any], None] | None") -> CellVariable:
+    """A tracker for a cell that exists outside the trace; its contents are wrapped when read.
+    ``source`` re-fetches the contents; ``store`` writes new contents in generated code."""
     try:
         contents = cell.cell_contents
     except ValueError:  # an empty cell
-        return CellVariable(None, pre_existing=True)
-    return CellVariable(pre_existing=True, loader=lambda: tx.wrap(contents, source))
+        return CellVariable(None, pre_existing=True, store=store)
+    return CellVariable(pre_existing=True, loader=lambda: tx.wrap(contents, source), store=store)
 
 
 class BaseUserFunctionVariable(VariableTracker):
@@ -139,10 +149,15 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def closure_cells(self, tx: Any) -> list[CellVariable]:
         cells = []
         for i, cell in enumerate(self.fn.__closure__ or ()):
-            source = None
+            source = store = None
             if self.source is not None:
-                source = AttrSource(GetItemSource(AttrSource(self.source, "__closure__"), i), "cell_contents")
-            cells.append(real_cell(tx, cell, source))
+                cell_source = GetItemSource(AttrSource(self.source, "__closure__"), i)
+                source = AttrSource(cell_source, "cell_contents")
+
+                def store(cg: Any, cell_source: Source = cell_source) -> None:
+                    cell_source.emit_load(cg)
+                    cg.emit("STORE_ATTR", "cell_contents")
+            cells.append(real_cell(tx, cell, source, store))
         return cells
 
     def __repr__(self) -> str:

@@ -160,17 +160,10 @@ class NamedTupleVariable(TupleVariable):
 class ListVariable(BaseListVariable):
     python_cls = list
 
-    def _check_mutable(self) -> None:
-        if self.source is not None:
-            raise Unsupported(
-                f"mutating {self.describe()}, which existed before the call",
-                hint="side effects on inputs and globals are replayed from issue #4 on",
-            )
-
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         items = self.items
         if name in ("append", "extend", "insert", "pop", "clear", "reverse", "remove", "__setitem__", "__delitem__", "sort", "__iadd__"):
-            self._check_mutable()
+            tx.output.side_effects.mutate(self)
         if kwargs and name != "sort":
             return super().call_method(tx, name, args, kwargs)
         if name == "append" and len(args) == 1:

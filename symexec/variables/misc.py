@@ -12,7 +12,7 @@ from typing import Any
 
 from ..exc import Unsupported
 from ..source import AttrSource, Source
-from .base import VariableTracker
+from .base import DELETED, VariableTracker
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, is_literal
 from .functions import UserFunctionVariable, UserMethodVariable
 
@@ -167,6 +167,11 @@ class UserDefinedObjectVariable(VariableTracker):
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         if self.source is None:
             raise Unsupported(f"reading {name!r} of {self.describe()} without a source")
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED:
+            raise Unsupported(f"AttributeError: {name!r} was deleted")
+        if pending is not None:
+            return pending
         cls = type(self.value)
         instance_dict = getattr(self.value, "__dict__", {})
         if getattr(cls, "__getattribute__", object.__getattribute__) is not object.__getattribute__:
@@ -175,15 +180,32 @@ class UserDefinedObjectVariable(VariableTracker):
             static = inspect.getattr_static(cls, name)
         except AttributeError:
             static = None
+        class_attr = AttrSource(AttrSource(self.source, "__class__"), name)
+        if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
+            return UserFunctionVariable(static.fget, AttrSource(class_attr, "fget")).call_function(tx, [self], {})
+        if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
+            return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
         if static is not None and (hasattr(static, "__set__") or hasattr(static, "__delete__")):
             raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name} (issue #6)")
         if name in instance_dict:
             return tx.wrap(instance_dict[name], AttrSource(self.source, name))
         if isinstance(static, types.FunctionType):
-            return UserMethodVariable(UserFunctionVariable(static), self)
+            return UserMethodVariable(UserFunctionVariable(static, class_attr), self)
+        if isinstance(static, staticmethod) and isinstance(static.__func__, types.FunctionType):
+            return UserFunctionVariable(static.__func__, class_attr)
+        if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
+            cls_var = tx.wrap(cls, AttrSource(self.source, "__class__"))
+            return UserMethodVariable(UserFunctionVariable(static.__func__, AttrSource(class_attr, "__func__")), cls_var)
         if static is not None and is_literal(static):
-            return tx.wrap(static, AttrSource(self.source, name))
+            return tx.wrap(static, class_attr)
         raise Unsupported(f"reading {cls.__qualname__}.{name} (issue #6)")
+
+    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        cls = type(self.value)
+        static = inspect.getattr_static(cls, name, None)
+        if hasattr(static, "__set__") or getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__:
+            raise Unsupported(f"setting {cls.__qualname__}.{name} runs Python code (a descriptor or __setattr__; issue #6)")
+        tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({type(self.value).__qualname__})"

@@ -1,0 +1,164 @@
+"""Graph breaks: how the replacement code carries on where the tracer had to stop.
+
+At a break the translator stands just before the instruction it cannot model, with the
+stack and locals as CPython would have them. The replacement code then (SPEC §6):
+
+1. calls the graph of everything before the break (``convert.py``) and replays the side
+   effects;
+2. rebuilds the Python stack, each tracker by its source, as a graph output, or by its own
+   ``reconstruct``;
+3. runs the instruction for real; a user function it calls runs through a compiled wrapper,
+   so the torch code inside it is still captured (there is no eval-frame hook to do that);
+4. for each way out of the instruction (fall through, a jump, an exception handler that
+   covers it) stores the stack in temporaries and calls the continuation of the original
+   code at that point (``resume.py``) with the stack values and the live locals, and
+   returns what it returns. Continuations are compiled functions, traced on first call.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from bytecode import Instr, Label, TryBegin, TryEnd
+
+from .exc import Unsupported
+from .resume import live_locals, resume_code
+from .variables import NULL, NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
+from .variables.functions import BaseUserFunctionVariable
+
+_CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
+
+
+@dataclass
+class _Outcome:
+    label: Label | None  # None: falls through right after the instruction
+    target: int  # instruction index in the original code
+    depth: int  # stack depth there
+    handler: bool = False  # an exception handler: run as plain Python, not compiled
+
+
+class BreakPlan:
+    def __init__(self, tx: Any, reason: Unsupported) -> None:
+        self.tx = tx
+        self.reason = reason
+        self.index = tx.ip
+        self.inst: Instr = tx.program.instructions[tx.ip]
+        self.stack: list[VariableTracker] = list(tx.stack)
+        self.kw_names: tuple[str, ...] = tx.kw_names
+        self.grad_mode: bool = tx.output.grad_enabled
+        if self.inst.name in ("RETURN_VALUE", "YIELD_VALUE", "RETURN_GENERATOR"):
+            raise Unsupported(f"a graph break at {self.inst.name}")
+        self.outcomes = self._outcomes()
+
+    def _outcomes(self) -> list[_Outcome]:
+        inst, program, depth = self.inst, self.tx.program, len(self.stack)
+        effect = inst.stack_effect(jump=False)
+        if inst.name == "CALL":
+            effect = -inst.arg - 1  # with the PRECALL we emit before it
+        outcomes = []
+        if inst.name not in ("RAISE_VARARGS", "RERAISE"):
+            outcomes.append(_Outcome(None, self.index + 1, depth + effect))
+        if isinstance(inst.arg, Label):
+            outcomes.append(_Outcome(Label(), program.labels[inst.arg], depth + inst.stack_effect(jump=True)))
+        handler: TryBegin | None = program.handlers[self.index]
+        if handler is not None:
+            depth_there = handler.stack_depth + bool(handler.push_lasti) + 1
+            outcomes.append(_Outcome(Label(), program.labels[handler.target], depth_there, handler=True))
+        return outcomes
+
+    def bound_locals(self) -> dict[str, VariableTracker | None]:
+        """Every bound local: its tracker, or None for an argument the trace never read."""
+        bound: dict[str, VariableTracker | None] = dict.fromkeys(self.tx._unwrapped)
+        bound.update(self.tx.locals)
+        return bound
+
+    def live_values(self) -> list[VariableTracker]:
+        values = list(self.stack)
+        values += [v for v in self.bound_locals().values() if v is not None]
+        return values
+
+    # -- code --------------------------------------------------------------------------------
+    def emit(self, cg: Any, fn: types.FunctionType, compile_fn: Callable[[types.FunctionType], Any]) -> None:
+        if self.grad_mode != torch.is_grad_enabled():
+            cg.call_const(torch._C._set_grad_enabled, lambda: [cg.load_const(self.grad_mode)])
+            cg.emit("POP_TOP")
+        callee = self._callee_slot()
+        for i, var in enumerate(self.stack):
+            if i == callee:
+                _reconstruct_callee(cg, var, compile_fn)
+            else:
+                cg.reconstruct(var)
+        handler = next((o for o in self.outcomes if o.handler), None)
+        if handler is not None:
+            begin = TryBegin(handler.label, self.tx.program.handlers[self.index].push_lasti,
+                             self.tx.program.handlers[self.index].stack_depth)
+            cg.instructions.append(begin)
+        self._emit_instruction(cg)
+        if handler is not None:
+            cg.instructions.append(TryEnd(begin))
+        for outcome in self.outcomes:
+            if outcome.label is not None:
+                cg.instructions.append(outcome.label)
+            self._emit_continue(cg, fn, outcome, compile_fn)
+
+    def _callee_slot(self) -> int | None:
+        """Where the callable of a breaking call sits on the stack."""
+        if self.inst.name == "CALL":
+            slot = len(self.stack) - self.inst.arg - 2
+            return slot + 1 if isinstance(self.stack[slot], NullVariable) else slot
+        if self.inst.name == "CALL_FUNCTION_EX":
+            return len(self.stack) - 2 - (self.inst.arg & 1)
+        return None
+
+    def _emit_instruction(self, cg: Any) -> None:
+        inst = self.inst
+        if inst.name == "CALL":
+            if self.kw_names:
+                cg.emit("KW_NAMES", self.kw_names)
+            cg.call(inst.arg)
+        elif isinstance(inst.arg, Label):
+            cg.jump(inst.name, next(o.label for o in self.outcomes if o.label is not None and not o.handler))
+        else:
+            cg.instructions.append(Instr(inst.name, inst.arg, lineno=cg.lineno) if inst.require_arg()
+                                   else Instr(inst.name, lineno=cg.lineno))
+
+    def _emit_continue(self, cg: Any, fn: types.FunctionType, outcome: _Outcome, compile_fn: Any) -> None:
+        temps = [cg.new_temp() for _ in range(outcome.depth)]
+        for temp in reversed(temps):
+            cg.store_fast(temp)
+        bound = self.bound_locals()
+        live = sorted(live_locals(self.tx.program, outcome.target) & bound.keys())
+        code = resume_code(fn.__code__, outcome.target, outcome.depth, live)
+        continuation = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
+        if not outcome.handler:
+            continuation = compile_fn(continuation)
+        cg.push_null()
+        cg.load_const(continuation)
+        for temp in temps:
+            cg.load_fast(temp)
+        for name in live:
+            var = bound[name]
+            if var is None:
+                cg.load_fast(name)  # an argument the trace never touched: still the caller's
+            else:
+                cg.reconstruct(var)
+        cg.call(len(temps) + len(live))
+        cg.emit("RETURN_VALUE")
+
+
+def _reconstruct_callee(cg: Any, var: VariableTracker, compile_fn: Callable[[types.FunctionType], Any]) -> None:
+    """A user function called at a break runs compiled: its own torch code is captured."""
+    if isinstance(var, UserFunctionVariable):
+        cg.load_const(compile_fn(var.fn))
+    elif isinstance(var, UserMethodVariable) and isinstance(var.fn, UserFunctionVariable):
+        cg.call_const(types.MethodType, lambda: [cg.load_const(compile_fn(var.fn.fn)), cg.reconstruct(var.obj)])
+    elif isinstance(var, BaseUserFunctionVariable):
+        raise Unsupported(f"a graph break calling {var.describe()}, made while tracing")
+    else:
+        cg.reconstruct(var)
+
+
+__all__ = ["BreakPlan", "NULL"]

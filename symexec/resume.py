@@ -1,0 +1,124 @@
+"""Continuation functions: the rest of a function after a graph break, as a new code object.
+
+``resume_code(code, target, stack_depth, live)`` copies ``code`` (through ``bytecode``) and
+puts a prologue in front: it pushes the arguments ``___stack0 .. ___stackN`` back on the stack
+and jumps to instruction ``target``. Its parameters are those stack values, then the locals
+that are live at ``target``; free variables stay as they were (the continuation gets the
+original closure). Jumping into the middle of a loop or a try block is fine: the stack depth
+there is the original one, and the exception table is kept by offset.
+
+``live_locals`` is the conservative liveness the continuation needs: every local that some
+instruction reachable from ``target`` reads.
+"""
+
+from __future__ import annotations
+
+import dis
+import types
+import weakref
+from typing import Any
+
+from bytecode import Bytecode, Instr, Label, TryBegin
+
+from .exc import Unsupported
+
+_READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "DELETE_FAST", "LOAD_FAST_AND_CLEAR"})
+_ENDS = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "RETURN_CONST"})
+_UNCONDITIONAL = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"})
+
+
+def live_locals(program: Any, target: int) -> set[str]:
+    """Locals read by any instruction reachable from ``target`` (jumps, handlers included)."""
+    instructions, labels, handlers = program.instructions, program.labels, program.handlers
+    seen: set[int] = set()
+    todo = [target]
+    live: set[str] = set()
+    while todo:
+        i = todo.pop()
+        if i in seen or i >= len(instructions):
+            continue
+        seen.add(i)
+        inst = instructions[i]
+        if inst.name in _READS:
+            live.add(inst.arg)
+        if handlers[i] is not None:
+            todo.append(labels[handlers[i].target])
+        if isinstance(inst.arg, Label):
+            todo.append(labels[inst.arg])
+        if inst.name not in _ENDS and inst.name not in _UNCONDITIONAL:
+            todo.append(i + 1)
+    return live
+
+
+def offsets(code: types.CodeType) -> list[int]:
+    """The byte offset of each abstract instruction, as ``dis`` shows it."""
+    return [i.offset for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")]
+
+
+_made: "weakref.WeakKeyDictionary[types.CodeType, dict[tuple, types.CodeType]]" = weakref.WeakKeyDictionary()
+# A continuation's code -> (the original code, how many prologue instructions it put in front).
+_origin: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, int]]" = weakref.WeakKeyDictionary()
+
+
+def original_position(code: types.CodeType, index: int) -> tuple[types.CodeType, int]:
+    """Map an instruction of a continuation back to the original code, so that a
+    continuation that breaks again resumes into the original (a loop with a break in its
+    body reuses one continuation instead of nesting new ones)."""
+    origin = _origin.get(code)
+    if origin is None:
+        return code, index
+    original, prologue = origin
+    return original, index - prologue
+
+
+def resume_code(code: types.CodeType, target: int, stack_depth: int, live: list[str]) -> types.CodeType:
+    """The continuation of ``code`` at abstract instruction ``target`` (cached)."""
+    code, target = original_position(code, target)
+    key = (target, stack_depth, tuple(live))
+    made = _made.setdefault(code, {})
+    if key in made:
+        return made[key]
+    if code.co_cellvars:
+        raise Unsupported(f"a graph break in {code.co_name}, whose locals are captured by inner functions",
+                          hint="the frame runs as the original function")
+    if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):  # generator, coroutine, async generator
+        raise Unsupported(f"a graph break in the generator or coroutine {code.co_name}")
+    original = Bytecode.from_code(code)
+    label = Label()
+    items: list[Any] = []
+    index = 0
+    for item in original:
+        if isinstance(item, Instr):
+            if index == target:
+                items.append(label)
+            index += 1
+        items.append(item)
+    lineno = code.co_firstlineno
+    prologue: list[Any] = []
+    if code.co_freevars:
+        prologue.append(Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=lineno))
+    prologue.append(Instr("RESUME", 0, lineno=lineno))
+    prologue += [Instr("LOAD_FAST", f"___stack{i}", lineno=lineno) for i in range(stack_depth)]
+    prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
+    bc = Bytecode(prologue + items)
+    bc.argnames = [f"___stack{i}" for i in range(stack_depth)] + list(live)
+    bc.argcount = len(bc.argnames)
+    bc.posonlyargcount = 0
+    bc.kwonlyargcount = 0
+    bc.name = f"__resume_at_{offsets(code)[target]}_{len(made) + 1}"
+    bc.qualname = bc.name
+    bc.filename = code.co_filename
+    bc.first_lineno = code.co_firstlineno
+    bc.freevars = list(code.co_freevars)
+    bc.cellvars = []
+    bc.flags = code.co_flags & (0x01 | 0x02 | 0x10)  # OPTIMIZED, NEWLOCALS, NESTED
+    # The stack never runs deeper than in the original code, and the handlers' depths are the
+    # original ones: the flow analysis of bytecode, entering mid-block, could miss both.
+    new = bc.to_code(stacksize=code.co_stacksize, compute_exception_stack_depths=False)
+    made[key] = new
+    _origin[new] = (code, len(prologue))
+    return new
+
+
+def handler_of(program: Any, index: int) -> TryBegin | None:
+    return program.handlers[index]

@@ -1,0 +1,98 @@
+"""Mutations of objects that existed before the call, replayed after the graph.
+
+Trackers of pre-existing objects (they have a source) are mutated in place while tracing, like
+any other tracker, and report the mutation here. The replacement code then makes the real
+objects agree with the traced ones, in the order the trace first touched them: a list gets its
+final items by slice assignment (its identity kept), a dict is cleared and refilled, an
+attribute is set or deleted, a global rebound, a closure cell written. Objects created by the
+trace need no replay: they are rebuilt by their trackers where the code needs them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from .exc import Unsupported
+from .variables.base import DELETED, VariableTracker
+
+
+class SideEffects:
+    def __init__(self) -> None:
+        # Containers whose final contents are written back, by tracker identity, in order.
+        self.containers: dict[int, VariableTracker] = {}
+        # (object tracker, attribute, value tracker or DELETED), latest value per (object, name).
+        self.attributes: dict[tuple[int, str], tuple[VariableTracker, str, Any]] = {}
+        self.globals: dict[str, VariableTracker] = {}
+        self.cells: dict[int, tuple[Any, VariableTracker]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.containers or self.attributes or self.globals or self.cells)
+
+    # -- recording -------------------------------------------------------------------------------
+    def mutate(self, var: VariableTracker) -> None:
+        """``var`` (a list, a dict) changed its contents; pre-existing ones are replayed."""
+        if var.source is not None:
+            self.containers.setdefault(id(var), var)
+
+    def store_attr(self, obj: VariableTracker, name: str, value: Any) -> None:
+        if obj.source is None:
+            raise Unsupported(f"setting attribute {name!r} of {obj.describe()} created while tracing (issue #6)")
+        self.attributes.pop((id(obj), name), None)  # re-insert: the latest write goes last
+        self.attributes[(id(obj), name)] = (obj, name, value)
+
+    def pending_attr(self, obj: VariableTracker, name: str) -> Any:
+        """The value a traced write gave ``obj.name``, DELETED, or None when not written."""
+        entry = self.attributes.get((id(obj), name))
+        return None if entry is None else entry[2]
+
+    def store_global(self, name: str, value: VariableTracker) -> None:
+        self.globals.pop(name, None)
+        self.globals[name] = value
+
+    def store_cell(self, cell: Any, value: VariableTracker) -> None:
+        self.cells.pop(id(cell), None)
+        self.cells[id(cell)] = (cell, value)
+
+    # -- replay ----------------------------------------------------------------------------------
+    def values(self) -> Iterator[VariableTracker]:
+        """Every tracker the replay will rebuild (their graph tensors become graph outputs)."""
+        yield from self.containers.values()
+        for _, _, value in self.attributes.values():
+            if value is not DELETED:
+                yield value
+        yield from self.globals.values()
+        for _, value in self.cells.values():
+            yield value
+
+    def emit(self, cg: Any) -> None:
+        for var in self.containers.values():
+            if isinstance(var.items, list):  # type: ignore[attr-defined]
+                for item in var.items:  # type: ignore[attr-defined]
+                    cg.reconstruct(item)
+                cg.build(list, len(var.items))  # type: ignore[attr-defined]
+                var.source.emit_load(cg)  # type: ignore[union-attr]
+                cg.load_const(None)
+                cg.load_const(None)
+                cg.build(slice, 2)
+                cg.emit("STORE_SUBSCR")
+            else:  # a dict: clear, then update with the traced items in order
+                var.source.emit_load(cg)  # type: ignore[union-attr]
+                cg.call_method("clear", lambda: [])
+                cg.emit("POP_TOP")
+                var.source.emit_load(cg)  # type: ignore[union-attr]
+                cg.call_method("update", lambda: [var.reconstruct_items(cg)])  # type: ignore[attr-defined]
+                cg.emit("POP_TOP")
+        for obj, name, value in self.attributes.values():
+            if value is DELETED:
+                cg.reconstruct(obj)
+                cg.emit("DELETE_ATTR", name)
+            else:
+                cg.reconstruct(value)
+                cg.reconstruct(obj)
+                cg.emit("STORE_ATTR", name)
+        for cell, value in self.cells.values():
+            cg.reconstruct(value)
+            cell.emit_store(cg)
+        for name, value in self.globals.items():
+            cg.reconstruct(value)
+            cg.emit("STORE_GLOBAL", name)
