@@ -4,7 +4,7 @@
 cache of generated replacement functions; see README.md.
 """
 
-from .api import cache_entries, compile, recompile_reasons
+from .api import cache_entries, compile, graph_break, recompile_reasons
 from .backends import list_backends, register_backend
 from .cache import reset
 from .config import config
@@ -13,6 +13,6 @@ from .exc import BackendCompilerFailed, Unsupported
 from .logs import set_logs
 
 __all__ = [
-    "BackendCompilerFailed", "Unsupported", "cache_entries", "compile", "config", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons",
+    "BackendCompilerFailed", "Unsupported", "cache_entries", "compile", "config", "graph_break", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons",
     "register_backend", "reset", "set_logs",
 ]

@@ -130,6 +130,14 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
     return compiled
 
 
+def graph_break() -> None:
+    """End the current graph here: the code before and after is captured in separate graphs.
+    Outside compiled code it does nothing."""
+
+
+graph_break._symexec_graph_break = True  # type: ignore[attr-defined]
+
+
 def _state(compiled: Any) -> _Compiled:
     state = getattr(compiled, "_symexec", None)
     if not isinstance(state, _Compiled):

@@ -36,7 +36,7 @@ _CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
 class _Outcome:
     label: Label | None  # None: falls through right after the instruction
     target: int  # instruction index in the original code
-    depth: int  # stack depth there
+    nulls: list[bool]  # the stack there, from the bottom: True where CPython has NULL
     handler: bool = False  # an exception handler: run as plain Python, not compiled
 
 
@@ -54,19 +54,25 @@ class BreakPlan:
         self.outcomes = self._outcomes()
 
     def _outcomes(self) -> list[_Outcome]:
-        inst, program, depth = self.inst, self.tx.program, len(self.stack)
-        effect = inst.stack_effect(jump=False)
-        if inst.name == "CALL":
-            effect = -inst.arg - 1  # with the PRECALL we emit before it
+        inst, program = self.inst, self.tx.program
+        nulls = [isinstance(v, NullVariable) for v in self.stack]
+        pops = self.tx.spec_of(inst).effect(inst.arg)[0]
+        below = nulls[: len(nulls) - pops]
         outcomes = []
         if inst.name not in ("RAISE_VARARGS", "RERAISE"):
-            outcomes.append(_Outcome(None, self.index + 1, depth + effect))
+            pushes = len(self.stack) + inst.stack_effect(jump=False) - len(below)
+            if inst.name == "CALL":
+                pushes = 1
+            # LOAD_METHOD runs as LOAD_ATTR: NULL below the attribute, as CPython's non-method form.
+            results = [True, False] if inst.name == "LOAD_METHOD" else [False] * pushes
+            outcomes.append(_Outcome(None, self.index + 1, below + results))
         if isinstance(inst.arg, Label):
-            outcomes.append(_Outcome(Label(), program.labels[inst.arg], depth + inst.stack_effect(jump=True)))
+            pushes = len(self.stack) + inst.stack_effect(jump=True) - len(below)
+            outcomes.append(_Outcome(Label(), program.labels[inst.arg], below + [False] * pushes))
         handler: TryBegin | None = program.handlers[self.index]
         if handler is not None:
-            depth_there = handler.stack_depth + bool(handler.push_lasti) + 1
-            outcomes.append(_Outcome(Label(), program.labels[handler.target], depth_there, handler=True))
+            there = nulls[: handler.stack_depth] + [False] * (bool(handler.push_lasti) + 1)
+            outcomes.append(_Outcome(Label(), program.labels[handler.target], there, handler=True))
         return outcomes
 
     def bound_locals(self) -> dict[str, VariableTracker | None]:
@@ -99,9 +105,11 @@ class BreakPlan:
         self._emit_instruction(cg)
         if handler is not None:
             cg.instructions.append(TryEnd(begin))
+        built = cg.checkpoint()
         for outcome in self.outcomes:
             if outcome.label is not None:
                 cg.instructions.append(outcome.label)
+            cg.restore(built)  # what one way out built, the others did not run
             self._emit_continue(cg, fn, outcome, compile_fn)
 
     def _callee_slot(self) -> int | None:
@@ -119,6 +127,10 @@ class BreakPlan:
             if self.kw_names:
                 cg.emit("KW_NAMES", self.kw_names)
             cg.call(inst.arg)
+        elif inst.name == "LOAD_METHOD":
+            cg.load_attr(inst.arg)
+            cg.push_null()
+            cg.emit("SWAP", 2)
         elif isinstance(inst.arg, Label):
             cg.jump(inst.name, next(o.label for o in self.outcomes if o.label is not None and not o.handler))
         else:
@@ -126,12 +138,13 @@ class BreakPlan:
                                    else Instr(inst.name, lineno=cg.lineno))
 
     def _emit_continue(self, cg: Any, fn: types.FunctionType, outcome: _Outcome, compile_fn: Any) -> None:
-        temps = [cg.new_temp() for _ in range(outcome.depth)]
+        temps = [cg.new_temp() for _ in outcome.nulls]
         for temp in reversed(temps):
-            cg.store_fast(temp)
+            cg.store_fast(temp)  # a NULL stored in a local leaves it unbound; it is not passed
+        temps = [t for t, null in zip(temps, outcome.nulls) if not null]
         bound = self.bound_locals()
         live = sorted(live_locals(self.tx.program, outcome.target) & bound.keys())
-        code = resume_code(fn.__code__, outcome.target, outcome.depth, live)
+        code = resume_code(fn.__code__, outcome.target, outcome.nulls, live)
         continuation = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
         if not outcome.handler:
             continuation = compile_fn(continuation)

@@ -38,6 +38,13 @@ class PyCodegen:
         self._built: dict[int, str] = {}
         self._temps = 0
 
+    def checkpoint(self) -> dict[int, str]:
+        return dict(self._built)
+
+    def restore(self, built: dict[int, str]) -> None:
+        """Back to a checkpoint: code after a branch cannot reuse what another branch built."""
+        self._built = dict(built)
+
     def new_temp(self) -> str:
         self._temps += 1
         return f"___tmp_{self._temps}"
@@ -149,12 +156,14 @@ class PyCodegen:
         bc.cellvars = []
         bc.flags = template.co_flags & _KEPT_FLAGS
         try:
-            stacksize = bc.compute_stacksize()
+            stacksize = bc.compute_stacksize(check_pre_and_post=False)
         except Exception as e:
             raise InternalError(f"generated code for {name} is malformed: {e}") from e
         if stacksize < 0:
             raise InternalError(f"generated code for {name} has a negative stack size")
-        return bc.to_code()
+        # A handler we set up (a break inside a try block) has the original handler's depth,
+        # which is not the depth where our region starts: keep the depths we wrote.
+        return bc.to_code(compute_exception_stack_depths=False)
 
 
 def disassemble(code: types.CodeType) -> str:

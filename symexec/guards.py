@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .source import Source, peek, remaining
+from .source import Source, peek, remaining, safe_name
 
 
 class GuardKind(enum.Enum):
@@ -180,7 +180,7 @@ class CompiledGuards:
 
 def signature_text(code: types.CodeType) -> str:
     """The parameter list of ``code`` without defaults (they are attached afterwards)."""
-    names = code.co_varnames
+    names = [safe_name(n) for n in code.co_varnames]
     npos, nposonly, nkw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
     params = list(names[:npos])
     if nposonly:

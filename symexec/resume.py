@@ -1,8 +1,8 @@
 """Continuation functions: the rest of a function after a graph break, as a new code object.
 
-``resume_code(code, target, stack_depth, live)`` copies ``code`` (through ``bytecode``) and
-puts a prologue in front: it pushes the arguments ``___stack0 .. ___stackN`` back on the stack
-and jumps to instruction ``target``. Its parameters are those stack values, then the locals
+``resume_code(code, target, nulls, live)`` copies ``code`` (through ``bytecode``) and puts a
+prologue in front: it pushes the arguments ``___stack0 .. ___stackN`` back on the stack (and
+NULL where CPython had one) and jumps to instruction ``target``. Its parameters are those stack values, then the locals
 that are live at ``target``; free variables stay as they were (the continuation gets the
 original closure). Jumping into the middle of a loop or a try block is fine: the stack depth
 there is the original one, and the exception table is kept by offset.
@@ -55,6 +55,26 @@ def offsets(code: types.CodeType) -> list[int]:
     return [i.offset for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")]
 
 
+def set_handler_depths(code: types.CodeType, items: list[Any]) -> None:
+    """Give each ``TryBegin`` of ``Bytecode.from_code(code)`` its stack depth from the code's
+    exception table (bytecode leaves 0 there and recomputes it when it assembles, which a
+    continuation, entered mid-block, must not let it do)."""
+    entries = dis.Bytecode(code).exception_entries
+    where = offsets(code)
+    index = 0
+    pending: list[TryBegin] = []
+    for item in items:
+        if isinstance(item, TryBegin):
+            pending.append(item)
+        elif isinstance(item, Instr):
+            for begin in pending:
+                offset = where[index]
+                entry = next(e for e in entries if e.start <= offset < e.end)
+                begin.stack_depth = entry.depth
+            pending.clear()
+            index += 1
+
+
 _made: "weakref.WeakKeyDictionary[types.CodeType, dict[tuple, types.CodeType]]" = weakref.WeakKeyDictionary()
 # A continuation's code -> (the original code, how many prologue instructions it put in front).
 _origin: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, int]]" = weakref.WeakKeyDictionary()
@@ -71,10 +91,12 @@ def original_position(code: types.CodeType, index: int) -> tuple[types.CodeType,
     return original, index - prologue
 
 
-def resume_code(code: types.CodeType, target: int, stack_depth: int, live: list[str]) -> types.CodeType:
-    """The continuation of ``code`` at abstract instruction ``target`` (cached)."""
+def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list[str]) -> types.CodeType:
+    """The continuation of ``code`` at abstract instruction ``target`` (cached). ``nulls`` says,
+    for each stack slot from the bottom, whether it holds CPython's NULL (pushed by the
+    prologue: NULL cannot be passed as an argument); the other slots are parameters."""
     code, target = original_position(code, target)
-    key = (target, stack_depth, tuple(live))
+    key = (target, tuple(nulls), tuple(live))
     made = _made.setdefault(code, {})
     if key in made:
         return made[key]
@@ -84,6 +106,7 @@ def resume_code(code: types.CodeType, target: int, stack_depth: int, live: list[
     if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):  # generator, coroutine, async generator
         raise Unsupported(f"a graph break in the generator or coroutine {code.co_name}")
     original = Bytecode.from_code(code)
+    set_handler_depths(code, list(original))
     label = Label()
     items: list[Any] = []
     index = 0
@@ -98,10 +121,11 @@ def resume_code(code: types.CodeType, target: int, stack_depth: int, live: list[
     if code.co_freevars:
         prologue.append(Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=lineno))
     prologue.append(Instr("RESUME", 0, lineno=lineno))
-    prologue += [Instr("LOAD_FAST", f"___stack{i}", lineno=lineno) for i in range(stack_depth)]
+    prologue += [Instr("PUSH_NULL", lineno=lineno) if null else Instr("LOAD_FAST", f"___stack{i}", lineno=lineno)
+                 for i, null in enumerate(nulls)]
     prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
     bc = Bytecode(prologue + items)
-    bc.argnames = [f"___stack{i}" for i in range(stack_depth)] + list(live)
+    bc.argnames = [f"___stack{i}" for i, null in enumerate(nulls) if not null] + list(live)
     bc.argcount = len(bc.argnames)
     bc.posonlyargcount = 0
     bc.kwonlyargcount = 0

@@ -14,6 +14,7 @@ for the same object.
 
 from __future__ import annotations
 
+import keyword
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -69,7 +70,7 @@ class LocalSource(Source):
         return f"L[{self.local!r}]"
 
     def expr(self) -> str:
-        return self.local
+        return safe_name(self.local)
 
     def emit_load(self, cg: LoadEmitter) -> None:
         cg.load_fast(self.local)
@@ -203,3 +204,11 @@ class IteratorItemSource(Source):
 
     def root(self) -> Source:
         return self.base.root()
+
+
+def safe_name(name: str) -> str:
+    """A local's name as a parameter of generated Python source (CPython allows any string,
+    e.g. pytest's ``@py_assert1``; Python source does not)."""
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return name
+    return "___local_" + "".join(c if c.isalnum() else f"_{ord(c):x}_" for c in name)

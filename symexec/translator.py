@@ -24,6 +24,7 @@ from .exc import InternalError, Unsupported
 from .guards import GuardSet
 from .instructions import DISPATCH
 from .output_graph import OutputGraph
+from .resume import set_handler_depths
 from .source import AttrSource, BuiltinSource, ClosureSource, GetItemSource, GlobalSource, LocalSource, Source
 from .variables import IteratorVariable, VariableBuilder, VariableTracker
 from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFunctionVariable, real_cell
@@ -44,7 +45,9 @@ class Program:
         self.handlers: list[TryBegin | None] = []
         lineno = code.co_firstlineno
         handler: TryBegin | None = None
-        for item in Bytecode.from_code(code):
+        items = list(Bytecode.from_code(code))
+        set_handler_depths(code, items)
+        for item in items:
             if isinstance(item, Label):
                 self.labels[item] = len(self.instructions)
             elif isinstance(item, TryBegin):
@@ -65,6 +68,21 @@ class Program:
         if program is None:
             program = cls._cache[code] = cls(code)
         return program
+
+
+def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The locals a call of ``fn`` starts with, as CPython binds them."""
+    code = fn.__code__
+    if not kwargs and code.co_flags & 0x0C == 0 and code.co_argcount == len(args) and not code.co_kwonlyargcount:
+        # Positional only and complete (every continuation): no inspect, which also rejects
+        # names CPython accepts (pytest's @py_assert temporaries).
+        return dict(zip(code.co_varnames, args))
+    try:
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
+    except TypeError as e:
+        raise Unsupported(f"TypeError: {e}", hint="the call does not match the function's signature") from e
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 class InstructionTranslator:
@@ -105,9 +123,7 @@ class InstructionTranslator:
     def for_function(cls, fn: types.FunctionType, args: tuple, kwargs: dict, output: OutputGraph, config: Config) -> "InstructionTranslator":
         """The root translator of a compiled function called with real arguments."""
         tx = cls(fn.__code__, fn.__globals__, output, config)
-        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
-        bound.apply_defaults()
-        tx._unwrapped = dict(bound.arguments)
+        tx._unwrapped = bind_arguments(fn, args, kwargs)
         for i, name in enumerate(fn.__code__.co_freevars):
             tx.cells[name] = real_cell(tx, fn.__closure__[i], ClosureSource(name, i),  # type: ignore[index]
                                        lambda cg, name=name: cg.emit("STORE_DEREF", FreeVar(name)))
@@ -233,6 +249,12 @@ class InstructionTranslator:
             if trace:
                 self._log_trace(inst)
             self.step(inst)
+
+    def spec_of(self, inst: Instr) -> Any:
+        spec = DISPATCH.get(inst.name)
+        if spec is None:
+            raise Unsupported(f"the {inst.name} instruction is not supported yet")
+        return spec
 
     def step(self, inst: Instr) -> None:
         spec = DISPATCH.get(inst.name)

@@ -66,3 +66,23 @@ def RETURN_GENERATOR(tx: Any, inst: Any) -> Any:
 def YIELD_VALUE(tx: Any, inst: Any, value: Any) -> Any:
     tx.yield_value(value)
     return ConstantVariable(None)  # what send() passes back in: next() sends None
+
+
+@instruction("BEFORE_WITH", pops=1, pushes=2)
+def BEFORE_WITH(tx: Any, inst: Any, manager: Any) -> tuple:
+    enter = getattr(manager, "enter", None)
+    if enter is None:
+        raise Unsupported(f"entering {manager.describe()} as a context manager (the graph breaks; CPython enters it)")
+    return enter(tx)
+
+
+@instruction("RAISE_VARARGS", pops=lambda argc: argc)
+def RAISE_VARARGS(tx: Any, inst: Any, *exception: Any) -> None:
+    # The graph breaks here and CPython raises for real: the exception, its message and its
+    # traceback are the user's own, and a handler around it runs as in eager.
+    raise Unsupported("raise: the exception is raised by CPython, after the graph")
+
+
+@instruction("LOAD_ASSERTION_ERROR", pushes=1)
+def LOAD_ASSERTION_ERROR(tx: Any, inst: Any) -> Any:
+    return tx.wrap(AssertionError, None)

@@ -20,10 +20,11 @@ from ..source import BuiltinSource, GetItemSource, IteratorItemSource, Source, p
 from .base import VariableTracker
 from .builtins import HANDLERS, FOLDABLE, BuiltinVariable
 from .constant import LITERAL_TYPES, ConstantVariable
+from .ctx import GradModeExit, GradModeExitVariable
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable
 from .lists import IteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
-from .misc import PythonModuleVariable, SetVariable, UserDefinedClassVariable, UserDefinedObjectVariable
+from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 from .tensor import TensorVariable
 from .torch import TorchModuleVariable, TorchVariable, is_torch_object
 
@@ -118,6 +119,11 @@ def _wrap_iterator(b: VariableBuilder, value: Any, source: Source | None) -> Var
     return IteratorVariable([b(peek(value, i), IteratorItemSource(source, i)) for i in range(count)])
 
 
+@wraps(GradModeExit)
+def _wrap_grad_mode_exit(b: VariableBuilder, value: GradModeExit, source: Source | None) -> VariableTracker:
+    return GradModeExitVariable.wrap(b, value, source)
+
+
 @wraps(torch.Size)
 def _wrap_size(b: VariableBuilder, value: torch.Size, source: Source | None) -> VariableTracker:
     if source is not None:
@@ -159,6 +165,8 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
 def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source | None) -> VariableTracker:
     if source is not None:
         b.guards.id_match(source, value)
+    if getattr(value, "_symexec_graph_break", False):
+        return GraphBreakVariable()
     original = getattr(value, "_symexec_original", None)
     if original is not None:  # a symexec.compile wrapper: trace what it wraps
         return UserFunctionVariable(original, None)

@@ -209,3 +209,13 @@ class UserDefinedObjectVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({type(self.value).__qualname__})"
+
+
+class GraphBreakVariable(VariableTracker):
+    """``symexec.graph_break()``: calling it is where the graph must end."""
+
+    def python_type(self) -> type:
+        return type(lambda: None)
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        raise Unsupported("symexec.graph_break() was called", hint="remove the call to keep one graph")

@@ -18,11 +18,12 @@ from ..exc import Unsupported
 from ..source import Source
 from .base import VariableTracker
 from .constant import ConstantVariable, wrap_constant
+from .ctx import GradModeVariable
 from .tensor import record_call
 
 # Functions that change global state or leave the graph's world.
 _STATEFUL = frozenset({
-    torch.manual_seed, torch.seed, torch.set_grad_enabled, torch.set_default_dtype,
+    torch.manual_seed, torch.seed, torch.set_default_dtype,
     torch.set_default_device, torch.use_deterministic_algorithms, torch.set_printoptions,
     torch.save, torch.load, torch.set_num_threads, torch.set_rng_state, torch.get_rng_state,
     torch.compile,
@@ -34,6 +35,8 @@ _UNSUPPORTED_CLASSES = (torch.no_grad, torch.enable_grad, torch.inference_mode, 
 
 
 def is_torch_object(value: Any) -> bool:
+    if isinstance(value, types.MethodType):
+        return False  # a bound method of some object: the object decides
     module = getattr(value, "__module__", None) or ""
     if isinstance(value, types.ModuleType):
         module = value.__name__
@@ -61,11 +64,13 @@ class TorchVariable(VariableTracker):
         if fn in _STATEFUL:
             raise Unsupported(f"{self.describe()} changes global state")
         if fn is torch.is_grad_enabled:
-            return ConstantVariable(torch.is_grad_enabled())  # every entry guards grad mode
+            return ConstantVariable(tx.output.grad_enabled)  # every entry guards the mode at entry
         if isinstance(fn, type):
             if issubclass(fn, _VALUE_CLASSES):
                 value = fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
                 return _Opaque(value) if isinstance(value, (torch.finfo, torch.iinfo)) else wrap_constant(value)
+            if fn in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
+                return GradModeVariable.create(tx, fn, args)
             if issubclass(fn, _UNSUPPORTED_CLASSES):
                 raise Unsupported(f"using {fn.__qualname__} inside a compiled function (issue #6)")
             if issubclass(fn, torch.nn.Module):

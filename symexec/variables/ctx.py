@@ -1,0 +1,101 @@
+"""Context managers: grad mode (``torch.no_grad()``, ``torch.enable_grad()``,
+``torch.set_grad_enabled(b)``), traced into the graph as ``torch._C._set_grad_enabled`` calls.
+
+While tracing, the real grad mode follows the traced code too, so fake tensors get the same
+``requires_grad`` as eager ones; convert.py restores it when the trace ends. Other context
+managers go through BEFORE_WITH unsupported, which graph-breaks: CPython enters them for real.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..exc import Unsupported
+from ..source import AttrSource, Source
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+
+def set_grad_mode(tx: Any, enabled: bool) -> None:
+    output = tx.output
+    if output.grad_enabled == enabled:
+        return
+    output.create_call("call_function", torch._C._set_grad_enabled, (enabled,), {}, example=False)
+    torch._C._set_grad_enabled(enabled)
+    output.grad_enabled = enabled
+
+
+class GradModeVariable(VariableTracker):
+    """``torch.no_grad()`` and friends: ``target`` is the mode inside the block; for
+    ``set_grad_enabled`` the mode is set when the object is made, as torch does."""
+
+    def __init__(self, target: bool, cls: type, prev: bool | None = None) -> None:
+        super().__init__()
+        self.target = target
+        self.cls = cls
+        self.prev = prev
+
+    @classmethod
+    def create(cls, tx: Any, torch_cls: type, args: list[VariableTracker]) -> "GradModeVariable":
+        if torch_cls is torch.set_grad_enabled:
+            target = bool(args[0].as_python_constant())
+            var = cls(target, torch_cls, prev=tx.output.grad_enabled)
+            set_grad_mode(tx, target)
+            return var
+        if args:
+            raise Unsupported(f"{torch_cls.__qualname__}() with arguments")
+        return cls(torch_cls is torch.enable_grad, torch_cls)
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def describe(self) -> str:
+        return f"{self.cls.__qualname__}()"
+
+    def enter(self, tx: Any) -> tuple[VariableTracker, VariableTracker]:
+        prev = self.prev if self.prev is not None else tx.output.grad_enabled
+        set_grad_mode(tx, self.target)
+        return GradModeExitVariable(prev), ConstantVariable(None)
+
+    def reconstruct(self, cg: Any) -> None:
+        raise Unsupported(f"keeping a {self.describe()} object across a graph break")
+
+
+class GradModeExit:
+    """What a ``with torch.no_grad():`` block leaves on the stack, rebuilt by generated code at
+    a break inside the block: calling it (as CPython does when the block ends) restores the
+    grad mode of before the block."""
+
+    def __init__(self, prev: bool) -> None:
+        self.prev = prev
+
+    def __call__(self, *exc_info: Any) -> None:
+        torch._C._set_grad_enabled(self.prev)
+
+    def __repr__(self) -> str:
+        return f"GradModeExit(prev={self.prev})"
+
+
+class GradModeExitVariable(VariableTracker):
+    def __init__(self, prev: bool, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.prev = prev
+
+    def python_type(self) -> type:
+        return GradModeExit
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        set_grad_mode(tx, self.prev)
+        return ConstantVariable(None)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(GradModeExit(self.prev))
+
+    @classmethod
+    def wrap(cls, builder: Any, value: GradModeExit, source: Source | None) -> "GradModeExitVariable":
+        if source is not None:
+            builder.guards.type_match(source, value)
+            builder.guards.equals_match(AttrSource(source, "prev"), value.prev)
+        return cls(value.prev, source)
