@@ -103,7 +103,11 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
         @functools.wraps(fn)
         def compiled(*args: Any, **kwargs: Any) -> Any:
             for guard, replacement in hot:
-                if guard(*args, **kwargs):
+                try:
+                    ok = guard(*args, **kwargs)
+                except TypeError:  # the call does not fit fn's signature: fn raises the error
+                    return fn(*args, **kwargs)
+                if ok:
                     return replacement(*args, **kwargs)
             return miss(args, kwargs)
     else:
@@ -118,7 +122,7 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
                 return fn(*args, **kwargs)
             depth[0] += 1
             try:
-                for guard, replacement in hot:
+                for guard, replacement in hot:  # called by generated code: the signature fits
                     if guard(*args, **kwargs):
                         return replacement(*args, **kwargs)
                 return miss(args, kwargs)

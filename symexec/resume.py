@@ -88,6 +88,8 @@ def original_position(code: types.CodeType, index: int) -> tuple[types.CodeType,
     if origin is None:
         return code, index
     original, prologue = origin
+    if index < prologue:
+        raise Unsupported("a graph break inside a continuation's prologue")
     return original, index - prologue
 
 

@@ -65,34 +65,64 @@ class SideEffects:
             yield value
 
     def emit(self, cg: Any) -> None:
+        """Replay: first build every new value (some are read through sources that the writes
+        would change, like an item of a dict about to be cleared), then write them all."""
+        writes: list[tuple[str, Any]] = []
         for var in self.containers.values():
+            temp = cg.new_temp()
             if isinstance(var.items, list):  # type: ignore[attr-defined]
                 for item in var.items:  # type: ignore[attr-defined]
                     cg.reconstruct(item)
                 cg.build(list, len(var.items))  # type: ignore[attr-defined]
+            else:  # a dict or a set: a new one with the traced contents
+                var.reconstruct_items(cg)  # type: ignore[attr-defined]
+            cg.store_fast(temp)
+            writes.append((temp, var))
+        for key, (obj, name, value) in self.attributes.items():
+            if value is not DELETED:
+                temp = cg.new_temp()
+                cg.reconstruct(value)
+                cg.store_fast(temp)
+                writes.append((temp, key))
+        for key, (cell, value) in self.cells.items():
+            temp = cg.new_temp()
+            cg.reconstruct(value)
+            cg.store_fast(temp)
+            writes.append((temp, ("cell", key)))
+        for name, value in self.globals.items():
+            temp = cg.new_temp()
+            cg.reconstruct(value)
+            cg.store_fast(temp)
+            writes.append((temp, ("global", name)))
+        values = dict((id(target) if isinstance(target, VariableTracker) else target, temp) for temp, target in writes)
+
+        for var in self.containers.values():
+            temp = values[id(var)]
+            if isinstance(var.items, list):  # type: ignore[attr-defined]
+                cg.load_fast(temp)
                 var.source.emit_load(cg)  # type: ignore[union-attr]
                 cg.load_const(None)
                 cg.load_const(None)
                 cg.build(slice, 2)
-                cg.emit("STORE_SUBSCR")
-            else:  # a dict: clear, then update with the traced items in order
+                cg.emit("STORE_SUBSCR")  # lst[:] = new items: the same list object
+            else:
                 var.source.emit_load(cg)  # type: ignore[union-attr]
                 cg.call_method("clear", lambda: [])
                 cg.emit("POP_TOP")
                 var.source.emit_load(cg)  # type: ignore[union-attr]
-                cg.call_method("update", lambda: [var.reconstruct_items(cg)])  # type: ignore[attr-defined]
+                cg.call_method("update", lambda: [cg.load_fast(temp)])  # noqa: B023 - called at once
                 cg.emit("POP_TOP")
-        for obj, name, value in self.attributes.values():
+        for key, (obj, name, value) in self.attributes.items():
             if value is DELETED:
                 cg.reconstruct(obj)
                 cg.emit("DELETE_ATTR", name)
             else:
-                cg.reconstruct(value)
+                cg.load_fast(values[key])
                 cg.reconstruct(obj)
                 cg.emit("STORE_ATTR", name)
-        for cell, value in self.cells.values():
-            cg.reconstruct(value)
+        for key, (cell, _) in self.cells.items():
+            cg.load_fast(values[("cell", key)])
             cell.emit_store(cg)
-        for name, value in self.globals.items():
-            cg.reconstruct(value)
+        for name in self.globals:
+            cg.load_fast(values[("global", name)])
             cg.emit("STORE_GLOBAL", name)

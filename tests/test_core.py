@@ -303,16 +303,22 @@ def test_generated_code_travels_as_constants_not_globals():
 # -- unsupported code runs the original function -------------------------------------------------
 def test_unsupported_code_runs_the_original_function(capsys):
     def fn(x):
+        scale = 2
+
+        def inner(y):  # `scale` lives in a cell: a break in fn cannot be resumed
+            return y * scale
+
         print("side effect")
-        return x + 1
+        return inner(x + 1)
 
     f = symexec.compile(fn)
     x = torch.ones(1)
-    assert torch.equal(f(x), x + 1)
+    assert torch.equal(f(x), (x + 1) * 2)
     assert capsys.readouterr().out == "side effect\n"
     entry = symexec.cache_entries(f)[0]
     assert entry.fallback_reason is not None and "print" in entry.fallback_reason
-    assert torch.equal(f(x), x + 1)
+    assert "captured by inner functions" in entry.fallback_reason
+    assert torch.equal(f(x), (x + 1) * 2)
     assert len(symexec.cache_entries(f)) == 1
 
 

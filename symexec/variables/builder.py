@@ -19,7 +19,7 @@ from ..guards import GuardKind
 from ..source import BuiltinSource, GetItemSource, IteratorItemSource, Source, peek
 from .base import VariableTracker
 from .builtins import HANDLERS, FOLDABLE, BuiltinVariable
-from .constant import LITERAL_TYPES, ConstantVariable
+from .constant import LITERAL_TYPES, ConstantVariable, is_literal
 from .ctx import GradModeExit, GradModeExitVariable
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable
@@ -68,7 +68,14 @@ class VariableBuilder:
             wrapper = _wrap_object
         if callable(value) and not isinstance(value, type) and is_torch_object(value) and not isinstance(value, torch.Tensor):
             wrapper = _wrap_torch_callable
-        var = wrapper(self, value, source)
+        try:
+            var = wrapper(self, value, source)
+        except Unsupported:
+            if source is None or wrapper is _wrap_object:
+                raise
+            # A value its family cannot model (a dict with tensor keys...): an opaque object,
+            # guarded on its type; only what is done with it can break the graph.
+            var = _wrap_object(self, value, source)
         if source is not None:
             cache[source] = var
             if mutable and isinstance(var, (ListVariable, ConstDictVariable, UserDefinedObjectVariable)):
@@ -134,7 +141,7 @@ def _wrap_size(b: VariableBuilder, value: torch.Size, source: Source | None) -> 
 @wraps(dict)
 def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> VariableTracker:
     keys = list(value)
-    if not all(isinstance(k, LITERAL_TYPES) for k in keys):
+    if not all(is_literal(k) for k in keys):
         raise Unsupported("a dict whose keys are not constants (str, int, ...)")
     if source is not None:
         b.guards.type_match(source, value)
@@ -149,7 +156,8 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
     if source is not None:
         b.guards.type_match(source, value)
         b.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} == {value!r}",
-                     f"{source.expr()} == {b.guards._const(value)}", source)
+                     f"{source.expr()} == {b.guards._const(frozenset(value) if isinstance(value, set) else value)}",
+                     source)  # a copy: the set itself may be mutated by the call
     if isinstance(value, range):
         return RangeVariable(value, source)
     if isinstance(value, (set, frozenset)):
@@ -166,7 +174,7 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
     if source is not None:
         b.guards.id_match(source, value)
     if getattr(value, "_symexec_graph_break", False):
-        return GraphBreakVariable()
+        return GraphBreakVariable(value, source)
     original = getattr(value, "_symexec_original", None)
     if original is not None:  # a symexec.compile wrapper: trace what it wraps
         return UserFunctionVariable(original, None)

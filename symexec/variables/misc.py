@@ -114,6 +114,8 @@ class SetVariable(VariableTracker):
         return bool(self.items)
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name in ("add", "update", "remove", "discard", "pop", "clear") and not self.frozen:
+            tx.output.side_effects.mutate(self)
         if name == "add" and len(args) == 1 and not self.frozen:
             self.add(args[0])
             return ConstantVariable(None)
@@ -121,6 +123,15 @@ class SetVariable(VariableTracker):
             for arg in args:
                 for item in arg.unpack(tx):
                     self.add(item)
+            return ConstantVariable(None)
+        if name in ("remove", "discard") and len(args) == 1 and not self.frozen:
+            key = args[0].as_python_constant()
+            if key not in self.items and name == "remove":
+                raise Unsupported(f"KeyError: {key!r}")
+            self.items.pop(key, None)
+            return ConstantVariable(None)
+        if name == "clear" and not args and not self.frozen:
+            self.items.clear()
             return ConstantVariable(None)
         if name == "__contains__" and len(args) == 1:
             return ConstantVariable(args[0].as_python_constant() in self.items)
@@ -131,9 +142,15 @@ class SetVariable(VariableTracker):
         raise Unsupported(f"method {name!r} of a set")
 
     def reconstruct(self, cg: Any) -> None:
-        if self.frozen:
+        if self.source is not None:
+            self.source.emit_load(cg)
+        elif self.frozen:
             cg.load_const(self.as_python_constant())
-            return
+        else:
+            self.reconstruct_items(cg)
+
+    def reconstruct_items(self, cg: Any) -> None:
+        """Push a new set with the traced items."""
         for item in self.items.values():
             cg.reconstruct(item)
         cg.build(set, len(self.items))
@@ -213,6 +230,13 @@ class UserDefinedObjectVariable(VariableTracker):
 
 class GraphBreakVariable(VariableTracker):
     """``symexec.graph_break()``: calling it is where the graph must end."""
+
+    def __init__(self, fn: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn = fn
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.fn)
 
     def python_type(self) -> type:
         return type(lambda: None)
