@@ -24,7 +24,8 @@ from .dynamic import DynamicPolicy
 class _Compiled:
     """Everything a compiled function knows besides its hot path."""
 
-    def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], fullgraph: bool, dynamic: bool | None) -> None:
+    def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], fullgraph: bool, dynamic: bool | None,
+                 related: dict[Any, Callable[..., Any]] | None = None) -> None:
         self.fn = fn
         self.backend = backend
         self.fullgraph = fullgraph
@@ -32,15 +33,16 @@ class _Compiled:
         self.cache = FunctionCache(fn)
         ALL_CACHES.add(self.cache)
         # Compiled wrappers of what this function's graph breaks call: continuations and the
-        # user functions run at a break, one per function, so their caches persist.
-        self.related: dict[Any, Callable[..., Any]] = {}
+        # user functions run at a break, one per function, so their caches persist. Shared by
+        # the whole family (a continuation's continuation is found here too).
+        self.related: dict[Any, Callable[..., Any]] = {} if related is None else related
 
     def compile_related(self, fn: types.FunctionType) -> Callable[..., Any]:
         key = fn.__code__ if fn.__code__.co_name.startswith("__resume_at_") else fn
         wrapper = self.related.get(key)
         if wrapper is None:
             continuation = key is fn.__code__
-            wrapper = self.related[key] = _wrap(_Compiled(fn, self.backend, self.fullgraph, self.dynamic),
+            wrapper = self.related[key] = _wrap(_Compiled(fn, self.backend, self.fullgraph, self.dynamic, self.related),
                                                 max_depth=config.max_resume_depth if continuation else None)
         return wrapper
 

@@ -87,16 +87,40 @@ class BreakPlan:
         return values
 
     # -- code --------------------------------------------------------------------------------
-    def emit(self, cg: Any, fn: types.FunctionType, compile_fn: Callable[[types.FunctionType], Any]) -> None:
-        if self.grad_mode != torch.is_grad_enabled():
-            cg.call_const(torch._C._set_grad_enabled, lambda: [cg.load_const(self.grad_mode)])
-            cg.emit("POP_TOP")
+    def emit(self, cg: Any, fn: types.FunctionType, compile_fn: Callable[[types.FunctionType], Any],
+             apply_side_effects: Callable[[], None]) -> None:
+        # Everything the code needs is built before the side effects are written (a value
+        # re-fetched through a list that the replay refills must be read first).
+        stack_temps: list[str | None] = []
         callee = self._callee_slot()
         for i, var in enumerate(self.stack):
+            if isinstance(var, NullVariable):
+                stack_temps.append(None)
+                continue
             if i == callee:
                 _reconstruct_callee(cg, var, compile_fn)
             else:
                 cg.reconstruct(var)
+            stack_temps.append(cg.new_temp())
+            cg.store_fast(stack_temps[-1])
+        bound = self.bound_locals()
+        self.live = {o.target: sorted(live_locals(self.tx.program, o.target) & bound.keys()) for o in self.outcomes}
+        self.local_temps: dict[str, str] = {}
+        for name in sorted(set().union(*self.live.values())) if self.live else []:
+            var = bound[name]
+            if var is not None:  # (an argument the trace never touched is still the caller's)
+                cg.reconstruct(var)
+                self.local_temps[name] = cg.new_temp()
+                cg.store_fast(self.local_temps[name])
+        apply_side_effects()
+        if self.grad_mode != torch.is_grad_enabled():
+            cg.call_const(torch._C._set_grad_enabled, lambda: [cg.load_const(self.grad_mode)])
+            cg.emit("POP_TOP")
+        for temp in stack_temps:
+            if temp is None:
+                cg.push_null()
+            else:
+                cg.load_fast(temp)
         handler = next((o for o in self.outcomes if o.handler), None)
         if handler is not None:
             begin = TryBegin(handler.label, self.tx.program.handlers[self.index].push_lasti,
@@ -105,11 +129,9 @@ class BreakPlan:
         self._emit_instruction(cg)
         if handler is not None:
             cg.instructions.append(TryEnd(begin))
-        built = cg.checkpoint()
         for outcome in self.outcomes:
             if outcome.label is not None:
                 cg.instructions.append(outcome.label)
-            cg.restore(built)  # what one way out built, the others did not run
             self._emit_continue(cg, fn, outcome, compile_fn)
 
     def _callee_slot(self) -> int | None:
@@ -142,8 +164,7 @@ class BreakPlan:
         for temp in reversed(temps):
             cg.store_fast(temp)  # a NULL stored in a local leaves it unbound; it is not passed
         temps = [t for t, null in zip(temps, outcome.nulls) if not null]
-        bound = self.bound_locals()
-        live = sorted(live_locals(self.tx.program, outcome.target) & bound.keys())
+        live = self.live[outcome.target]
         code = resume_code(fn.__code__, outcome.target, outcome.nulls, live)
         continuation = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
         if not outcome.handler:
@@ -153,11 +174,7 @@ class BreakPlan:
         for temp in temps:
             cg.load_fast(temp)
         for name in live:
-            var = bound[name]
-            if var is None:
-                cg.load_fast(name)  # an argument the trace never touched: still the caller's
-            else:
-                cg.reconstruct(var)
+            cg.load_fast(self.local_temps.get(name, name))
         cg.call(len(temps) + len(live))
         cg.emit("RETURN_VALUE")
 

@@ -38,13 +38,6 @@ class PyCodegen:
         self._built: dict[int, str] = {}
         self._temps = 0
 
-    def checkpoint(self) -> dict[int, str]:
-        return dict(self._built)
-
-    def restore(self, built: dict[int, str]) -> None:
-        """Back to a checkpoint: code after a branch cannot reuse what another branch built."""
-        self._built = dict(built)
-
     def new_temp(self) -> str:
         self._temps += 1
         return f"___tmp_{self._temps}"

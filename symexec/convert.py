@@ -131,12 +131,16 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     for var in [*live, *output.side_effects.values()]:
         _graph_values(var, outputs)
     body.graph_outputs = {node: (GRAPH_OUT, i) for i, node in enumerate(outputs)}
-    output.side_effects.emit(body)
+    writes = output.side_effects.build(body)
     if reason is None:
+        result = body.new_temp()
         body.reconstruct(tx.return_value)  # type: ignore[arg-type]
+        body.store_fast(result)
+        output.side_effects.apply(body, writes)
+        body.load_fast(result)
         body.emit("RETURN_VALUE")
     else:
-        plan.emit(body, fn, compile_fn)
+        plan.emit(body, fn, compile_fn, lambda: output.side_effects.apply(body, writes))
 
     name = f"__symexec_{fn.__code__.co_name}_{index}"
     cg = PyCodegen(lineno)

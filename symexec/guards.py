@@ -119,9 +119,10 @@ class GuardSet:
             literal = self._const(value)
         self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {value!r}", f"{source.expr()} == {literal}", source)
 
-    def remaining_match(self, source: Source, length: int) -> None:
-        self.add(GuardKind.LEN_MATCH, f"remaining({source.name}) == {length}",
-                 f"___remaining({source.expr()}) == {length}", source)
+    def remaining_match(self, source: Source, length: int, op: str) -> None:
+        """How many items an iterator passed in has left (``==`` or ``>=``)."""
+        self.add(GuardKind.LEN_MATCH, f"remaining({source.name}) {op} {length}",
+                 f"___remaining({source.expr()}) {op} {length}", source)
 
     def len_match(self, source: Source, length: int) -> None:
         self.add(GuardKind.LEN_MATCH, f"len({source.name}) == {length}", f"len({source.expr()}) == {length}", source)

@@ -64,9 +64,10 @@ class SideEffects:
         for _, value in self.cells.values():
             yield value
 
-    def emit(self, cg: Any) -> None:
-        """Replay: first build every new value (some are read through sources that the writes
-        would change, like an item of a dict about to be cleared), then write them all."""
+    def build(self, cg: Any) -> dict[Any, str]:
+        """First half of the replay: build every new value into a temporary. Every value the
+        generated code needs is built before any write (``apply``): some are read through
+        sources that the writes change, like an item of a list about to be refilled."""
         writes: list[tuple[str, Any]] = []
         for var in self.containers.values():
             temp = cg.new_temp()
@@ -94,8 +95,10 @@ class SideEffects:
             cg.reconstruct(value)
             cg.store_fast(temp)
             writes.append((temp, ("global", name)))
-        values = dict((id(target) if isinstance(target, VariableTracker) else target, temp) for temp, target in writes)
+        return {id(target) if isinstance(target, VariableTracker) else target: temp for temp, target in writes}
 
+    def apply(self, cg: Any, values: dict[Any, str]) -> None:
+        """Second half: write the values built by ``build`` into the real objects."""
         for var in self.containers.values():
             temp = values[id(var)]
             if isinstance(var.items, list):  # type: ignore[attr-defined]

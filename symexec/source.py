@@ -184,6 +184,19 @@ def remaining(iterator: Any) -> int:
     return iterator.__length_hint__()
 
 
+def skip(iterator: Any, count: int) -> Any:
+    """A new iterator over what ``iterator`` has left after ``count`` more items (generated
+    code, at a graph break). The original is not advanced: other values are still re-fetched
+    through it (``peek(L['___stack0'], 0)``)."""
+    state = iterator.__reduce__()
+    if len(state) < 3:  # exhausted
+        return iter(())
+    _, (sequence,), position = state
+    rest = iter(sequence)
+    rest.__setstate__(position + count)
+    return rest
+
+
 @dataclass(frozen=True)
 class IteratorItemSource(Source):
     """Item ``index`` of the rest of an iterator passed in (a continuation gets a loop's

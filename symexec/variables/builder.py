@@ -23,7 +23,7 @@ from .constant import LITERAL_TYPES, ConstantVariable, is_literal
 from .ctx import GradModeExit, GradModeExitVariable
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable
-from .lists import IteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
+from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable, UserDefinedObjectVariable
 from .tensor import TensorVariable
 from .torch import TorchModuleVariable, TorchVariable, is_torch_object
@@ -121,9 +121,7 @@ def _wrap_iterator(b: VariableBuilder, value: Any, source: Source | None) -> Var
     if source is None:
         raise Unsupported("an iterator that cannot be re-fetched from the inputs")
     b.guards.type_match(source, value)
-    count = value.__length_hint__()
-    b.guards.remaining_match(source, count)
-    return IteratorVariable([b(peek(value, i), IteratorItemSource(source, i)) for i in range(count)])
+    return InputIteratorVariable(value, source, lambda i: b(peek(value, i), IteratorItemSource(source, i)), b.guards)
 
 
 @wraps(GradModeExit)

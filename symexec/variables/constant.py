@@ -63,7 +63,7 @@ class ConstantVariable(VariableTracker):
         ):
             raise Unsupported(f"calling method {name!r} of {type(value).__name__}")
         try:
-            const_args = [a.as_python_constant() for a in args]
+            const_args = [_constant_argument(tx, a) for a in args]
             const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
         except Unsupported as e:
             raise Unsupported(f"method {type(value).__name__}.{name} called with non-constant arguments") from e
@@ -76,11 +76,21 @@ class ConstantVariable(VariableTracker):
         raise Unsupported(f"iterating over {type(value).__name__}")
 
     def reconstruct(self, cg: Any) -> None:
-        cg.load_const(self._value)
+        if self._guards is not None:  # never used, so never guarded: re-fetch the value of now
+            self.source.emit_load(cg)  # type: ignore[union-attr]
+        else:
+            cg.load_const(self._value)
 
     def __repr__(self) -> str:
         text = repr(self._value)
         return f"ConstantVariable({text if len(text) < 40 else text[:37] + '...'})"
+
+
+def _constant_argument(tx: Any, arg: VariableTracker) -> Any:
+    """An argument of a pure method: a constant, or an iterable of constants (``sep.join(map(...))``)."""
+    if arg.is_python_constant():
+        return arg.as_python_constant()
+    return [item.as_python_constant() for item in arg.unpack(tx)]
 
 
 # Container families register how to wrap a computed value of their type (lists.py, dicts.py,

@@ -195,7 +195,8 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         return list(self.closure.unpack(tx)) if self.closure else []  # type: ignore[arg-type]
 
     def reconstruct(self, cg: Any) -> None:
-        raise Unsupported(f"returning or storing the inner function {self.code.co_qualname} outside the trace (issue #4)")
+        raise Unsupported(f"the inner function {self.code.co_qualname}, made while tracing, cannot be re-created "
+                          "outside the trace (returned, or alive at a graph break)")
 
     def __repr__(self) -> str:
         return f"NestedUserFunctionVariable({self.code.co_qualname})"

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from ..exc import Unsupported
-from ..source import Source
+from ..source import Source, skip
 from .base import VariableTracker
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 
@@ -282,6 +282,48 @@ class IteratorVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"IteratorVariable({self.index}/{len(self.items)})"
+
+
+class InputIteratorVariable(IteratorVariable):
+    """A list, tuple or range iterator passed in (a loop's iterator handed to a continuation).
+
+    Items are read one at a time as the trace consumes them, without advancing the real
+    iterator, and the guards ask only for as many remaining items as were consumed: the
+    continuation of a loop body, which takes one item per call, is reused for every item.
+    """
+
+    def __init__(self, value: Any, source: Source, wrap_item: Any, guards: Any) -> None:
+        super().__init__([])
+        self.source = source
+        self.remaining = value.__length_hint__()
+        self._wrap_item = wrap_item  # index -> tracker of that item, with its source
+        self._guards = guards
+
+    def python_type(self) -> type:
+        return type(iter(()))
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= self.remaining:
+            self._guards.remaining_match(self.source, self.index, "==")
+            return None
+        item = self._wrap_item(self.index)
+        self.items.append(item)
+        self.index += 1
+        self._guards.remaining_match(self.source, self.index, ">=")
+        return item
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        rest = []
+        while (item := self.next_item()) is not None:
+            rest.append(item)
+        return rest
+
+    def reconstruct(self, cg: Any) -> None:
+        # The real iterator, advanced past what the trace consumed.
+        cg.call_const(skip, lambda: [self.source.emit_load(cg), cg.load_const(self.index)])
+
+    def __repr__(self) -> str:
+        return f"InputIteratorVariable({self.source.name}, {self.index} read)"
 
 
 def _wrap_slice(value: slice) -> VariableTracker:
