@@ -1,0 +1,343 @@
+"""Differential test helpers: run a function eagerly and through symexec, compare everything.
+
+`check(fn, *args)` is byterun's `assert_ok` for symexec: two independent copies of the
+arguments, one eager call and one compiled call per round, and a comparison of return values,
+raised exceptions, printed output and the arguments afterwards (mutations included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import math
+import traceback
+
+import torch
+
+import symexec
+
+__all__ = [
+    "CountingBackend",
+    "check",
+    "copy_args",
+    "assert_same",
+    "dynamo_graphs",
+    "symexec_graphs",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Copying inputs
+
+
+def copy_args(value, memo=None):
+    """A deep copy that clones tensors and copies containers recursively, keeping aliasing.
+
+    Two occurrences of the same object among the inputs stay one object in the copy, so a
+    test that passes one tensor twice still sees the aliasing in both runs.
+    """
+    if memo is None:
+        memo = {}
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    if isinstance(value, torch.nn.Parameter):
+        result = torch.nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad)
+    elif isinstance(value, torch.Tensor):
+        result = value.detach().clone()
+        if value.requires_grad:
+            result.requires_grad_(True)
+    elif type(value) is list:
+        result = []
+        memo[key] = result
+        result.extend(copy_args(item, memo) for item in value)
+        return result
+    elif type(value) is dict:
+        result = {}
+        memo[key] = result
+        for k, v in value.items():
+            result[copy_args(k, memo)] = copy_args(v, memo)
+        return result
+    elif type(value) is tuple:
+        result = tuple(copy_args(item, memo) for item in value)
+    elif type(value) is set:
+        result = {copy_args(item, memo) for item in value}
+    else:
+        result = copy.deepcopy(value, memo)
+    memo[key] = result
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Comparing results
+
+
+def _float_equal(a, b):
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return a == b
+
+
+def _tensor_equal(a, b):
+    if a.dtype.is_floating_point or a.dtype.is_complex:
+        return torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
+    return torch.equal(a, b)
+
+
+def assert_same(expected, actual, where="result"):
+    """Assert `actual` (from the compiled run) matches `expected` (from the eager run)."""
+    assert type(expected) is type(actual), (
+        f"{where}: type differs: eager {type(expected).__name__} {expected!r}, "
+        f"compiled {type(actual).__name__} {actual!r}"
+    )
+    if isinstance(expected, torch.Tensor):
+        assert expected.dtype == actual.dtype, (
+            f"{where}: dtype differs: eager {expected.dtype}, compiled {actual.dtype}"
+        )
+        assert expected.shape == actual.shape, (
+            f"{where}: shape differs: eager {tuple(expected.shape)}, "
+            f"compiled {tuple(actual.shape)}"
+        )
+        assert expected.device == actual.device, f"{where}: device differs"
+        assert expected.requires_grad == actual.requires_grad, (
+            f"{where}: requires_grad differs: eager {expected.requires_grad}, "
+            f"compiled {actual.requires_grad}"
+        )
+        assert _tensor_equal(expected.detach(), actual.detach()), (
+            f"{where}: values differ:\neager    {expected}\ncompiled {actual}"
+        )
+    elif isinstance(expected, (list, tuple)):
+        assert len(expected) == len(actual), (
+            f"{where}: length differs: eager {expected!r}, compiled {actual!r}"
+        )
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            assert_same(e, a, f"{where}[{i}]")
+    elif isinstance(expected, dict):
+        assert list(expected.keys()) == list(actual.keys()), (
+            f"{where}: keys differ: eager {list(expected)}, compiled {list(actual)}"
+        )
+        for k in expected:
+            assert_same(expected[k], actual[k], f"{where}[{k!r}]")
+    elif isinstance(expected, float):
+        assert _float_equal(expected, actual), f"{where}: eager {expected!r}, compiled {actual!r}"
+    elif isinstance(expected, (int, str, bytes, bool, complex, type(None), set, frozenset,
+                               range, slice, torch.dtype, torch.device, torch.Size)):
+        assert expected == actual, f"{where}: eager {expected!r}, compiled {actual!r}"
+    elif isinstance(expected, torch.nn.Module):
+        assert_same(expected.state_dict(), actual.state_dict(), f"{where}.state_dict()")
+        assert_same(vars(_plain_attrs(expected)), vars(_plain_attrs(actual)), f"{where}.__dict__")
+    elif hasattr(expected, "__dict__") and not callable(expected):
+        assert_same(vars(expected), vars(actual), f"{where}.__dict__")
+    else:
+        # Functions, classes, modules...: the copy is the same object, or compares equal.
+        assert expected is actual or expected == actual, (
+            f"{where}: eager {expected!r}, compiled {actual!r}"
+        )
+
+
+class _Attrs:
+    pass
+
+
+def _plain_attrs(module):
+    """The non-torch attributes of an nn.Module (parameters and buffers are in state_dict)."""
+    attrs = _Attrs()
+    for k, v in vars(module).items():
+        if not k.startswith("_") and k != "training":
+            setattr(attrs, k, v)
+    attrs.training = module.training
+    return attrs
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+
+
+class _Outcome:
+    def __init__(self, args, kwargs):
+        self.args = args
+        self.kwargs = kwargs
+        self.result = None
+        self.exc = None
+        self.stdout = ""
+
+
+def _run(fn, args, kwargs):
+    outcome = _Outcome(args, kwargs)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        try:
+            outcome.result = fn(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - compared below
+            outcome.exc = exc
+    outcome.stdout = buf.getvalue()
+    return outcome
+
+
+def _compare(eager, compiled, round_no):
+    tag = f"call {round_no}: "
+    if eager.exc is not None or compiled.exc is not None:
+        if eager.exc is None:
+            raise AssertionError(
+                f"{tag}compiled raised {type(compiled.exc).__name__}: {compiled.exc}, "
+                f"eager returned {eager.result!r}"
+            ) from compiled.exc
+        if compiled.exc is None:
+            raise AssertionError(
+                f"{tag}eager raised {type(eager.exc).__name__}: {eager.exc}, "
+                f"compiled returned {compiled.result!r}"
+            ) from eager.exc
+        assert type(eager.exc) is type(compiled.exc), (
+            f"{tag}exception type differs: eager {type(eager.exc).__name__}: {eager.exc}, "
+            f"compiled {type(compiled.exc).__name__}: {compiled.exc}\n"
+            + "".join(traceback.format_exception(compiled.exc))
+        )
+        assert str(eager.exc) == str(compiled.exc), (
+            f"{tag}exception message differs: eager {eager.exc!s}, compiled {compiled.exc!s}"
+        )
+    else:
+        assert_same(eager.result, compiled.result, f"{tag}result")
+        _check_aliasing(eager, compiled, tag)
+    assert eager.stdout == compiled.stdout, (
+        f"{tag}printed output differs:\neager:    {eager.stdout!r}\ncompiled: {compiled.stdout!r}"
+    )
+    assert_same(list(eager.args), list(compiled.args), f"{tag}args after the call")
+    assert_same(eager.kwargs, compiled.kwargs, f"{tag}kwargs after the call")
+
+
+def _paths(value, path, out):
+    """Map id -> access path for every tensor/list/dict reachable from the inputs."""
+    if isinstance(value, (torch.Tensor, list, dict)) and id(value) not in out:
+        out[id(value)] = path
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _paths(item, f"{path}[{i}]", out)
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            _paths(item, f"{path}[{k!r}]", out)
+
+
+def _check_aliasing(eager, compiled, tag):
+    """A result that *is* an input object in eager must be the same input in compiled."""
+    eager_paths, compiled_paths = {}, {}
+    _paths((list(eager.args), eager.kwargs), "inputs", eager_paths)
+    _paths((list(compiled.args), compiled.kwargs), "inputs", compiled_paths)
+    results = {}
+    _paths(eager.result, "result", results)
+    compiled_results = {}
+    _paths(compiled.result, "result", compiled_results)
+    by_path = {p: i for i, p in compiled_results.items()}
+    for obj_id, rpath in results.items():
+        if obj_id in eager_paths:
+            actual = by_path.get(rpath)
+            assert actual is not None and compiled_paths.get(actual) == eager_paths[obj_id], (
+                f"{tag}{rpath} is the input {eager_paths[obj_id]} in eager, "
+                f"but not in compiled (it is {compiled_paths.get(actual, 'a new object')})"
+            )
+
+
+def _describe_entries(compiled):
+    lines = []
+    for i, entry in enumerate(symexec.cache_entries(compiled)):
+        guards = [g.text for g in entry.guards]
+        lines.append(f"  entry {i}: fallback_reason={entry.fallback_reason!r}, guards={guards}")
+    return "\n".join(lines) or "  (no cache entries)"
+
+
+def check(fn, *args, backend="eager", expect_traced=True, calls=2, expect_reuse=True,
+          **kwargs):
+    """Run `fn(*args, **kwargs)` eagerly and compiled by symexec; assert they behave the same.
+
+    Each of `calls` rounds runs both on fresh, independent copies of the arguments and
+    compares return values, exceptions (type and message), printed output and the arguments
+    afterwards. With `expect_traced` the newest cache entry must have been traced (no
+    fallback to the original function); with `expect_reuse` the later rounds must reuse the
+    first round's cache entry. Returns the compiled function.
+    """
+    compiled = symexec.compile(fn, backend=backend)
+    entries_after_first = None
+    for round_no in range(1, calls + 1):
+        eager_args, eager_kwargs = copy_args((list(args), kwargs))
+        compiled_args, compiled_kwargs = copy_args((list(args), kwargs))
+        eager = _run(fn, eager_args, eager_kwargs)
+        actual = _run(compiled, compiled_args, compiled_kwargs)
+        _compare(eager, actual, round_no)
+        if round_no == 1:
+            entries = symexec.cache_entries(compiled)
+            entries_after_first = len(entries)
+            if expect_traced:
+                assert entries, "symexec made no cache entry for the call"
+                assert entries[0].fallback_reason is None, (
+                    f"symexec fell back to the original function: {entries[0].fallback_reason}"
+                )
+        elif expect_reuse:
+            assert len(symexec.cache_entries(compiled)) == entries_after_first, (
+                f"call {round_no} with equal inputs recompiled: "
+                f"{symexec.recompile_reasons(compiled)}\n{_describe_entries(compiled)}"
+            )
+    return compiled
+
+
+# --------------------------------------------------------------------------------------------
+# Counting graphs, against torch.compile
+
+
+class CountingBackend:
+    """A backend (Dynamo's contract) that records every graph it is given and runs it as is."""
+
+    def __init__(self):
+        self.graphs = []
+        self.example_inputs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        self.example_inputs.append(list(example_inputs))
+        return gm.forward
+
+    @property
+    def graph_count(self):
+        return len(self.graphs)
+
+    def op_counts(self):
+        """Number of call_function/call_method/call_module nodes of each graph."""
+        ops = ("call_function", "call_method", "call_module")
+        return [sum(node.op in ops for node in gm.graph.nodes) for gm in self.graphs]
+
+
+def symexec_graphs(fn, *args, **kwargs):
+    """Run `fn` under symexec with a fresh CountingBackend; return (result, backend)."""
+    backend = CountingBackend()
+    compiled = symexec.compile(fn, backend=backend)
+    result = compiled(*copy_args(list(args)), **copy_args(kwargs))
+    return result, backend
+
+
+def dynamo_graphs(fn, *args, **kwargs):
+    """Run `fn` under torch.compile with a fresh CountingBackend; return (result, backend)."""
+    import torch._dynamo  # tests may use Dynamo as the reference; symexec itself must not
+
+    torch._dynamo.reset()
+    backend = CountingBackend()
+    compiled = torch.compile(fn, backend=backend)
+    result = compiled(*copy_args(list(args)), **copy_args(kwargs))
+    torch._dynamo.reset()
+    return result, backend
+
+
+def assert_same_graphs_as_dynamo(fn, *args, **kwargs):
+    """symexec produces as many graphs, with as many ops each, as torch.compile does."""
+    expected, dynamo = dynamo_graphs(fn, *args, **kwargs)
+    actual, ours = symexec_graphs(fn, *args, **kwargs)
+    assert_same(expected, actual)
+    assert ours.graph_count == dynamo.graph_count, (
+        f"symexec made {ours.graph_count} graphs, torch.compile {dynamo.graph_count}:\n"
+        + "\n".join(gm.code for gm in ours.graphs)
+    )
+    assert ours.op_counts() == dynamo.op_counts(), (
+        f"ops per graph: symexec {ours.op_counts()}, torch.compile {dynamo.op_counts()}\n"
+        + "\n".join(gm.code for gm in ours.graphs)
+        + "\n--- torch.compile ---\n"
+        + "\n".join(gm.code for gm in dynamo.graphs)
+    )
+    return ours, dynamo

@@ -1,0 +1,254 @@
+"""List, tuple, dict and set trackers: their methods, mutation of inputs and of fresh containers."""
+
+import collections
+
+import torch
+
+from helpers import check
+
+
+def _t(*shape):
+    return torch.randn(*shape)
+
+
+# --- lists ------------------------------------------------------------------------------------------
+
+
+def test_list_methods_on_local_list():
+    def fn(x):
+        items = [3, 1, 2]
+        items.append(4)
+        items.extend([5, 6])
+        items.insert(0, 0)
+        last = items.pop()
+        first = items.pop(0)
+        items.remove(1)
+        items.sort()
+        items.reverse()
+        return x * last, first, items, items.index(4), items.count(2)
+
+    check(fn, _t(2))
+
+
+def test_list_methods_mutate_input_list():
+    def fn(items, x):
+        items.append(x)
+        items.extend((1, 2))
+        items.insert(1, "mid")
+        items.pop(0)
+        return len(items)
+
+    check(fn, [_t(1), "a"], _t(2))
+
+
+def test_list_sort_reverse_clear_on_input():
+    def fn(a, b, x):
+        a.sort(reverse=True)
+        b.clear()
+        return x + a[0]
+
+    check(fn, [1, 3, 2], [7, 8], _t(2))
+
+
+def test_list_copy_is_independent():
+    def fn(items, x):
+        c = items.copy()
+        c.append(x)
+        d = list(items)
+        d[0] = 99
+        return c, d, items
+
+    check(fn, [1, 2], _t(2))
+
+
+def test_list_aliasing_inside_function():
+    def fn(x):
+        a = [x]
+        b = a
+        b.append(x + 1)
+        return a, len(a), a is b
+
+    check(fn, _t(2))
+
+
+def test_returned_input_list_is_same_object():
+    def fn(items, x):
+        items.append(x)
+        return items
+
+    check(fn, [1], _t(2))
+
+
+def test_list_of_lists_mutated_deep():
+    def fn(grid, x):
+        grid[1].append(x)
+        grid[0][0] = x * 2
+        return len(grid[1])
+
+    check(fn, [[0], [1]], _t(2))
+
+
+def test_list_equality_and_bool():
+    def fn(a, b):
+        return a == b, a != b, bool(a), a < b
+
+    check(fn, [1, 2], [1, 3])
+
+
+def test_list_del_slice_and_slice_assignment():
+    def fn(x):
+        items = list(range(6))
+        del items[1:3]
+        items[::2] = ["a", "b"]
+        return items, x
+
+    check(fn, _t(1))
+
+
+# --- tuples -----------------------------------------------------------------------------------------
+
+
+def test_tuple_methods():
+    def fn(t, x):
+        return t.index(2), t.count(1), len(t), x * t[0]
+
+    check(fn, (1, 2, 1), _t(2))
+
+
+def test_namedtuple_input_and_fields():
+    Point = collections.namedtuple("Point", ["x", "y"])
+
+    def fn(p, t):
+        q = p._replace(x=t)
+        return q.x + q.y, p[1], q
+
+    check(fn, Point(_t(2), _t(2)), _t(2))
+
+
+def test_tuple_comparison_and_hash_key():
+    def fn(t):
+        d = {t: "found"}
+        return d[(1, 2)], t == (1, 2), t < (1, 3)
+
+    check(fn, (1, 2))
+
+
+# --- dicts ------------------------------------------------------------------------------------------
+
+
+def test_dict_methods_on_local_dict():
+    def fn(x):
+        d = {"a": 1}
+        d.update({"b": 2}, c=3)
+        d.setdefault("d", 4)
+        d.setdefault("a", 100)
+        popped = d.pop("b")
+        missing = d.pop("zz", None)
+        return x * popped, missing, d, list(d.keys()), list(d.values()), d.get("c"), d.get("q", 0)
+
+    check(fn, _t(2))
+
+
+def test_dict_methods_mutate_input_dict():
+    def fn(d, x):
+        d.update(new=x)
+        d.pop("gone")
+        d["counter"] = d.get("counter", 0) + 1
+        return len(d)
+
+    check(fn, {"gone": 1, "keep": _t(1)}, _t(2))
+
+
+def test_dict_items_iteration_order_after_mutation():
+    def fn(d, x):
+        d["z"] = x
+        del d["a"]
+        d["a"] = 5
+        return [k for k, _ in d.items()]
+
+    check(fn, {"a": 1, "b": 2}, _t(1))
+
+
+def test_dict_copy_and_clear():
+    def fn(d, x):
+        c = d.copy()
+        c["x"] = x
+        d.clear()
+        return c
+
+    check(fn, {"k": 1}, _t(2))
+
+
+def test_dict_with_tensor_values_in_math():
+    def fn(params, x):
+        return x @ params["w"] + params["b"]
+
+    check(fn, {"w": _t(3, 2), "b": _t(2)}, _t(1, 3))
+
+
+def test_dict_keys_view_ops():
+    def fn(d):
+        return "a" in d.keys(), len(d.items()), sorted(d), list(reversed(d))
+
+    check(fn, {"b": 1, "a": 2})
+
+
+def test_dict_int_and_tuple_keys():
+    def fn(d, x):
+        return d[0] * x, d[(1, 2)], {**d, 3: x}[3]
+
+    check(fn, {0: 2, (1, 2): "t"}, _t(2))
+
+
+def test_ordered_and_default_dict():
+    def fn(x):
+        od = collections.OrderedDict()
+        od["b"] = x
+        od["a"] = x + 1
+        dd = collections.defaultdict(list)
+        dd["k"].append(1)
+        return list(od.keys()), od["a"], dict(dd)
+
+    check(fn, _t(2))
+
+
+def test_dict_fromkeys_and_zip():
+    def fn(x, names):
+        d = dict(zip(names, [x, x * 2]))
+        e = dict.fromkeys(names, 0)
+        return d, e
+
+    check(fn, _t(2), ["p", "q"])
+
+
+# --- sets -------------------------------------------------------------------------------------------
+
+
+def test_set_methods():
+    def fn(a, x):
+        s = set(a)
+        s.add(10)
+        s.discard(1)
+        s.update([20, 30])
+        return s, len(s), 10 in s, s | {99}, s & {10, 20}, s - {20}, x
+
+    check(fn, [1, 2, 2], _t(1))
+
+
+def test_set_mutated_input():
+    def fn(s, x):
+        s.add("new")
+        s.remove("old")
+        return x * len(s)
+
+    check(fn, {"old", "keep"}, _t(2))
+
+
+def test_frozenset_membership():
+    def fn(x, name):
+        allowed = frozenset({"relu", "tanh"})
+        if name in allowed:
+            return getattr(torch, name)(x)
+        return x
+
+    check(fn, _t(3), "tanh")

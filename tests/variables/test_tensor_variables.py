@@ -1,0 +1,252 @@
+"""TensorVariable: attributes read at trace time, tuple-returning ops, torch dtype/device constants."""
+
+import pytest
+import torch
+
+from helpers import check
+
+
+def _t(*shape):
+    return torch.randn(*shape)
+
+
+# --- attributes --------------------------------------------------------------------------------------
+
+
+def test_shape_and_size():
+    def fn(x):
+        return x.shape, x.size(), x.shape[0], x.size(-1), x.shape == (2, 3)
+
+    check(fn, _t(2, 3))
+
+
+def test_shape_used_in_arithmetic():
+    def fn(a, b):
+        return a.shape[0] * a * b
+
+    check(fn, _t(3, 2), _t(3, 2))
+
+
+def test_shape_unpacked():
+    def fn(x):
+        n, m = x.shape
+        return x.view(m, n), n * m
+
+    check(fn, _t(2, 3))
+
+
+def test_dtype_device_ndim():
+    def fn(x):
+        return x.dtype, x.device, x.ndim, x.dim(), x.is_floating_point(), x.is_cuda
+
+    check(fn, _t(2))
+
+
+def test_dtype_of_int_tensor():
+    def fn(x):
+        return x.dtype, x.dtype == torch.int64, x.dtype.is_floating_point
+
+    check(fn, torch.tensor([1, 2]))
+
+
+def test_transpose_attributes():
+    def fn(x):
+        return x.T, x.mT, x.T.shape
+
+    check(fn, _t(2, 3))
+
+
+def test_requires_grad_and_is_leaf():
+    def fn(x, w):
+        y = x * w
+        return x.requires_grad, w.requires_grad, y.requires_grad, w.is_leaf, y.is_leaf
+
+    check(fn, _t(2), torch.randn(2, requires_grad=True))
+
+
+def test_grad_attribute_none():
+    def fn(x):
+        return x.grad is None, x + 1
+
+    check(fn, _t(2))
+
+
+def test_data_attribute():
+    def fn(x):
+        return x.data * 2
+
+    check(fn, _t(3))
+
+
+def test_real_and_itemsize():
+    def fn(x):
+        return x.real + 1, x.itemsize, x.element_size()
+
+    check(fn, _t(3))
+
+
+def test_attributes_of_intermediate():
+    def fn(x):
+        y = x.unsqueeze(0).expand(4, -1)
+        return y.shape, y.stride(), y.is_contiguous(), y.contiguous().stride()
+
+    check(fn, _t(3))
+
+
+def test_layout_and_names():
+    def fn(x):
+        return x.layout, x.is_sparse, x + 1
+
+    check(fn, _t(2))
+
+
+# --- ops that return tuples -----------------------------------------------------------------------------
+
+
+def test_max_dim_namedtuple():
+    def fn(x):
+        r = x.max(dim=0)
+        return r.values, r.indices, r[0], r[1]
+
+    check(fn, _t(3, 2))
+
+
+def test_max_dim_unpacked_and_returned_whole():
+    def fn(x):
+        values, indices = torch.max(x, 1)
+        return values * 2, indices, x.min(dim=1)
+
+    check(fn, _t(3, 4))
+
+
+def test_sort_and_topk():
+    def fn(x):
+        s = x.sort(descending=True)
+        t = torch.topk(x, 2)
+        return s.values, s.indices, t.values + 1, t.indices
+
+    check(fn, torch.tensor([3.0, 1.0, 2.0, 5.0]))
+
+
+def test_chunk_and_split():
+    def fn(x):
+        a, b = torch.chunk(x, 2)
+        c = x.split(1, dim=1)
+        return a + b, len(c), c[-1]
+
+    check(fn, _t(4, 3))
+
+
+def test_chunk_in_loop():
+    def fn(x):
+        out = []
+        for part in x.chunk(3, dim=0):
+            out.append(part.sum())
+        return torch.stack(out)
+
+    check(fn, _t(6, 2))
+
+
+def test_unbind():
+    def fn(x):
+        rows = x.unbind(0)
+        return rows[0] - rows[1], len(rows)
+
+    check(fn, _t(2, 3))
+
+
+def test_var_mean_tuple():
+    def fn(x):
+        var, mean = torch.var_mean(x, dim=0)
+        return var, mean
+
+    check(fn, _t(4, 2))
+
+
+def test_aminmax_named_fields():
+    def fn(x):
+        r = torch.aminmax(x)
+        return r.min, r.max
+
+    check(fn, _t(5))
+
+
+# --- dtype, device and other torch constants -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.bool, torch.float16])
+def test_dtype_constant_argument(dtype):
+    def fn(x, dtype):
+        return x.to(dtype), dtype, x.dtype == dtype
+
+    check(fn, _t(3), dtype)
+
+
+def test_dtype_attributes():
+    def fn(x):
+        d = torch.float16
+        return x.to(d), d.is_floating_point, d.itemsize, torch.float32 is x.dtype
+
+    check(fn, _t(2))
+
+
+def test_finfo_iinfo_constants():
+    def fn(x):
+        return x.clamp(min=torch.finfo(x.dtype).min), torch.iinfo(torch.int8).max
+
+    check(fn, _t(2))
+
+
+def test_device_constant():
+    def fn(x):
+        return x.to(torch.device("cpu")), x.device.type, x.device == torch.device("cpu")
+
+    check(fn, _t(2))
+
+
+def test_torch_size_constant():
+    def fn(x):
+        s = torch.Size([3, 2])
+        return x.reshape(s), s.numel(), x.new_zeros(s)
+
+    check(fn, _t(6))
+
+
+def test_get_default_dtype():
+    def fn(x):
+        return torch.zeros(2, dtype=torch.get_default_dtype()) + x
+
+    check(fn, _t(2))
+
+
+def test_is_tensor_and_is_floating_point():
+    def fn(x, n):
+        return torch.is_tensor(x), torch.is_tensor(n), torch.is_floating_point(x)
+
+    check(fn, _t(2), 3)
+
+
+# --- fresh tensors made inside the function ----------------------------------------------------------
+
+
+def test_tensor_created_from_python_values():
+    def fn(x, n):
+        t = torch.tensor([n, n + 1], dtype=torch.float32)
+        return x + t
+
+    check(fn, _t(2), 3)
+
+
+def test_random_with_manual_seed():
+    def fn(x):
+        torch.manual_seed(1)
+        return x + torch.rand(2)
+
+    check(fn, _t(2))
+
+
+def test_parameter_input():
+    def fn(p, x):
+        return (p * x).sum(), isinstance(p, torch.nn.Parameter), p.requires_grad
+
+    check(fn, torch.nn.Parameter(_t(3)), _t(3))

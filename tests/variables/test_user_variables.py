@@ -1,0 +1,256 @@
+"""User-defined objects, classes and nn.Modules: attribute reads and writes, methods, module calls."""
+
+import dataclasses
+import enum
+
+import torch
+import torch.nn.functional as F
+
+import symexec
+from helpers import assert_same_graphs_as_dynamo, check
+
+
+def _t(*shape):
+    return torch.randn(*shape)
+
+
+class Config:
+    def __init__(self, hidden=4, act="relu", scale=None):
+        self.hidden = hidden
+        self.act = act
+        self.scale = scale
+
+    def activation(self, x):
+        return getattr(F, self.act)(x)
+
+
+@dataclasses.dataclass
+class Batch:
+    inputs: torch.Tensor
+    weight: float = 1.0
+
+
+class Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+class Counter:
+    calls = 0  # a class attribute, read through the instance
+
+    def __init__(self):
+        self.history = []
+
+    def record(self, value):
+        self.history.append(value)
+        return len(self.history)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(3, 4)
+        self.fc2 = torch.nn.Linear(4, 2)
+        self.register_buffer("offset", torch.ones(2))
+        self.mode = "sum"
+
+    def forward(self, x):
+        y = self.fc2(torch.relu(self.fc1(x))) + self.offset
+        if self.mode == "sum":
+            return y.sum(-1)
+        return y
+
+
+class Stack(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2) for _ in range(3)])
+        self.norm = torch.nn.LayerNorm(2)
+        self.seq = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh())
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return self.seq(self.norm(x))
+
+
+class Counting(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = 0
+        self.weight = torch.nn.Parameter(torch.ones(2))
+
+    def forward(self, x):
+        self.steps += 1
+        return x * self.weight * self.steps
+
+
+def _same_module(seed, cls):
+    torch.manual_seed(seed)
+    return cls()
+
+
+# --- plain user objects --------------------------------------------------------------------------
+
+
+def test_object_attributes_select_branch():
+    def fn(cfg, x):
+        y = x * cfg.hidden
+        if cfg.scale is not None:
+            y = y * cfg.scale
+        return cfg.activation(y)
+
+    check(fn, Config(hidden=2, act="gelu"), _t(3))
+
+
+def test_dataclass_input():
+    def fn(batch):
+        return batch.inputs * batch.weight
+
+    check(fn, Batch(_t(3), 0.5))
+
+
+def test_dataclass_created_inside():
+    def fn(x):
+        b = Batch(x + 1)
+        return b.inputs * b.weight, b.weight
+
+    check(fn, _t(2))
+
+
+def test_enum_constants():
+    def fn(x, color):
+        if color == Color.RED:
+            return x + color.value
+        return x
+
+    check(fn, _t(2), Color.RED)
+
+
+def test_class_attribute_via_instance_and_class():
+    def fn(c, x):
+        return x + c.calls + Counter.calls
+
+    check(fn, Counter(), _t(2))
+
+
+def test_method_mutating_object_state():
+    def fn(c, x):
+        n = c.record(x)
+        n = c.record(x * 2)
+        return n
+
+    check(fn, Counter(), _t(2))
+
+
+def test_object_created_inside_and_returned():
+    def fn(x):
+        c = Counter()
+        c.record(x)
+        return c
+
+    check(fn, _t(2))
+
+
+def test_isinstance_user_class():
+    def fn(obj, x):
+        return isinstance(obj, Config), isinstance(obj, Counter), x
+
+    check(fn, Config(), _t(1))
+
+
+def test_type_of_user_object():
+    def fn(obj, x):
+        return type(obj).__name__, type(obj) is Config, x
+
+    check(fn, Config(), _t(1))
+
+
+# --- nn.Modules -------------------------------------------------------------------------------------
+
+
+def test_module_forward_called_directly():
+    model = _same_module(0, MLP)
+
+    def fn(x):
+        return model(x)
+
+    check(fn, _t(2, 3))
+
+
+def test_module_passed_as_argument():
+    def fn(model, x):
+        return model(x)
+
+    # Each round passes a fresh copy of the module: whether that recompiles is not our concern.
+    check(fn, _same_module(0, MLP), _t(2, 3), expect_reuse=False)
+
+
+def test_module_attribute_changed_between_calls():
+    model = _same_module(0, MLP)
+
+    def fn(x):
+        return model(x)
+
+    compiled = check(fn, _t(2, 3))
+    model.mode = "none"
+    x = _t(2, 3)
+    assert torch.equal(compiled(x), model(x))
+
+
+def test_module_parameters_and_buffers():
+    model = _same_module(1, MLP)
+
+    def fn(x):
+        w = model.fc1.weight
+        return x @ w.t() + model.fc1.bias, model.offset * 2, len(list(model.parameters()))
+
+    check(fn, _t(2, 3))
+
+
+def test_module_list_sequential_layernorm():
+    model = _same_module(2, Stack)
+
+    def fn(x):
+        return model(x)
+
+    check(fn, _t(3, 2))
+
+
+def test_module_attribute_mutation_in_forward():
+    model = _same_module(0, Counting)
+    eager_model = _same_module(0, Counting)
+    x = torch.ones(2)
+    expected = [eager_model(x), eager_model(x)]
+    compiled = symexec.compile(lambda t: model(t))
+    actual = [compiled(x), compiled(x)]
+    assert model.steps == eager_model.steps == 2
+    for e, a in zip(expected, actual):
+        assert torch.equal(e, a)
+
+
+def test_module_in_eval_and_train_mode():
+    def fn(x, training):
+        drop = torch.nn.Dropout(p=0.5)
+        drop.train(training)
+        return drop(x) if not training else x
+
+    check(fn, _t(4), False)
+
+
+def test_builtin_module_functional_equivalent():
+    lin = _same_module(3, lambda: torch.nn.Linear(3, 2))
+
+    def fn(x):
+        return lin(x), F.linear(x, lin.weight, lin.bias)
+
+    check(fn, _t(2, 3))
+
+
+def test_module_gives_one_graph_like_dynamo():
+    model = _same_module(0, MLP)
+
+    def fn(x):
+        return model(x) * 2
+
+    assert_same_graphs_as_dynamo(fn, _t(2, 3))
