@@ -10,9 +10,10 @@ from .cache import reset
 from .config import config
 from .dynamic import mark_dynamic, mark_static
 from .exc import BackendCompilerFailed, Unsupported
+from .explain import BreakReason, ExplainOutput, explain
 from .logs import set_logs
 
 __all__ = [
-    "BackendCompilerFailed", "Unsupported", "cache_entries", "compile", "config", "graph_break", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons",
+    "BackendCompilerFailed", "BreakReason", "ExplainOutput", "Unsupported", "explain", "cache_entries", "compile", "config", "graph_break", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons",
     "register_backend", "reset", "set_logs",
 ]

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
-from bytecode import Instr, Label, TryBegin, TryEnd
+from bytecode import Instr, Label, TryBegin
 
 from .exc import Unsupported
 from .resume import live_locals, resume_code
@@ -123,15 +123,14 @@ class BreakPlan:
                 cg.load_fast(temp)
         handler = next((o for o in self.outcomes if o.handler), None)
         if handler is not None:
-            begin = TryBegin(handler.label, self.tx.program.handlers[self.index].push_lasti,
-                             self.tx.program.handlers[self.index].stack_depth)
-            cg.instructions.append(begin)
+            user_handler = self.tx.program.handlers[self.index]
+            begin = cg.try_begin(handler.label, user_handler.push_lasti, user_handler.stack_depth)
         self._emit_instruction(cg)
         if handler is not None:
-            cg.instructions.append(TryEnd(begin))
+            cg.try_end(begin)
         for outcome in self.outcomes:
             if outcome.label is not None:
-                cg.instructions.append(outcome.label)
+                cg.label(outcome.label)
             self._emit_continue(cg, fn, outcome, compile_fn)
 
     def _callee_slot(self) -> int | None:
@@ -154,10 +153,15 @@ class BreakPlan:
             cg.push_null()
             cg.emit("SWAP", 2)
         elif isinstance(inst.arg, Label):
-            cg.jump(inst.name, next(o.label for o in self.outcomes if o.label is not None and not o.handler))
+            cg.jump(inst.name, next(o.label for o in self.outcomes if o.label is not None and not o.handler),
+                    note=self.note())
         else:
-            cg.instructions.append(Instr(inst.name, inst.arg, lineno=cg.lineno) if inst.require_arg()
-                                   else Instr(inst.name, lineno=cg.lineno))
+            cg.emit(inst.name, inst.arg if inst.require_arg() else None, note=self.note())
+
+    def note(self) -> str:
+        """The user's line, for the readable rendering of the instruction run for real."""
+        reason = self.reason
+        return f"{reason.filename}:{reason.lineno}: {reason.source_line.strip()}"
 
     def _emit_continue(self, cg: Any, fn: types.FunctionType, outcome: _Outcome, compile_fn: Any) -> None:
         temps = [cg.new_temp() for _ in outcome.nulls]
@@ -170,7 +174,7 @@ class BreakPlan:
         if not outcome.handler:
             continuation = compile_fn(continuation)
         cg.push_null()
-        cg.load_const(continuation)
+        cg.load_const(continuation, name=code.co_name)
         for temp in temps:
             cg.load_fast(temp)
         for name in live:

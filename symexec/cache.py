@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import types
 import weakref
 from dataclasses import dataclass, field
@@ -11,6 +12,9 @@ import torch.fx
 
 from .dynamic import FrameState
 from .guards import Guard
+
+
+_serials = itertools.count()
 
 
 @dataclass
@@ -26,8 +30,10 @@ class CacheEntry:
     fallback_reason: str | None = None
     break_reason: Any = None  # the Unsupported that ended this graph in a break, if one did
     replacement_code: types.CodeType | None = None
+    readable_code: str = ""  # the replacement as Python-like text (rendering.py)
     trace_seconds: float = 0.0
     compile_seconds: float = 0.0
+    serial: int = field(default_factory=lambda: next(_serials))  # creation order, across functions
 
     def failed_guard(self, args: tuple, kwargs: dict) -> Guard | None:
         index = self.first_failure(*args, **kwargs)

@@ -15,9 +15,10 @@ import types
 from typing import Any, Iterable
 
 import torch.fx
-from bytecode import Bytecode, FreeVar, Instr
+from bytecode import Bytecode, FreeVar, Instr, TryBegin, TryEnd
 
 from .exc import InternalError
+from .rendering import Renderer
 from .variables import ConstDictVariable, ListVariable, SetVariable, VariableTracker
 
 MUTABLE_TRACKERS = (ListVariable, ConstDictVariable, SetVariable)
@@ -37,16 +38,38 @@ class PyCodegen:
         # tracker is one object (a list passed to a call and then returned stays the same).
         self._built: dict[int, str] = {}
         self._temps = 0
+        self.renderer = Renderer()  # the readable form, written as the code is
 
     def new_temp(self) -> str:
         self._temps += 1
         return f"___tmp_{self._temps}"
 
-    def emit(self, name: str, arg: Any = None) -> None:
+    def emit(self, name: str, arg: Any = None, note: str = "") -> None:
+        """Append one instruction (``note``: the user's line, for one copied from user code)."""
         if arg is None and name not in ("LOAD_CONST",):
             self.instructions.append(Instr(name, lineno=self.lineno))
         else:
             self.instructions.append(Instr(name, arg, lineno=self.lineno))
+        self.renderer.feed(name, arg, note)
+
+    def label(self, label: Any) -> None:
+        self.instructions.append(label)
+        self.renderer.label(label)
+
+    def try_begin(self, handler: Any, push_lasti: bool, depth: int) -> TryBegin:
+        begin = TryBegin(handler, push_lasti, depth)
+        self.instructions.append(begin)
+        self.renderer.lines.append(f"# an exception from here on goes to {self.renderer.label_name(handler)}")
+        return begin
+
+    def try_end(self, begin: TryBegin) -> None:
+        self.instructions.append(TryEnd(begin))
+
+    def readable(self, header: str, other: "PyCodegen | None" = None) -> str:
+        """The code as Python-like text: ``header`` (the def line), then this code's lines."""
+        lines = (other.renderer.lines if other is not None else []) + self.renderer.lines
+        return header + "\n" + "\n".join(("" if line.endswith(":") and line.startswith("label_") else "    ") + line
+                                          for line in lines)
 
     # -- loads (the LoadEmitter protocol of source.py) ---------------------------------------
     def load_fast(self, name: str) -> None:
@@ -61,7 +84,10 @@ class PyCodegen:
     def load_attr(self, name: str) -> None:
         self.emit("LOAD_ATTR", name)
 
-    def load_const(self, value: Any) -> None:
+    def load_const(self, value: Any, name: str | None = None) -> None:
+        """``name``: how the readable rendering shows the constant (a compiled graph...)."""
+        if name is not None:
+            self.renderer.name_const(value, name)
         self.emit("LOAD_CONST", value)
 
     def subscr(self) -> None:
@@ -83,10 +109,10 @@ class PyCodegen:
         else:
             self.emit(_BUILD[cls], count)
 
-    def jump(self, name: str, label: Any) -> None:
+    def jump(self, name: str, label: Any, note: str = "") -> None:
         """A jump of kind ``name`` to ``label``, which lies ahead: on 3.11 the direction is part
         of the opcode, so a backward conditional jump of the original becomes a forward one."""
-        self.emit(name.replace("BACKWARD", "FORWARD") if "IF" in name else name, label)
+        self.emit(name.replace("BACKWARD", "FORWARD") if "IF" in name else name, label, note)
 
     def call(self, nargs: int) -> None:
         """Call the callable below ``nargs`` arguments; a NULL must sit below the callable."""

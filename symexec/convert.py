@@ -23,7 +23,7 @@ from .cache import CacheEntry
 from .codegen import PyCodegen, disassemble
 from .config import Config
 from .exc import BackendCompilerFailed, Unsupported
-from .guards import GuardSet, compile_guards
+from .guards import GuardSet, compile_guards, signature_text
 from .output_graph import OutputGraph
 from .breaks import BreakPlan
 from .dynamic import DynamicPolicy
@@ -159,18 +159,20 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
             raise BackendCompilerFailed(backend, e) from e
         del examples
         cg.push_null()
-        cg.load_const(compiled)
+        cg.load_const(compiled, name=f"__compiled_fn_{index}")
         for graph_input in output.inputs:
             graph_input.source.emit_load(cg)
         cg.call(len(output.inputs))
         cg.store_fast(GRAPH_OUT)
     code = cg.assemble(fn.__code__, name, cg.instructions + body.instructions)
+    readable = body.readable(f"def {name}({signature_text(fn.__code__)}):", other=cg)
     replacement = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
     replacement.__kwdefaults__ = fn.__kwdefaults__
     checks = compile_guards(guards, fn)
     entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm,
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
-                       compile_seconds=time.perf_counter() - compile_start, break_reason=reason)
+                       compile_seconds=time.perf_counter() - compile_start, break_reason=reason,
+                       readable_code=readable)
     _log_entry(fn, entry)
     return entry
 

@@ -26,13 +26,17 @@ class Unsupported(SymexecError):
         self.filename: str | None = None
         self.lineno: int | None = None
         self.source_line: str = ""
+        self.user_stack: list[tuple[str, int | None, str, str]] = []  # (file, line, function, code)
         # (instruction index, occurrence) in the compiled frame where it surfaced: where the
         # graph breaks when the frame is traced again.
         self.break_point: tuple[int, int] | None = None
 
-    def add_location(self, filename: str, lineno: int | None, source_line: str) -> None:
+    def add_location(self, filename: str, lineno: int | None, source_line: str, function: str = "") -> None:
+        """Called by each translator the error passes through, innermost first: the first
+        call gives the location; all of them make the user stack (outermost first)."""
         if self.filename is None:
             self.filename, self.lineno, self.source_line = filename, lineno, source_line
+        self.user_stack.insert(0, (filename, lineno, function, source_line.strip()))
 
     def __str__(self) -> str:
         text = self.reason

@@ -271,8 +271,8 @@ class InstructionTranslator:
             else:
                 result = spec.handler(self, inst)
         except Unsupported as e:
-            filename, lineno, _ = self.location()
-            e.add_location(filename, lineno, linecache.getline(filename, lineno or 0))
+            filename, lineno, function = self.location()
+            e.add_location(filename, lineno, linecache.getline(filename, lineno or 0), function)
             if self.parent is None and e.break_point is None:
                 index = self.ip - 1
                 e.break_point = (index, self._runs[index])

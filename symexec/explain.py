@@ -1,0 +1,288 @@
+"""``symexec.explain(fn, *args, **kwargs)``: one call through a fresh cache, and everything
+it did, for a REPL (``str(out)``) and for Jupyter (``out._repr_html_()``).
+
+Nothing of the user's own compiled copies is touched: explain compiles ``fn`` again with the
+same options (backend, dynamic, fullgraph) and a backend wrapper that counts the graphs, makes
+the call, then reads the cache entries of the function and of every continuation and callee
+its graph breaks compiled.
+"""
+
+from __future__ import annotations
+
+import dis
+import html
+import inspect
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .api import _Compiled, _state, _wrap, lookup
+from .cache import CacheEntry
+from .guards import Guard
+
+
+@dataclass
+class BreakReason:
+    """Why a graph ended early, and where."""
+
+    reason: str  # what was unsupported, in a user's words
+    hint: str  # what to do about it
+    filename: str | None
+    lineno: int | None
+    source_line: str
+    user_stack: list[tuple[str, int | None, str, str]]  # outermost first: (file, line, function, code)
+    function: str  # the compiled function or continuation whose graph it ended
+
+    def __str__(self) -> str:
+        where = f"{self.filename}:{self.lineno}" if self.filename else "unknown location"
+        text = f"{self.reason} at {where}"
+        if len(self.user_stack) > 1:  # inside inlined calls: say through which
+            text += "\n    via " + " -> ".join(f"{fn}:{line}" for _, line, fn, _ in self.user_stack)
+        if self.source_line:
+            text += f"\n    {self.source_line.strip()}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+@dataclass
+class FunctionReport:
+    """One traced function (the one explained, a continuation, a callee run at a break)."""
+
+    name: str
+    kind: str  # "function", "continuation" or "callee"
+    entry: CacheEntry
+    original_code: types.CodeType
+
+    @property
+    def original_disassembly(self) -> str:
+        return dis.Bytecode(self.original_code).dis()
+
+    @property
+    def generated_disassembly(self) -> str:
+        code = self.entry.replacement_code
+        return dis.Bytecode(code).dis() if code is not None else "(runs the original function)"
+
+    @property
+    def generated_readable(self) -> str:
+        return self.entry.readable_code or "(runs the original function)"
+
+
+@dataclass
+class ExplainOutput:
+    graphs: list[torch.fx.GraphModule]
+    break_reasons: list[BreakReason]
+    guards: list[Guard]
+    recompile_reasons: list[str]
+    functions: list[FunctionReport]
+    fallback_reasons: list[str]
+    trace_seconds: float
+    compile_seconds: float
+    fn_name: str
+    source: tuple[list[str], int] | None = field(default=None, repr=False)  # (lines, first line number)
+    filename: str | None = None
+    result: Any = field(default=None, repr=False)
+
+    @property
+    def graph_count(self) -> int:
+        return len(self.graphs)
+
+    @property
+    def graph_break_count(self) -> int:
+        return len(self.break_reasons)
+
+    @property
+    def ops_per_graph(self) -> list[list[Any]]:
+        return [[n.target for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+                for gm in self.graphs]
+
+    # -- the REPL view ---------------------------------------------------------------------------
+    def __str__(self) -> str:
+        ops = sum(len(o) for o in self.ops_per_graph)
+        lines = [f"symexec.explain({self.fn_name}): {self.graph_count} graph(s), {self.graph_break_count} graph "
+                 f"break(s), {ops} op(s); traced in {self.trace_seconds * 1e3:.1f} ms, compiled in "
+                 f"{self.compile_seconds * 1e3:.1f} ms"]
+        for i, gm in enumerate(self.graphs, 1):
+            names = ", ".join(_op_name(t) for t in self.ops_per_graph[i - 1])
+            lines.append(f"  graph {i}: {len(self.ops_per_graph[i - 1])} op(s): {names}")
+        for i, reason in enumerate(self.break_reasons, 1):
+            lines.append(f"  break {i}: " + str(reason).replace("\n", "\n    "))
+        for reason in self.fallback_reasons:
+            lines.append("  ran as the original function: " + reason.replace("\n", "\n    "))
+        lines.append(f"  guards ({len(self.guards)}):")
+        lines += [f"    {g.text}" for g in self.guards]
+        if self.recompile_reasons:
+            lines.append("  recompiles:")
+            lines += [f"    {r}" for r in self.recompile_reasons]
+        lines.append("  (out.graphs, out.break_reasons, out.guards, out.functions[i].generated_readable, "
+                     "and out in Jupyter, for more)")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    # -- the Jupyter view ------------------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        graph_lines: set[int] = set()
+        for gm in self.graphs:
+            for node in gm.graph.nodes:
+                location = _node_location(node)
+                if location is not None and location[0] == self.filename:
+                    graph_lines.add(location[1])
+        break_lines = {r.lineno for r in self.break_reasons if r.filename == self.filename}
+        esc = html.escape
+        parts = [_STYLE, '<div class="symexec-explain">',
+                 f"<h3>symexec.explain(<code>{esc(self.fn_name)}</code>)</h3>",
+                 f"<p>{self.graph_count} graph(s), {self.graph_break_count} graph break(s), "
+                 f"{sum(len(o) for o in self.ops_per_graph)} op(s) &middot; traced in "
+                 f"{self.trace_seconds * 1e3:.1f} ms, compiled in {self.compile_seconds * 1e3:.1f} ms</p>"]
+        if self.source is not None:
+            lines, first = self.source
+            rows = []
+            for number, line in enumerate(lines, first):
+                marks = []
+                if number in graph_lines:
+                    marks.append("graph")
+                if number in break_lines:
+                    marks.append("break")
+                label = " ".join(marks)
+                rows.append(f'<tr class="{label}"><td class="n">{number}</td><td class="m">{esc(label)}</td>'
+                            f"<td><pre>{esc(line.rstrip())}</pre></td></tr>")
+            parts.append('<table class="src">' + "".join(rows) + "</table>")
+            parts.append('<p class="legend"><span class="graph">graph</span> a line whose torch operations are in '
+                         'a graph &nbsp; <span class="break">break</span> a line where the graph breaks</p>')
+        parts.append(_details(f"Graph breaks ({self.graph_break_count})", "".join(
+            f"<div class='reason'><b>{esc(r.reason)}</b><br>at <code>{esc(str(r.filename))}:{r.lineno}</code>"
+            f"<pre>{esc(r.source_line.strip())}</pre>"
+            + (f"<i>hint: {esc(r.hint)}</i>" if r.hint else "")
+            + ("<br>user stack:<pre>" + esc("\n".join(f"{f}:{n} in {fn}: {c}" for f, n, fn, c in r.user_stack)) + "</pre>"
+               if len(r.user_stack) > 1 else "")
+            + "</div>" for r in self.break_reasons) or "<p>none</p>", open_=bool(self.break_reasons)))
+        for i, gm in enumerate(self.graphs, 1):
+            parts.append(_details(f"Graph {i} ({len(self.ops_per_graph[i - 1])} ops)",
+                                  f"<pre>{esc(gm.print_readable(print_output=False))}</pre>"))
+        parts.append(_details(f"Guards ({len(self.guards)})", "<pre>" + esc("\n".join(
+            g.text + (f"    # {g.filename}:{g.lineno}" if g.lineno else "") for g in self.guards)) + "</pre>"))
+        for report in self.functions:
+            parts.append(_details(f"Code of {report.name} ({report.kind})",
+                                  "<p>generated, readable:</p><pre>" + esc(report.generated_readable) + "</pre>"
+                                  + "<p>generated bytecode:</p><pre>" + esc(report.generated_disassembly) + "</pre>"
+                                  + "<p>original bytecode:</p><pre>" + esc(report.original_disassembly) + "</pre>"))
+        if self.recompile_reasons or self.fallback_reasons:
+            parts.append(_details("Recompiles and fallbacks", "<pre>" + esc(
+                "\n".join(self.recompile_reasons + self.fallback_reasons)) + "</pre>"))
+        parts.append("</div>")
+        return "".join(parts)
+
+
+_STYLE = """<style>
+.symexec-explain { font-family: sans-serif; font-size: 13px; }
+.symexec-explain pre { margin: 0; font-family: monospace; white-space: pre-wrap; }
+.symexec-explain table.src { border-collapse: collapse; }
+.symexec-explain table.src td { padding: 0 6px; vertical-align: top; }
+.symexec-explain td.n { color: #888; text-align: right; }
+.symexec-explain td.m { color: #555; font-size: 11px; }
+.symexec-explain tr.graph { background: #e6f4ea; }
+.symexec-explain tr.break, .symexec-explain tr.graph.break { background: #fde7e9; }
+.symexec-explain span.graph { background: #e6f4ea; }
+.symexec-explain span.break { background: #fde7e9; }
+.symexec-explain details { margin: 6px 0; }
+.symexec-explain summary { cursor: pointer; font-weight: bold; }
+.symexec-explain div.reason { margin: 4px 0 8px 12px; }
+</style>"""
+
+
+def _details(title: str, body: str, open_: bool = False) -> str:
+    return f"<details{' open' if open_ else ''}><summary>{html.escape(title)}</summary>{body}</details>"
+
+
+def _op_name(target: Any) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", str(target))
+
+
+def _node_location(node: torch.fx.Node) -> tuple[str, int] | None:
+    trace = node.meta.get("stack_trace") or ""
+    if 'File "' not in trace:
+        return None
+    filename = trace.split('File "', 1)[1].split('"', 1)[0]
+    try:
+        lineno = int(trace.split(", line ", 1)[1].split(",", 1)[0])
+    except (IndexError, ValueError):
+        return None
+    return filename, lineno
+
+
+def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
+    """Run ``fn(*args, **kwargs)`` once through a fresh symexec cache and report its graphs,
+    graph breaks, guards, recompiles and generated code. ``fn`` may be a function, an
+    ``nn.Module``, or what ``symexec.compile`` returned (its options are kept)."""
+    backend: Any = "eager"
+    fullgraph, dynamic = False, None
+    target = fn
+    state = getattr(fn, "_symexec", None)
+    if state is not None:
+        original = _state(fn)
+        target, backend, fullgraph, dynamic = original.fn, original.backend, original.fullgraph, original.dynamic
+    module = None
+    if isinstance(target, torch.nn.Module):
+        module = target
+        target = type(target).forward
+        args = (module, *args)
+    if not isinstance(target, types.FunctionType):
+        raise TypeError(f"symexec.explain expects a function, an nn.Module or a compiled function, "
+                        f"not {type(fn).__name__}")
+    compiled_graphs: list[torch.fx.GraphModule] = []
+    inner = lookup(backend)
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+        compiled_graphs.append(gm)
+        return inner(gm, example_inputs)
+
+    root = _Compiled(target, counting, fullgraph, dynamic)
+    wrapper = _wrap(root)
+    result = wrapper(*args, **kwargs)
+    reports = _reports(root)
+    entries = [r.entry for r in reports]
+    return ExplainOutput(
+        graphs=compiled_graphs,
+        break_reasons=[_break_reason(r) for r in reports if r.entry.break_reason is not None],
+        guards=[g for e in entries for g in e.guards],
+        recompile_reasons=[r for s in _states(root) for r in s.cache.recompile_reasons],
+        functions=reports,
+        fallback_reasons=[e.fallback_reason for e in entries if e.fallback_reason],
+        trace_seconds=sum(e.trace_seconds for e in entries),
+        compile_seconds=sum(e.compile_seconds for e in entries),
+        fn_name=getattr(module, "__class__", type(None)).__name__ if module is not None else target.__qualname__,
+        source=_source(target),
+        filename=target.__code__.co_filename,
+        result=result,
+    )
+
+
+def _states(root: _Compiled) -> list[_Compiled]:
+    return [root] + [w._symexec for w in root.related.values()]
+
+
+def _reports(root: _Compiled) -> list[FunctionReport]:
+    reports = []
+    for state in _states(root):
+        code = state.fn.__code__
+        kind = "function" if state is root else ("continuation" if code.co_name.startswith("__resume_at_") else "callee")
+        for entry in state.cache.entries:
+            reports.append(FunctionReport(code.co_name if kind != "callee" else state.fn.__qualname__, kind, entry, code))
+    reports.sort(key=lambda r: r.entry.serial)
+    return reports
+
+
+def _break_reason(report: FunctionReport) -> BreakReason:
+    e = report.entry.break_reason
+    return BreakReason(e.reason, e.hint, e.filename, e.lineno, e.source_line, list(e.user_stack), report.name)
+
+
+def _source(fn: types.FunctionType) -> tuple[list[str], int] | None:
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    return lines, first
