@@ -13,6 +13,8 @@ import types
 import warnings
 from typing import Any, Callable
 
+import torch
+
 from . import logs
 from .backends import lookup
 from .cache import ALL_CACHES, CacheEntry, FunctionCache
@@ -84,14 +86,15 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", ful
         raise TypeError(f"dynamic must be None, True or False, not {dynamic!r}")
     if fn is None:
         return functools.partial(compile, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    if isinstance(fn, torch.nn.Module):
+        return CompiledModule(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
     if not callable(fn):
         raise TypeError(f"symexec.compile expects a function, not {type(fn).__name__}")
     original = getattr(fn, "_symexec_original", None)
     if original is not None:
         fn = original
     if not isinstance(fn, types.FunctionType):
-        raise TypeError(f"symexec.compile expects a Python function, not {type(fn).__name__} "
-                        "(nn.Module support comes with issue #6)")
+        fn = _forwarder(fn)
     return _wrap(_Compiled(fn, backend_fn, fullgraph, dynamic))
 
 
@@ -134,6 +137,61 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
     compiled._symexec = state  # type: ignore[attr-defined]
     compiled._symexec_original = fn  # type: ignore[attr-defined]
     return compiled
+
+
+def _forwarder(target: Callable[..., Any]) -> types.FunctionType:
+    """A Python function calling ``target`` (a bound method, a functools.partial, a callable
+    object): compiling it traces into the target."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return target(*args, **kwargs)
+
+    functools.update_wrapper(call, target, assigned=("__module__", "__name__", "__qualname__", "__doc__"), updated=())
+    return call
+
+
+class CompiledModule(torch.nn.Module):
+    """What ``symexec.compile(module)`` returns, like torch.compile's optimized module: calling
+    it runs the module's own ``__call__`` (its hooks included) with ``forward`` compiled; the
+    original module is its ``_orig_mod`` submodule, so ``parameters()``, ``state_dict()``,
+    ``train()`` and ``eval()`` reach it, and other attributes are read from it."""
+
+    def __init__(self, mod: torch.nn.Module, *, backend: Any, fullgraph: bool, dynamic: bool | None) -> None:
+        super().__init__()
+        self._orig_mod = mod
+        forward = mod.__dict__.get("forward", None)
+        if forward is not None:  # an instance attribute: compile what it is
+            forward = getattr(forward, "__func__", forward)
+            self._bind = forward is not mod.__dict__["forward"]
+        else:
+            forward = type(mod).forward
+            self._bind = True
+        self.__dict__["_compiled_forward"] = compile(forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        mod = self._orig_mod
+        forward = types.MethodType(self._compiled_forward, mod) if self._bind else self._compiled_forward
+        saved = mod.__dict__.get("forward", _MISSING)
+        mod.__dict__["forward"] = forward  # nn.Module.__call__ calls self.forward: ours, for this call
+        try:
+            return mod(*args, **kwargs)
+        finally:
+            if saved is _MISSING:
+                del mod.__dict__["forward"]
+            else:
+                mod.__dict__["forward"] = saved
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._orig_mod, name)
+
+
+_MISSING = object()
 
 
 def graph_break() -> None:

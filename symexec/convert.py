@@ -28,7 +28,7 @@ from .output_graph import OutputGraph
 from .breaks import BreakPlan
 from .dynamic import DynamicPolicy
 from .translator import InstructionTranslator
-from .variables import BoundMethodVariable, CellVariable, ConstDictVariable, TensorVariable, UserMethodVariable, VariableTracker
+from .variables import TensorVariable, VariableTracker
 from .variables.tensor import SymNodeVariable
 
 GRAPH_OUT = "___graph_out"
@@ -98,21 +98,18 @@ def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start
                       trace_seconds=time.perf_counter() - start)
 
 
-def _graph_values(var: VariableTracker, found: dict[torch.fx.Node, VariableTracker]) -> None:
+def _graph_values(var: VariableTracker, found: dict[torch.fx.Node, VariableTracker], seen: set[int] | None = None) -> None:
     """Graph values (tensors, symbolic numbers) that ``var`` holds, in order: outputs."""
+    seen = set() if seen is None else seen
+    if id(var) in seen:
+        return
+    seen.add(id(var))
     if isinstance(var, (TensorVariable, SymNodeVariable)):
         if var.source is None:
             found.setdefault(var.node, var)
-    elif isinstance(var, ConstDictVariable):
-        for item in var.items.values():
-            _graph_values(item, found)
-    elif isinstance(getattr(var, "items", None), list):
-        for item in var.items:  # type: ignore[attr-defined]
-            _graph_values(item, found)
-    elif isinstance(var, CellVariable) and var.contents is not None:
-        _graph_values(var.contents, found)
-    elif isinstance(var, (UserMethodVariable, BoundMethodVariable)):
-        _graph_values(var.obj, found)
+        return
+    for sub in var.subvalues():  # (a container from the inputs may hold new values too)
+        _graph_values(sub, found, seen)
 
 
 def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: GuardSet, backend: Callable[..., Any],

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from .source import Source, peek, remaining, safe_name
+from .source import _CONSTANTS, Source, peek, remaining, safe_name
 
 
 class GuardKind(enum.Enum):
@@ -224,6 +224,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___closure": fn.__closure__,
         "___grad_enabled": torch.is_grad_enabled,
         "___peek": peek,
+        "___const": _CONSTANTS,
         "___remaining": remaining,
         **guard_set.namespace,
     }

@@ -49,8 +49,11 @@ class Renderer:
     def _pop(self, n: int = 1) -> list[str]:
         if n == 0:
             return []
-        items = self.stack[-n:]
-        del self.stack[-n:]
+        # Code after a label reached by a jump or an exception starts with values this
+        # commentary did not see pushed: they show as <value>.
+        missing = max(0, n - len(self.stack))
+        items = ["<value>"] * missing + self.stack[len(self.stack) - (n - missing):]
+        del self.stack[len(self.stack) - (n - missing):]
         return items
 
     def _line(self, text: str) -> None:
@@ -58,6 +61,7 @@ class Renderer:
 
     def label(self, label: Any) -> None:
         self._line(f"{self.label_name(label)}:")
+        self.stack.clear()  # reached by a jump: what is on the stack comes from there
 
     def label_name(self, label: Any) -> str:
         return self.labels.setdefault(label, f"label_{len(self.labels) + 1}")
@@ -65,10 +69,13 @@ class Renderer:
     def feed(self, name: str, arg: Any, note: str = "") -> None:
         """One emitted instruction (``note``: the user's line, for a copied instruction)."""
         handler = getattr(self, f"_{name}", None)
-        if handler is not None and not note:
-            handler(arg)
-        else:
-            self._opaque(name, arg, note)
+        try:
+            if handler is not None and not note:
+                handler(arg)
+            else:
+                self._opaque(name, arg, note)
+        except Exception as e:  # noqa: BLE001 - a commentary must never stop code generation
+            self._line(f"# (rendering stopped at {name}: {type(e).__name__})")
 
     # -- the vocabulary ---------------------------------------------------------------------
     def _LOAD_FAST(self, arg: str) -> None:

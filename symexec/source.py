@@ -225,3 +225,31 @@ def safe_name(name: str) -> str:
     if name.isidentifier() and not keyword.iskeyword(name):
         return name
     return "___local_" + "".join(c if c.isalnum() else f"_{ord(c):x}_" for c in name)
+
+
+_CONSTANTS: dict[int, Any] = {}  # objects ConstSource names, kept alive: functions and classes
+
+
+@dataclass(frozen=True)
+class ConstSource(Source):
+    """An object the trace itself holds (a base class's method reached through ``super()``):
+    it needs no guard, and generated code gets it as a constant. Its attributes give sources
+    (``__globals__`` of a function) where nothing else would."""
+
+    object_id: int
+
+    @classmethod
+    def of(cls, value: Any) -> "ConstSource":
+        _CONSTANTS[id(value)] = value
+        return cls(id(value))
+
+    @property
+    def name(self) -> str:
+        value = _CONSTANTS[self.object_id]
+        return f"<{getattr(value, '__qualname__', type(value).__name__)}>"
+
+    def expr(self) -> str:
+        return f"___const[{self.object_id}]"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.load_const(_CONSTANTS[self.object_id])

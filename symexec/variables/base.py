@@ -79,6 +79,10 @@ class VariableTracker:
         """The items this value yields when iterated, for finite, known iterables."""
         raise Unsupported(f"iterating over {self.describe()}")
 
+    def subvalues(self) -> list["VariableTracker"]:
+        """The trackers this one holds (items, attributes...): where graph outputs are found."""
+        return []
+
     def truth(self, tx: TracingContext) -> bool:
         """``bool(value)`` when it is known while tracing."""
         return bool(self.as_python_constant())
@@ -128,6 +132,9 @@ class BoundMethodVariable(VariableTracker):
     def reconstruct(self, cg: Any) -> None:
         cg.reconstruct(self.obj)
         cg.load_attr(self.name)
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.obj]
 
     def __repr__(self) -> str:
         return f"BoundMethodVariable({self.obj!r}.{self.name})"

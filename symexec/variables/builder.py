@@ -9,6 +9,7 @@ guarded lazily, when the trace first uses their value (``constant.py``).
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Callable
 
@@ -16,15 +17,17 @@ import torch
 
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import BuiltinSource, GetItemSource, IteratorItemSource, Source, peek
+from ..source import AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource, Source, peek
 from .base import VariableTracker
-from .builtins import HANDLERS, FOLDABLE, BuiltinVariable
+from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal
 from .ctx import GradModeExit, GradModeExitVariable
 from .dicts import ConstDictVariable
-from .functions import UserFunctionVariable
+from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
-from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable, UserDefinedObjectVariable
+from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable
+from .nn_module import NNModuleVariable
+from .user_objects import UserDefinedObjectVariable
 from .tensor import TensorVariable
 from .torch import TorchModuleVariable, TorchVariable, is_torch_object
 
@@ -66,7 +69,7 @@ class VariableBuilder:
                 break
         else:
             wrapper = _wrap_object
-        if callable(value) and not isinstance(value, type) and is_torch_object(value) and not isinstance(value, torch.Tensor):
+        if isinstance(value, _TORCH_CALLABLE_TYPES) and is_torch_object(value):
             wrapper = _wrap_torch_callable
         try:
             var = wrapper(self, value, source)
@@ -85,13 +88,21 @@ class VariableBuilder:
 
 @wraps(*LITERAL_TYPES)
 def _wrap_literal(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
-    if type(value) is int and source is not None and not isinstance(source, BuiltinSource):
+    if type(value) is int and source is not None and _may_be_dynamic(source):
         output = b.tx.output
         if output.policy.int_is_dynamic(source, value):
             symbolic = output.add_int_input(value, source)
             if symbolic is not None:
                 return symbolic
     return ConstantVariable(value, source, b.guards if source is not None else None)
+
+
+def _may_be_dynamic(source: Source) -> bool:
+    """Ints that automatic dynamic may make symbolic: arguments and items of arguments, not
+    attributes of objects (a module's config ints stay specialised, as in torch.compile)."""
+    while isinstance(source, GetItemSource):
+        source = source.base
+    return isinstance(source, (LocalSource, GlobalSource, ClosureSource))
 
 
 @wraps(torch.Tensor)
@@ -205,14 +216,39 @@ def _wrap_module(b: VariableBuilder, value: types.ModuleType, source: Source | N
     return PythonModuleVariable(value, source)
 
 
+# What of torch's is a function to record in the graph (not a module, a tensor, a class).
+_TORCH_CALLABLE_TYPES = (
+    types.FunctionType, types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodDescriptorType,
+    types.WrapperDescriptorType, types.MethodWrapperType, torch._ops.OpOverload, torch._ops.OpOverloadPacket,
+)
+
+
+@wraps(types.MethodType)
+def _wrap_bound_method(b: VariableBuilder, value: types.MethodType, source: Source | None) -> VariableTracker:
+    if source is None or not isinstance(value.__func__, types.FunctionType):
+        raise Unsupported(f"the bound method {getattr(value, '__qualname__', value)}")
+    fn = b(value.__func__, AttrSource(source, "__func__"))
+    return UserMethodVariable(fn, b(value.__self__, AttrSource(source, "__self__")))
+
+
+@wraps(functools.partial)
+def _wrap_partial(b: VariableBuilder, value: functools.partial, source: Source | None) -> VariableTracker:
+    if source is None:
+        raise Unsupported("a functools.partial that cannot be re-fetched")
+    b.guards.type_match(source, value)
+    args = [b(a, GetItemSource(AttrSource(source, "args"), i)) for i, a in enumerate(value.args)]
+    kwargs = {k: b(v, GetItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()}
+    return PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs)
+
+
 def _wrap_torch_callable(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
     return TorchVariable(value, source)
 
 
 def _wrap_object(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
-    if isinstance(value, torch.nn.Module):
-        raise Unsupported(f"an nn.Module ({type(value).__qualname__}) inside a compiled function (issue #6)")
     if source is None:
         raise Unsupported(f"a {type(value).__qualname__} object that cannot be re-fetched from the inputs")
     b.guards.type_match(source, value)
+    if isinstance(value, torch.nn.Module):
+        return NNModuleVariable(value, source)
     return UserDefinedObjectVariable(value, source)

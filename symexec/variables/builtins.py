@@ -21,6 +21,7 @@ from .dicts import ConstDictVariable
 from .lists import BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, sort_keys
 from .misc import SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, TensorVariable, record_call
+from .user_objects import DUNDERS, ObjectVariableBase, SuperVariable
 
 Handler = Callable[..., "VariableTracker | None"]
 HANDLERS: dict[Any, Handler] = {}
@@ -129,6 +130,14 @@ def _make_binary(fn: Any) -> Handler:
             return type(a)(a.items * b.as_python_constant())
         if fn is operator.mul and isinstance(b, (ListVariable, TupleVariable)) and isinstance(a, ConstantVariable):
             return type(b)(b.items * a.as_python_constant())
+        dunder, reflected = DUNDERS.get(fn.__name__, (None, None))
+        if dunder is not None:
+            if isinstance(a, ObjectVariableBase) and a.has_python_method(dunder):
+                result = a.call_method(tx, dunder, [b], {})
+                if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                    return result
+            if isinstance(b, ObjectVariableBase) and b.has_python_method(reflected):
+                return b.call_method(tx, reflected, [a], {})
         if fn in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
             if type(a) is not type(b) and not (isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable)):
                 # Different families never compare equal (tensors were handled above).
@@ -256,6 +265,54 @@ def _len(tx: Any, obj: VariableTracker) -> VariableTracker | None:
     if isinstance(obj, ConstantVariable):
         return None
     return obj.call_method(tx, "__len__", [], {})
+
+
+@handler(super)
+def _super(tx: Any, *args: VariableTracker) -> VariableTracker:
+    if args:
+        if len(args) != 2:
+            raise Unsupported("super() with one argument")
+        return SuperVariable(args[0].as_python_constant(), args[1])
+    # Zero-argument super(): the __class__ cell of the method and its first argument.
+    cell = tx.cells.get("__class__")
+    if cell is None or cell.contents is None or not tx.code.co_argcount:
+        raise Unsupported("RuntimeError: super(): no arguments")
+    first = tx.code.co_varnames[0]
+    obj = tx.cells[first].contents if first in tx.cells else tx.get_local(first)
+    return SuperVariable(cell.contents.as_python_constant(), obj)
+
+
+@handler(functools.partial)
+def _partial(tx: Any, fn: VariableTracker, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+    return PartialVariable(fn, list(args), kwargs)
+
+
+class PartialVariable(VariableTracker):
+    """``functools.partial(fn, *args, **kwargs)`` made while tracing."""
+
+    def __init__(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> None:
+        super().__init__()
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+
+    def python_type(self) -> type:
+        return functools.partial
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.fn, *self.args, *self.kwargs.values()]
+
+    def reconstruct(self, cg: Any) -> None:
+        def arguments() -> list[None]:
+            cg.reconstruct(self.fn)
+            for arg in self.args:
+                cg.reconstruct(arg)
+            return [None] * (1 + len(self.args))
+
+        if self.kwargs:
+            raise Unsupported("re-creating a functools.partial with keyword arguments")
+        cg.call_const(functools.partial, arguments)
 
 
 @handler(isinstance)

@@ -7,6 +7,7 @@ that is passed but never looked at adds no guard, so it never causes a recompile
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Callable
 
 import torch
@@ -18,7 +19,7 @@ from .base import BoundMethodVariable, VariableTracker
 # Types whose instances are immutable values that may live in the graph and in generated code.
 LITERAL_TYPES: tuple[type, ...] = (
     int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
-    torch.dtype, torch.device, torch.layout, torch.memory_format,
+    torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum,
 )
 # Types whose methods are pure and may run while tracing when every argument is constant.
 PURE_METHOD_TYPES: tuple[type, ...] = (int, float, bool, str, bytes, complex, tuple, frozenset)

@@ -37,6 +37,9 @@ class ConstDictVariable(VariableTracker):
     def unpack(self, tx: Any) -> list[VariableTracker]:
         return [ConstantVariable(k) for k in self.items]
 
+    def subvalues(self) -> list[VariableTracker]:
+        return list(self.items.values())
+
     def truth(self, tx: Any) -> bool:
         return bool(self.items)
 

@@ -40,6 +40,9 @@ class CellVariable(VariableTracker):
         self.pre_existing = pre_existing
         self._store = store
 
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.contents] if self.contents is not None else []
+
     def emit_store(self, cg: Any) -> None:
         """With the new contents on the stack, write them into the real cell."""
         if self._store is None:
@@ -214,6 +217,9 @@ class UserMethodVariable(VariableTracker):
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.fn.call_function(tx, [self.obj, *args], kwargs)
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.obj]
 
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn!r})"

@@ -55,6 +55,9 @@ class BaseListVariable(VariableTracker):
     def unpack(self, tx: Any) -> list[VariableTracker]:
         return list(self.items)
 
+    def subvalues(self) -> list[VariableTracker]:
+        return [] if isinstance(self, RangeVariable) else list(self.items)
+
     def truth(self, tx: Any) -> bool:
         return bool(self.items)
 
@@ -243,6 +246,9 @@ class SliceVariable(VariableTracker):
     def as_proxy(self) -> Any:
         return slice(*(_proxy(p) for p in self.parts))
 
+    def subvalues(self) -> list[VariableTracker]:
+        return list(self.parts)
+
     def reconstruct(self, cg: Any) -> None:
         for part in self.parts:
             cg.reconstruct(part)
@@ -262,6 +268,9 @@ class IteratorVariable(VariableTracker):
 
     def python_type(self) -> type:
         return type(iter([]))
+
+    def subvalues(self) -> list[VariableTracker]:
+        return self.items[self.index:]
 
     def next_item(self) -> VariableTracker | None:
         if self.index >= len(self.items):

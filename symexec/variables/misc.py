@@ -12,9 +12,9 @@ from typing import Any
 
 from ..exc import Unsupported
 from ..source import AttrSource, Source
-from .base import DELETED, VariableTracker
-from .constant import COMPUTED_WRAPPERS, ConstantVariable, is_literal
-from .functions import UserFunctionVariable, UserMethodVariable
+from .base import VariableTracker
+from .constant import COMPUTED_WRAPPERS, ConstantVariable
+from .user_objects import class_attribute, construct
 
 
 class UserDefinedClassVariable(VariableTracker):
@@ -34,16 +34,10 @@ class UserDefinedClassVariable(VariableTracker):
         return f"class {self.cls.__qualname__}"
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
-        try:
-            static = inspect.getattr_static(self.cls, name)
-        except AttributeError as e:
-            raise Unsupported(f"class {self.cls.__qualname__} has no attribute {name!r}") from e
-        source = AttrSource(self.source, name) if self.source else None
-        if isinstance(static, staticmethod):
-            static = static.__func__
-        if isinstance(static, types.FunctionType) or is_literal(static):
-            return tx.wrap(static, source)
-        raise Unsupported(f"reading {self.cls.__qualname__}.{name} ({type(static).__name__}; issue #6)")
+        return class_attribute(tx, None, self.cls, name, class_source=self.source)
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return construct(tx, self.cls, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
@@ -106,6 +100,9 @@ class SetVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         return self.python_type()(self.items)
 
+    def subvalues(self) -> list[VariableTracker]:
+        return list(self.items.values())
+
     def unpack(self, tx: Any) -> list[VariableTracker]:
         # The same order as the real set would iterate in.
         return [self.items[v] for v in self.as_python_constant()]
@@ -166,66 +163,6 @@ def wrap_other_constant(value: Any) -> VariableTracker:
 
 
 COMPUTED_WRAPPERS.update({set: wrap_other_constant, frozenset: wrap_other_constant})
-
-
-class UserDefinedObjectVariable(VariableTracker):
-    """An instance of a user class passed in: attribute reads and plain method calls only."""
-
-    def __init__(self, value: Any, source: Source | None = None) -> None:
-        super().__init__(source)
-        self.value = value
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def describe(self) -> str:
-        return f"{type(self.value).__qualname__} object" + (f" {self.source.name}" if self.source else "")
-
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
-        if self.source is None:
-            raise Unsupported(f"reading {name!r} of {self.describe()} without a source")
-        pending = tx.output.side_effects.pending_attr(self, name)
-        if pending is DELETED:
-            raise Unsupported(f"AttributeError: {name!r} was deleted")
-        if pending is not None:
-            return pending
-        cls = type(self.value)
-        instance_dict = getattr(self.value, "__dict__", {})
-        if getattr(cls, "__getattribute__", object.__getattribute__) is not object.__getattribute__:
-            raise Unsupported(f"{cls.__qualname__} overrides __getattribute__ (issue #6)")
-        try:
-            static = inspect.getattr_static(cls, name)
-        except AttributeError:
-            static = None
-        class_attr = AttrSource(AttrSource(self.source, "__class__"), name)
-        if isinstance(static, property) and isinstance(static.fget, types.FunctionType):
-            return UserFunctionVariable(static.fget, AttrSource(class_attr, "fget")).call_function(tx, [self], {})
-        if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
-            return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
-        if static is not None and (hasattr(static, "__set__") or hasattr(static, "__delete__")):
-            raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name} (issue #6)")
-        if name in instance_dict:
-            return tx.wrap(instance_dict[name], AttrSource(self.source, name))
-        if isinstance(static, types.FunctionType):
-            return UserMethodVariable(UserFunctionVariable(static, class_attr), self)
-        if isinstance(static, staticmethod) and isinstance(static.__func__, types.FunctionType):
-            return UserFunctionVariable(static.__func__, class_attr)
-        if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
-            cls_var = tx.wrap(cls, AttrSource(self.source, "__class__"))
-            return UserMethodVariable(UserFunctionVariable(static.__func__, AttrSource(class_attr, "__func__")), cls_var)
-        if static is not None and is_literal(static):
-            return tx.wrap(static, class_attr)
-        raise Unsupported(f"reading {cls.__qualname__}.{name} (issue #6)")
-
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
-        cls = type(self.value)
-        static = inspect.getattr_static(cls, name, None)
-        if hasattr(static, "__set__") or getattr(cls, "__setattr__", object.__setattr__) is not object.__setattr__:
-            raise Unsupported(f"setting {cls.__qualname__}.{name} runs Python code (a descriptor or __setattr__; issue #6)")
-        tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
-
-    def __repr__(self) -> str:
-        return f"UserDefinedObjectVariable({type(self.value).__qualname__})"
 
 
 class GraphBreakVariable(VariableTracker):

@@ -1,0 +1,121 @@
+"""``torch.nn.Module`` instances: parameters and buffers as graph inputs with sources
+(``L['self'].layers[0].weight``), submodule calls inlined, containers iterated and indexed.
+
+A module call is inlined (its ``forward`` runs in the trace) when no hook is registered on it;
+the guards then include that it still has none. With hooks, the graph breaks and CPython
+calls the module, hooks and all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..exc import Unsupported
+from ..guards import GuardKind
+from ..source import AttrSource, GetItemSource, Source
+from .base import DELETED, VariableTracker
+from .constant import ConstantVariable
+from .lists import ListVariable, TupleVariable
+from .user_objects import UserDefinedObjectVariable, class_attribute
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def _global_hooks() -> bool:
+    module = torch.nn.modules.module
+    return any(getattr(module, name, None) for name in (
+        "_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+        "_global_backward_pre_hooks", "_global_forward_hooks_always_called"))
+
+
+class NNModuleVariable(UserDefinedObjectVariable):
+    def describe(self) -> str:
+        return f"the module {self.source.name if self.source else ''} ({self.cls.__qualname__})"
+
+    @property
+    def module(self) -> torch.nn.Module:
+        return self.value
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if self.source is None:
+            raise Unsupported(f"reading {name!r} of a module without a source")
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED:
+            raise Unsupported(f"AttributeError: {name!r} was deleted")
+        if pending is not None:
+            return pending
+        mod = self.module
+        source = AttrSource(self.source, name)
+        instance_dict = mod.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if name in instance_dict.get(store, {}):
+                return tx.wrap(instance_dict[store][name], source)
+        if name in instance_dict:
+            return tx.wrap(instance_dict[name], source)
+        return class_attribute(tx, self, self.cls, name, class_source=self._class_source())
+
+    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        if value is not None and issubclass(value.python_type(), (torch.nn.Module, torch.nn.Parameter)):
+            raise Unsupported(f"assigning a module or parameter to {name!r} of a module")
+        # Module.__setattr__ runs when the write is replayed, as it would in eager.
+        tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        mod = self.module
+        if any(getattr(mod, hooks, None) for hooks in _HOOK_DICTS) or _global_hooks():
+            raise Unsupported(f"calling {self.describe()}, which has hooks", hint="CPython runs it, hooks and all")
+        if self.source is not None:
+            checks = " and ".join(f"not {self.source.expr()}.{h}" for h in _HOOK_DICTS)
+            tx.guards.add(GuardKind.ID_MATCH, f"no hooks on {self.source.name}", checks, self.source)
+        forward = self.var_getattr(tx, "forward")
+        return forward.call_function(tx, args, kwargs)
+
+    def _children(self, tx: Any) -> list[tuple[Any, VariableTracker]]:
+        mod = self.module
+        if isinstance(mod, torch.nn.ModuleDict):
+            return [(k, tx.wrap(m, GetItemSource(self.source, k))) for k, m in mod.items()]
+        if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
+            return [(i, tx.wrap(m, GetItemSource(self.source, i))) for i, m in enumerate(mod)]
+        raise Unsupported(f"iterating over {self.describe()}")
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        children = self._children(tx)
+        if isinstance(self.module, torch.nn.ModuleDict):
+            return [ConstantVariable(k) for k, _ in children]
+        return [v for _, v in children]
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        mod = self.module
+        if name == "__len__" and isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)):
+            return ConstantVariable(len(mod))
+        if name == "__getitem__" and len(args) == 1:
+            key = args[0].as_python_constant()
+            if isinstance(key, slice):
+                raise Unsupported("slicing a module container")
+            if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
+                key = range(len(mod))[key]  # a negative index, as the source of the child
+            return tx.wrap(mod[key], GetItemSource(self.source, key))
+        if name in ("items", "keys", "values") and isinstance(mod, torch.nn.ModuleDict) and not args:
+            children = self._children(tx)
+            if name == "keys":
+                return ListVariable([ConstantVariable(k) for k, _ in children])
+            if name == "values":
+                return ListVariable([v for _, v in children])
+            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in children])
+        if name in ("parameters", "buffers", "children") and not args:
+            store = {"parameters": mod.named_parameters, "buffers": mod.named_buffers, "children": mod.named_children}[name]
+            return ListVariable([tx.wrap(value, _dotted(self.source, key)) for key, value in store()])
+        if name == "__iter__":
+            return ListVariable(self.unpack(tx))
+        return super().call_method(tx, name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"NNModuleVariable({self.cls.__qualname__})"
+
+
+def _dotted(source: Source | None, path: str) -> Source | None:
+    for part in path.split("."):
+        source = GetItemSource(source, int(part)) if part.isdigit() else AttrSource(source, part)
+    return source

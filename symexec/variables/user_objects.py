@@ -1,0 +1,262 @@
+"""Objects of user classes: attribute reads, methods, properties, dunder methods, objects
+created while tracing, ``super()``.
+
+Class attributes resolve like CPython's lookup does (``class_attribute``): a property runs
+its getter (inlined), a function becomes a bound method, a classmethod binds the class, a
+staticmethod stays a function. Instances that existed before the call read their attributes
+from the real object (with a source, so they are guarded and re-fetched); writes are side
+effects, replayed after the graph. Instances created by the trace (``NewObjectVariable``) keep
+their attributes as trackers and are rebuilt by generated code if they survive the trace.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+from ..exc import Unsupported
+from ..source import AttrSource, ConstSource, Source
+from .base import DELETED, VariableTracker
+from .constant import ConstantVariable, is_literal
+from .functions import UserFunctionVariable, UserMethodVariable
+from .lists import NamedTupleVariable
+
+
+def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
+    return UserFunctionVariable(fn, source if source is not None else ConstSource.of(fn))
+
+
+def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, start_after: type | None = None,
+                    class_source: Source | None = None) -> VariableTracker:
+    """``name`` looked up on ``cls`` (after ``start_after`` in its MRO, for super()), bound to
+    ``obj`` when it is an instance attribute access."""
+    mro = cls.__mro__
+    if start_after is not None:
+        mro = mro[mro.index(start_after) + 1:]
+    for klass in mro:
+        if name in klass.__dict__:
+            static = klass.__dict__[name]
+            break
+    else:
+        raise Unsupported(f"AttributeError: {cls.__qualname__} has no attribute {name!r}")
+    source = AttrSource(class_source, name) if class_source is not None and start_after is None else None
+    if isinstance(static, staticmethod) and isinstance(static.__func__, types.FunctionType):
+        return _function(static.__func__, None)
+    if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
+        return UserMethodVariable(_function(static.__func__, None), tx.wrap(cls, class_source))
+    if isinstance(static, types.FunctionType):
+        fn = _function(static, source)
+        return fn if obj is None else UserMethodVariable(fn, obj)
+    if isinstance(static, property) and obj is not None:
+        if not isinstance(static.fget, types.FunctionType):
+            raise Unsupported(f"the property {cls.__qualname__}.{name} has no Python getter")
+        return _function(static.fget, None).call_function(tx, [obj], {})
+    if is_literal(static):
+        return ConstantVariable(static) if source is None else tx.wrap(static, source)
+    if isinstance(static, type):
+        return tx.wrap(static, source)
+    raise Unsupported(f"reading {cls.__qualname__}.{name} ({type(static).__name__})")
+
+
+# Binary operators and the dunder methods that implement them for user objects.
+DUNDERS = {
+    "add": ("__add__", "__radd__"), "sub": ("__sub__", "__rsub__"), "mul": ("__mul__", "__rmul__"),
+    "truediv": ("__truediv__", "__rtruediv__"), "floordiv": ("__floordiv__", "__rfloordiv__"),
+    "mod": ("__mod__", "__rmod__"), "pow": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
+    "and_": ("__and__", "__rand__"), "or_": ("__or__", "__ror__"), "xor": ("__xor__", "__rxor__"),
+    "lshift": ("__lshift__", "__rlshift__"), "rshift": ("__rshift__", "__rrshift__"),
+    "lt": ("__lt__", "__gt__"), "le": ("__le__", "__ge__"), "gt": ("__gt__", "__lt__"), "ge": ("__ge__", "__le__"),
+    "eq": ("__eq__", "__eq__"), "ne": ("__ne__", "__ne__"),
+}
+
+
+class ObjectVariableBase(VariableTracker):
+    """What instances of user classes share: method calls and dunders through the class."""
+
+    cls: type
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def _class_source(self) -> Source | None:
+        return AttrSource(self.source, "__class__") if self.source is not None else None
+
+    def has_python_method(self, name: str) -> bool:
+        for klass in self.cls.__mro__:
+            if name in klass.__dict__:
+                return isinstance(klass.__dict__[name], types.FunctionType)
+        return False
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name.startswith("__") and name.endswith("__") and not self.has_python_method(name):
+            raise Unsupported(f"{self.cls.__qualname__} has no Python {name}")
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.call_method(tx, "__call__", args, kwargs)
+
+    def truth(self, tx: Any) -> bool:
+        if self.has_python_method("__bool__"):
+            return self.call_method(tx, "__bool__", [], {}).truth(tx)
+        if self.has_python_method("__len__"):
+            return self.call_method(tx, "__len__", [], {}).truth(tx)
+        if getattr(self.cls, "__bool__", None) is None and getattr(self.cls, "__len__", None) is None:
+            return True
+        raise Unsupported(f"the truth of a {self.cls.__qualname__} (a C __bool__ or __len__)")
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        if self.has_python_method("__iter__"):
+            return self.call_method(tx, "__iter__", [], {}).unpack(tx)
+        if self.has_python_method("__getitem__") and self.has_python_method("__len__"):
+            n = self.call_method(tx, "__len__", [], {}).as_python_constant()
+            return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {}) for i in range(n)]
+        raise Unsupported(f"iterating over a {self.cls.__qualname__}")
+
+
+class UserDefinedObjectVariable(ObjectVariableBase):
+    """An instance of a user class that existed before the call."""
+
+    def __init__(self, value: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.value = value
+        self.cls = type(value)
+
+    def describe(self) -> str:
+        return f"{self.cls.__qualname__} object" + (f" {self.source.name}" if self.source else "")
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if self.source is None:
+            raise Unsupported(f"reading {name!r} of {self.describe()} without a source")
+        pending = tx.output.side_effects.pending_attr(self, name)
+        if pending is DELETED:
+            raise Unsupported(f"AttributeError: {name!r} was deleted")
+        if pending is not None:
+            return pending
+        cls = self.cls
+        if getattr(cls, "__getattribute__", object.__getattribute__) is not object.__getattribute__:
+            raise Unsupported(f"{cls.__qualname__} overrides __getattribute__")
+        static = inspect.getattr_static(cls, name, None)
+        if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
+            return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+        is_data_descriptor = hasattr(static, "__set__") or hasattr(static, "__delete__")
+        if is_data_descriptor and not isinstance(static, property):
+            raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name}")
+        instance_dict = getattr(self.value, "__dict__", {})
+        if name in instance_dict and not is_data_descriptor:
+            return tx.wrap(instance_dict[name], AttrSource(self.source, name))
+        if static is None and name not in instance_dict:
+            return self.missing_attribute(tx, name)
+        return class_attribute(tx, self, cls, name, class_source=self._class_source())
+
+    def missing_attribute(self, tx: Any, name: str) -> VariableTracker:
+        if getattr(self.cls, "__getattr__", None) is not None:
+            raise Unsupported(f"{self.cls.__qualname__}.__getattr__ for {name!r}")
+        raise Unsupported(f"AttributeError: {self.cls.__qualname__} object has no attribute {name!r}")
+
+    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        static = inspect.getattr_static(self.cls, name, None)
+        if hasattr(static, "__set__") or getattr(self.cls, "__setattr__", object.__setattr__) is not object.__setattr__:
+            raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor or __setattr__)")
+        tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
+
+    def __repr__(self) -> str:
+        return f"UserDefinedObjectVariable({self.cls.__qualname__})"
+
+
+def make_object(cls: type, attributes: dict[str, Any]) -> Any:
+    """An instance of ``cls`` with these attributes, without running ``__init__`` again
+    (generated code: an object the trace created survives it)."""
+    obj = cls.__new__(cls)
+    obj.__dict__.update(attributes)
+    return obj
+
+
+class NewObjectVariable(ObjectVariableBase):
+    """An instance of a plain user class created by the trace (``Box(x)``, a dataclass)."""
+
+    def __init__(self, cls: type) -> None:
+        super().__init__()
+        self.cls = cls
+        self.attributes: dict[str, VariableTracker] = {}
+
+    def describe(self) -> str:
+        return f"a new {self.cls.__qualname__}"
+
+    def subvalues(self) -> list[VariableTracker]:
+        return list(self.attributes.values())
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name in self.attributes:
+            return self.attributes[name]
+        if name == "__dict__":
+            raise Unsupported("reading __dict__ of an object created while tracing")
+        return class_attribute(tx, self, self.cls, name, class_source=None)
+
+    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        static = inspect.getattr_static(self.cls, name, None)
+        if hasattr(static, "__set__") or getattr(self.cls, "__setattr__", object.__setattr__) is not object.__setattr__:
+            raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code")
+        if value is None:
+            if name not in self.attributes:
+                raise Unsupported(f"AttributeError: {name!r}")
+            del self.attributes[name]
+        else:
+            self.attributes[name] = value
+
+    def reconstruct(self, cg: Any) -> None:
+        def arguments() -> list[None]:
+            cg.load_const(self.cls)
+            for key, value in self.attributes.items():
+                cg.load_const(key)
+                cg.reconstruct(value)
+            cg.build(dict, len(self.attributes))
+            return [None, None]
+
+        cg.call_const(make_object, arguments)
+
+    def __repr__(self) -> str:
+        return f"NewObjectVariable({self.cls.__qualname__}, {list(self.attributes)})"
+
+
+def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a user class, while tracing."""
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        fields = cls._fields
+        defaults = getattr(cls, "_field_defaults", {})
+        values = dict(zip(fields, args))
+        values.update(kwargs)
+        missing = [f for f in fields if f not in values and f not in defaults]
+        if missing or len(args) > len(fields):
+            raise Unsupported(f"TypeError: {cls.__qualname__}() arguments do not match its fields")
+        items = [values[f] if f in values else ConstantVariable(defaults[f]) for f in fields]
+        return NamedTupleVariable(items, cls)
+    if type(cls) is not type:
+        raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
+    if cls.__new__ is not object.__new__:
+        raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
+    if "__slots__" in cls.__dict__ or any("__slots__" in k.__dict__ for k in cls.__mro__[1:-1]):
+        raise Unsupported(f"constructing {cls.__qualname__}, which has __slots__")
+    obj = NewObjectVariable(cls)
+    init = inspect.getattr_static(cls, "__init__")
+    if isinstance(init, types.FunctionType):
+        _function(init, None).call_function(tx, [obj, *args], kwargs)
+    elif init is not object.__init__ or args or kwargs:
+        raise Unsupported(f"constructing {cls.__qualname__}: its __init__ is not Python")
+    return obj
+
+
+class SuperVariable(VariableTracker):
+    """``super()`` inside a method: attribute lookups start after ``cls`` in the MRO of ``obj``."""
+
+    def __init__(self, cls: type, obj: VariableTracker) -> None:
+        super().__init__()
+        self.cls = cls
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return super
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        obj_cls = self.obj.python_type()
+        return class_attribute(tx, self.obj, obj_cls, name, start_after=self.cls)
