@@ -47,6 +47,22 @@ class Unsupported(SymexecError):
         return text
 
 
+class AttributeMissing(Unsupported):
+    """The trace found that an attribute does not exist: ``getattr(obj, name, default)``
+    takes the default, ``hasattr`` is False; anything else breaks, and CPython raises."""
+
+
+class TracedException(SymexecError):
+    """A user exception raised inside the traced code (``raise``, a failed lookup, an
+    exhausted iterator): it unwinds to the handler that covers the raising instruction, in
+    this frame or an inlining caller's. Reaching the compiled frame unhandled, it becomes a
+    graph break there, and CPython raises it for real."""
+
+    def __init__(self, exception: object) -> None:
+        super().__init__(repr(exception))
+        self.exception = exception  # an ExceptionVariable
+
+
 class BackendCompilerFailed(SymexecError):
     """The backend raised while compiling a graph: the user's backend, so the user's error."""
 

@@ -124,6 +124,10 @@ class GuardSet:
         self.add(GuardKind.LEN_MATCH, f"remaining({source.name}) {op} {length}",
                  f"___remaining({source.expr()}) {op} {length}", source)
 
+    def hasattr_match(self, source: Source, name: str, present: bool) -> None:
+        neg = "" if present else "not "
+        self.add(GuardKind.ID_MATCH, f"{neg}hasattr({source.name}, {name!r})", f"{neg}hasattr({source.expr()}, {name!r})", source)
+
     def len_match(self, source: Source, length: int) -> None:
         self.add(GuardKind.LEN_MATCH, f"len({source.name}) == {length}", f"len({source.expr()}) == {length}", source)
 

@@ -20,13 +20,14 @@ from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import logs
 from .config import Config
-from .exc import InternalError, Unsupported
+from .exc import InternalError, TracedException, Unsupported
 from .guards import GuardSet
 from .instructions import DISPATCH
 from .output_graph import OutputGraph
 from .resume import set_handler_depths
-from .source import AttrSource, BuiltinSource, ClosureSource, GetItemSource, GlobalSource, LocalSource, Source
-from .variables import IteratorVariable, VariableBuilder, VariableTracker
+from .source import AttrSource, BuiltinSource, ClosureSource, ConstSource, GetItemSource, GlobalSource, LocalSource, Source
+from .variables import ConstantVariable, IteratorVariable, VariableBuilder, VariableTracker
+from .variables.user_objects import ExceptionVariable
 from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFunctionVariable, real_cell
 
 _UNBOUND = object()
@@ -116,6 +117,7 @@ class InstructionTranslator:
         self.stopped_at_break = False
         self._runs: dict[int, int] = {}
         self.yielded: list[VariableTracker] | None = None  # items of a generator being inlined
+        self.exc_info: VariableTracker | None = None  # the exception being handled (PUSH_EXC_INFO)
         self.instruction: Instr | None = None
 
     # -- set-up ------------------------------------------------------------------------------
@@ -159,6 +161,28 @@ class InstructionTranslator:
     def jump(self, label: Label) -> None:
         self.ip = self.program.labels[label]
 
+    def raise_exception(self, error: TracedException) -> None:
+        """Unwind to the handler covering the instruction being run, as CPython's exception
+        table says; with none, the exception leaves this frame."""
+        index = self.ip - 1
+        if isinstance(error.exception, BaseException):  # raised by a builtin the trace ran
+            error.exception = ExceptionVariable.from_python(error.exception)
+        handler = self.program.handlers[index]
+        if handler is None:
+            if self.parent is not None:
+                raise error
+            unhandled = Unsupported(f"{error.exception.describe()} is raised",
+                                    hint="the graph breaks; CPython raises it")
+            filename, lineno, function = self.location()
+            unhandled.add_location(filename, lineno, linecache.getline(filename, lineno or 0), function)
+            unhandled.break_point = (index, self._runs[index])
+            raise unhandled
+        del self.stack[handler.stack_depth:]
+        if handler.push_lasti:
+            self.stack.append(ConstantVariable(index))
+        self.stack.append(error.exception)
+        self.ip = self.program.labels[handler.target]
+
     def yield_value(self, value: VariableTracker) -> None:
         if self.yielded is None:
             raise Unsupported("yield outside an inlined generator")
@@ -199,12 +223,10 @@ class InstructionTranslator:
             raise Unsupported(f"inlining deeper than {self.config.max_inline_depth} calls ({fn.describe()})")
         globals_source = self.globals_source
         if fn.f_globals is not self.f_globals:
-            if isinstance(fn, UserFunctionVariable) and fn.source is not None:
-                globals_source = AttrSource(fn.source, "__globals__")
+            if isinstance(fn, UserFunctionVariable):
+                globals_source = AttrSource(fn.source or ConstSource.of(fn.fn), "__globals__")
             else:
-                globals_source = None
-                if fn.f_globals is not self.root().f_globals:
-                    raise Unsupported(f"calling {fn.describe()} from another module without a source for its globals")
+                globals_source = fn.globals_source  # made by MAKE_FUNCTION in that frame
         child = InstructionTranslator(fn.code, fn.f_globals, self.output, self.config, globals_source=globals_source, parent=self)
         child.locals = fn.bind(self, args, kwargs)
         for name, cell in zip(fn.code.co_freevars, fn.closure_cells(self)):
@@ -214,7 +236,7 @@ class InstructionTranslator:
             # fine while nothing it does is observable between two items (side effects are
             # unsupported anyway), the same choice Dynamo makes for inlined generators.
             child.yielded = []
-        child.run()
+        child.run()  # a TracedException it does not handle goes on to this frame's step
         self.output.location = self.location()  # back to the caller's line
         if child.yielded is not None:
             return IteratorVariable(child.yielded)
@@ -270,6 +292,9 @@ class InstructionTranslator:
                 result = spec.handler(self, inst, *args)
             else:
                 result = spec.handler(self, inst)
+        except TracedException as e:
+            self.raise_exception(e)
+            return
         except Unsupported as e:
             filename, lineno, function = self.location()
             e.add_location(filename, lineno, linecache.getline(filename, lineno or 0), function)

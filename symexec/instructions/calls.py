@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..exc import Unsupported
+from ..exc import TracedException, Unsupported
 from ..variables import ConstantVariable, NestedUserFunctionVariable, NullVariable
+from ..variables.user_objects import ExceptionVariable
 from .registry import instruction
 
 
@@ -47,7 +48,9 @@ def MAKE_FUNCTION(tx: Any, inst: Any, *values: Any) -> Any:
         values_left.pop()  # annotations: not needed to run the function
     kwdefaults = values_left.pop() if flags & 0x02 else None
     defaults = values_left.pop() if flags & 0x01 else None
-    return NestedUserFunctionVariable(code, tx.f_globals, defaults, kwdefaults, closure)
+    fn = NestedUserFunctionVariable(code, tx.f_globals, defaults, kwdefaults, closure)
+    fn.globals_source = tx.globals_source
+    return fn
 
 
 @instruction("RETURN_VALUE", pops=1)
@@ -78,9 +81,42 @@ def BEFORE_WITH(tx: Any, inst: Any, manager: Any) -> tuple:
 
 @instruction("RAISE_VARARGS", pops=lambda argc: argc)
 def RAISE_VARARGS(tx: Any, inst: Any, *exception: Any) -> None:
-    # The graph breaks here and CPython raises for real: the exception, its message and its
-    # traceback are the user's own, and a handler around it runs as in eager.
-    raise Unsupported("raise: the exception is raised by CPython, after the graph")
+    # Raised in the trace, it unwinds to a handler of the traced code; unhandled, the graph
+    # breaks and CPython raises it for real, with the user's own traceback.
+    if not exception:
+        if tx.exc_info is None:
+            raise Unsupported("RuntimeError: No active exception to reraise")
+        raise TracedException(tx.exc_info)
+    raise TracedException(ExceptionVariable.of(tx, exception[0]))
+
+
+@instruction("RERAISE", pops=1)
+def RERAISE(tx: Any, inst: Any, exception: Any) -> None:
+    raise TracedException(exception)
+
+
+@instruction("PUSH_EXC_INFO", pops=1, pushes=2)
+def PUSH_EXC_INFO(tx: Any, inst: Any, exception: Any) -> tuple:
+    previous = tx.exc_info if tx.exc_info is not None else ConstantVariable(None)
+    tx.exc_info = exception
+    return previous, exception
+
+
+@instruction("POP_EXCEPT", pops=1)
+def POP_EXCEPT(tx: Any, inst: Any, previous: Any) -> None:
+    tx.exc_info = None if previous.is_python_constant() and previous.as_python_constant() is None else previous
+
+
+@instruction("CHECK_EXC_MATCH", pops=2, pushes=2)
+def CHECK_EXC_MATCH(tx: Any, inst: Any, exception: Any, classes: Any) -> tuple:
+    return exception, ConstantVariable(issubclass(exception.python_type(), classes.as_python_constant()))
+
+
+@instruction("WITH_EXCEPT_START", pushes=1)
+def WITH_EXCEPT_START(tx: Any, inst: Any) -> Any:
+    # Stack: exit, lasti, previous exception, exception: call exit(type, exception, traceback).
+    exit_fn, exception = tx.peek(4), tx.peek(1)
+    return exit_fn.call_function(tx, [tx.wrap(exception.python_type(), None), exception, ConstantVariable(None)], {})
 
 
 @instruction("LOAD_ASSERTION_ERROR", pushes=1)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..exc import Unsupported
+from ..source import ConstSource
 from ..variables import NULL, CellVariable, wrap_constant
 from ..variables.constant import ConstantVariable
 from .registry import instruction
@@ -45,6 +47,26 @@ def LOAD_GLOBAL(tx: Any, inst: Any) -> Any:
 @instruction("STORE_GLOBAL", pops=1)
 def STORE_GLOBAL(tx: Any, inst: Any, value: Any) -> None:
     tx.store_global(inst.arg, value)
+
+
+@instruction("IMPORT_NAME", pops=2, pushes=1)
+def IMPORT_NAME(tx: Any, inst: Any, level: Any, fromlist: Any) -> Any:
+    # A module imported inside the function: the one imported for real (import runs code
+    # only the first time, and the trace must not be the first time: eager would run it too).
+    name = inst.arg
+    if level.as_python_constant() != 0:
+        raise Unsupported(f"a relative import of {name!r} inside a compiled function")
+    module = sys.modules.get(name)
+    if module is None:
+        raise Unsupported(f"importing {name!r}, not imported yet, inside a compiled function")
+    if not fromlist.as_python_constant():  # `import a.b` binds a
+        module = sys.modules[name.partition(".")[0]]
+    return tx.wrap(module, ConstSource.of(module))
+
+
+@instruction("IMPORT_FROM", pops=1, pushes=2)
+def IMPORT_FROM(tx: Any, inst: Any, module: Any) -> tuple:
+    return module, module.var_getattr(tx, inst.arg)
 
 
 @instruction("MAKE_CELL")

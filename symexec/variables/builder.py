@@ -114,6 +114,8 @@ def _wrap_tensor(b: VariableBuilder, value: torch.Tensor, source: Source | None)
 
 @wraps(tuple, list)
 def _wrap_sequence(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if type(value) not in (list, tuple) and not hasattr(type(value), "_fields"):
+        return _wrap_object(b, value, source)  # a subclass: its own methods must run
     if source is not None:
         b.guards.type_match(source, value)
         b.guards.len_match(source, len(value))

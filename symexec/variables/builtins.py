@@ -13,7 +13,7 @@ import math
 import operator
 from typing import Any, Callable
 
-from ..exc import Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
 from .base import VariableTracker
 from .constant import ConstantVariable, wrap_constant
@@ -21,7 +21,7 @@ from .dicts import ConstDictVariable
 from .lists import BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, sort_keys
 from .misc import SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, TensorVariable, record_call
-from .user_objects import DUNDERS, ObjectVariableBase, SuperVariable
+from .user_objects import DUNDERS, ExceptionVariable, ObjectVariableBase, SuperVariable
 
 Handler = Callable[..., "VariableTracker | None"]
 HANDLERS: dict[Any, Handler] = {}
@@ -100,7 +100,7 @@ class BuiltinVariable(VariableTracker):
                 try:
                     value = fn(*const_args, **const_kwargs)
                 except Exception as e:  # the user's code raises here: let eager raise it
-                    raise Unsupported(f"{self.describe()} raised {type(e).__name__}: {e}") from e
+                    raise TracedException(e) from e
                 return wrap_constant(value)
         if fn is print:
             raise Unsupported("print() writes outside the graph", hint="the graph breaks around it; move it out of the hot code to keep one graph")
@@ -333,31 +333,30 @@ def _type(tx: Any, obj: VariableTracker, *rest: VariableTracker) -> VariableTrac
     return tx.wrap(obj.python_type(), None)
 
 
+def _lookup(tx: Any, obj: VariableTracker, attr: str) -> VariableTracker | None:
+    """``obj.attr``, or None when it does not exist (then, for an input, guarded absent)."""
+    if is_tensor(obj) and not hasattr(obj.example, attr):
+        return None
+    try:
+        return obj.var_getattr(tx, attr)
+    except AttributeMissing:
+        if obj.source is not None:
+            tx.guards.hasattr_match(obj.source, attr, False)
+        return None
+
+
 @handler(getattr)
 def _getattr(tx: Any, obj: VariableTracker, name: VariableTracker, default: VariableTracker | None = None) -> VariableTracker:
     attr = name.as_python_constant()
     if default is None:
         return obj.var_getattr(tx, attr)
-    if obj.is_python_constant() and not isinstance(obj, BaseListVariable):
-        value = obj.as_python_constant()
-        return obj.var_getattr(tx, attr) if hasattr(value, attr) else default
-    if is_tensor(obj):
-        return obj.var_getattr(tx, attr) if hasattr(obj.example, attr) else default
-    return obj.var_getattr(tx, attr)
+    found = _lookup(tx, obj, attr)
+    return default if found is None else found
 
 
 @handler(hasattr)
 def _hasattr(tx: Any, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
-    attr = name.as_python_constant()
-    if is_tensor(obj):
-        return ConstantVariable(hasattr(obj.example, attr))
-    if obj.is_python_constant() and not isinstance(obj, (BaseListVariable, ConstDictVariable)):
-        return ConstantVariable(hasattr(obj.as_python_constant(), attr))
-    try:
-        obj.var_getattr(tx, attr)
-    except Unsupported as e:
-        raise Unsupported(f"hasattr({obj.describe()}, {attr!r}) is not known while tracing") from e
-    return ConstantVariable(True)
+    return ConstantVariable(_lookup(tx, obj, name.as_python_constant()) is not None)
 
 
 @handler(range)
@@ -385,7 +384,7 @@ def _next(tx: Any, it: VariableTracker, default: VariableTracker | None = None) 
     item = it.next_item()
     if item is None:
         if default is None:
-            raise Unsupported("next() raised StopIteration")
+            raise TracedException(StopIteration())
         return default
     return item
 
@@ -479,6 +478,8 @@ HANDLERS[all] = lambda tx, iterable: ConstantVariable(all(i.truth(tx) for i in i
 
 @handler(int, float, str, complex)
 def _scalar(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+    if len(args) == 1 and isinstance(args[0], (ExceptionVariable, ObjectVariableBase)):
+        return args[0].call_method(tx, "__str__", [], {}) if isinstance(args[0], ExceptionVariable) else None
     if any(is_tensor(a) for a in args):
         raise Unsupported("converting a tensor to a Python number reads its value", hint="keep it a tensor")
     return None

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..exc import Unsupported
+from ..exc import AttributeMissing, Unsupported
 from ..source import Source
 from .base import BoundMethodVariable, VariableTracker
 
@@ -52,7 +52,7 @@ class ConstantVariable(VariableTracker):
         try:
             attr = getattr(value, name)
         except AttributeError as e:
-            raise Unsupported(f"{type(value).__name__} has no attribute {name!r}") from e
+            raise AttributeMissing(f"{type(value).__name__} has no attribute {name!r}") from e
         if callable(attr):
             return BoundMethodVariable(self, name)
         return wrap_constant(attr)

@@ -7,10 +7,11 @@ Mutating a pre-existing dict is a side effect (issue #4), unsupported for now.
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
-from ..exc import Unsupported
-from ..source import Source
+from ..exc import TracedException, Unsupported
+from ..source import ConstSource, Source
 from .base import VariableTracker
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .lists import ListVariable, TupleVariable
@@ -46,10 +47,18 @@ class ConstDictVariable(VariableTracker):
     def getitem(self, tx: Any, key: VariableTracker) -> VariableTracker:
         k = _key(key)
         if k not in self.items:
-            raise Unsupported(f"KeyError: {k!r} not in {self.describe()}")
+            raise TracedException(KeyError(k))
         return self.items[k]
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.user_cls is not dict:
+            override = python_override(self.user_cls, dict, name)
+            if override is not None:  # a dict subclass's own Python method
+                return tx.wrap(override, ConstSource.of(override)).call_function(tx, [self, *args], kwargs)
+        return self.native_call_method(tx, name, args, kwargs)
+
+    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """The method of dict itself (also what ``super().get(...)`` reaches in a subclass)."""
         items = self.items
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
@@ -88,7 +97,7 @@ class ConstDictVariable(VariableTracker):
                     return items.pop(k)
                 if len(args) == 2:
                     return args[1]
-                raise Unsupported(f"KeyError: {k!r}")
+                raise TracedException(KeyError(k))
             elif name == "setdefault":
                 return items.setdefault(_key(args[0]), args[1] if len(args) > 1 else ConstantVariable(None))
             elif name == "__delitem__":
@@ -117,6 +126,17 @@ class ConstDictVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ConstDictVariable({list(self.items)[:6]!r})"
+
+
+def python_override(cls: type, base: type, name: str) -> types.FunctionType | None:
+    """The Python function ``cls`` defines for ``name`` above the builtin ``base``, if any."""
+    for klass in cls.__mro__:
+        if klass is base:
+            return None
+        method = klass.__dict__.get(name)
+        if isinstance(method, types.FunctionType):
+            return method
+    return None
 
 
 def _key(key: VariableTracker) -> Any:

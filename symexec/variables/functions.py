@@ -20,6 +20,8 @@ from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 from .lists import TupleVariable
 
+_FUNCTION_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__defaults__",
+                             "__kwdefaults__", "__wrapped__", "__globals__", "__annotations__"})
 _NOT_INLINABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 
@@ -134,6 +136,13 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def describe(self) -> str:
         return f"function {self.fn.__qualname__}"
 
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name == "__code__":
+            return ConstantVariable(self.code)  # immutable; the function itself is guarded
+        if name in _FUNCTION_ATTRS or name in getattr(self.fn, "__dict__", {}):
+            return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
+        return super().var_getattr(tx, name)
+
     def bind(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
         defaults = self.fn.__defaults__ or ()
         positional = self.code.co_varnames[: self.code.co_argcount]
@@ -178,9 +187,17 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         self.defaults = defaults
         self.kwdefaults = kwdefaults
         self.closure = closure
+        self.globals_source: Source | None = None  # how the making frame reached f_globals
 
     def describe(self) -> str:
         return f"function {self.code.co_qualname}"
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name == "__code__":
+            return ConstantVariable(self.code)
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(getattr(self.code, "co_" + name.strip("_")))
+        return super().var_getattr(tx, name)
 
     def bind(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
         # A function object with our trackers as its defaults lets inspect do the binding.

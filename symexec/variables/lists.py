@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ..exc import Unsupported
+from ..exc import TracedException, Unsupported
 from ..source import Source, skip
 from .base import VariableTracker
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
@@ -68,7 +68,7 @@ class BaseListVariable(VariableTracker):
         try:
             return self.items[operator.index(key)]
         except IndexError as e:
-            raise Unsupported(f"{self.python_cls.__name__} index out of range") from e
+            raise TracedException(e) from e
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "__getitem__" and len(args) == 1:

@@ -10,7 +10,7 @@ import inspect
 import types
 from typing import Any
 
-from ..exc import Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, Source
 from .base import VariableTracker
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
@@ -34,6 +34,8 @@ class UserDefinedClassVariable(VariableTracker):
         return f"class {self.cls.__qualname__}"
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"):
+            return tx.wrap(getattr(self.cls, name), None)  # facts of the class, which is fixed for the trace
         return class_attribute(tx, None, self.cls, name, class_source=self.source)
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -67,7 +69,7 @@ class PythonModuleVariable(VariableTracker):
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         if not hasattr(self.module, name):
-            raise Unsupported(f"module {self.module.__name__} has no attribute {name!r}")
+            raise AttributeMissing(f"module {self.module.__name__} has no attribute {name!r}")
         value = getattr(self.module, name)
         return tx.wrap(value, AttrSource(self.source, name) if self.source else None)
 
@@ -124,7 +126,7 @@ class SetVariable(VariableTracker):
         if name in ("remove", "discard") and len(args) == 1 and not self.frozen:
             key = args[0].as_python_constant()
             if key not in self.items and name == "remove":
-                raise Unsupported(f"KeyError: {key!r}")
+                raise TracedException(KeyError(key))
             self.items.pop(key, None)
             return ConstantVariable(None)
         if name == "clear" and not args and not self.frozen:

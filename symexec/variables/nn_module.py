@@ -47,6 +47,8 @@ class NNModuleVariable(UserDefinedObjectVariable):
         if pending is not None:
             return pending
         mod = self.module
+        if name == "__class__":
+            return self.class_variable(tx)
         source = AttrSource(self.source, name)
         instance_dict = mod.__dict__
         for store in ("_parameters", "_buffers", "_modules"):

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..exc import Unsupported
+from ..exc import AttributeMissing, Unsupported
 from ..source import Source
 from .base import VariableTracker
 from .constant import ConstantVariable, wrap_constant
@@ -43,6 +43,17 @@ def is_torch_object(value: Any) -> bool:
     return module == "torch" or module.startswith("torch.")
 
 
+# "Am I being compiled?" functions, true while tracing, as under torch.compile.
+_COMPILING_FLAGS = frozenset({
+    "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling", "torch._utils.is_compiling",
+    "torch._dynamo.external_utils.is_compiling", "torch._dynamo.eval_frame.is_compiling",
+})
+
+
+def _qualified_name(fn: Any) -> str:
+    return f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}"
+
+
 class TorchVariable(VariableTracker):
     """A callable from torch's namespace."""
 
@@ -63,6 +74,8 @@ class TorchVariable(VariableTracker):
         fn = self.fn
         if fn in _STATEFUL:
             raise Unsupported(f"{self.describe()} changes global state")
+        if _qualified_name(fn) in _COMPILING_FLAGS:
+            return ConstantVariable(True)  # code that asks takes its compile-friendly path
         if fn is torch.is_grad_enabled:
             return ConstantVariable(tx.output.grad_enabled)  # every entry guards the mode at entry
         if isinstance(fn, type):
@@ -126,7 +139,7 @@ class TorchModuleVariable(VariableTracker):
         try:
             value = getattr(self.module, name)
         except AttributeError as e:
-            raise Unsupported(f"module {self.module.__name__} has no attribute {name!r}") from e
+            raise AttributeMissing(f"module {self.module.__name__} has no attribute {name!r}") from e
         # torch's namespace is trusted not to change between calls: no guard, no source.
         return tx.wrap(value, None)
 

@@ -15,12 +15,12 @@ import inspect
 import types
 from typing import Any
 
-from ..exc import Unsupported
+from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from .base import DELETED, VariableTracker
 from .constant import ConstantVariable, is_literal
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import NamedTupleVariable
+from .lists import NamedTupleVariable, TupleVariable
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -39,7 +39,7 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
             static = klass.__dict__[name]
             break
     else:
-        raise Unsupported(f"AttributeError: {cls.__qualname__} has no attribute {name!r}")
+        raise AttributeMissing(f"AttributeError: {cls.__qualname__} has no attribute {name!r}")
     source = AttrSource(class_source, name) if class_source is not None and start_after is None else None
     if isinstance(static, staticmethod) and isinstance(static.__func__, types.FunctionType):
         return _function(static.__func__, None)
@@ -88,6 +88,9 @@ class ObjectVariableBase(VariableTracker):
                 return isinstance(klass.__dict__[name], types.FunctionType)
         return False
 
+    def class_variable(self, tx: Any) -> VariableTracker:
+        return tx.wrap(self.cls, self._class_source())
+
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name.startswith("__") and name.endswith("__") and not self.has_python_method(name):
             raise Unsupported(f"{self.cls.__qualname__} has no Python {name}")
@@ -130,12 +133,14 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             raise Unsupported(f"reading {name!r} of {self.describe()} without a source")
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is DELETED:
-            raise Unsupported(f"AttributeError: {name!r} was deleted")
+            raise AttributeMissing(f"AttributeError: {name!r} was deleted")
         if pending is not None:
             return pending
         cls = self.cls
+        if name == "__class__":
+            return self.class_variable(tx)
         if getattr(cls, "__getattribute__", object.__getattribute__) is not object.__getattribute__:
-            raise Unsupported(f"{cls.__qualname__} overrides __getattribute__")
+            return self.real_attribute(tx, name)
         static = inspect.getattr_static(cls, name, None)
         if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
             return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
@@ -151,8 +156,20 @@ class UserDefinedObjectVariable(ObjectVariableBase):
 
     def missing_attribute(self, tx: Any, name: str) -> VariableTracker:
         if getattr(self.cls, "__getattr__", None) is not None:
-            raise Unsupported(f"{self.cls.__qualname__}.__getattr__ for {name!r}")
-        raise Unsupported(f"AttributeError: {self.cls.__qualname__} object has no attribute {name!r}")
+            return self.real_attribute(tx, name)
+        raise AttributeMissing(f"AttributeError: {self.cls.__qualname__} object has no attribute {name!r}")
+
+    def real_attribute(self, tx: Any, name: str) -> VariableTracker:
+        """Where the class customises attribute access (a config object mapping names), read
+        the attribute for real: its value is wrapped with the source ``obj.name``, so it is
+        guarded and re-fetched like any input."""
+        try:
+            value = getattr(self.value, name)
+        except AttributeError as e:
+            raise AttributeMissing(f"AttributeError: {e}") from e
+        if isinstance(value, types.MethodType) and value.__self__ is self.value:
+            return UserMethodVariable(_function(value.__func__, None), self)
+        return tx.wrap(value, AttrSource(self.source, name))
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
         static = inspect.getattr_static(self.cls, name, None)
@@ -189,6 +206,8 @@ class NewObjectVariable(ObjectVariableBase):
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         if name in self.attributes:
             return self.attributes[name]
+        if name == "__class__":
+            return self.class_variable(tx)
         if name == "__dict__":
             raise Unsupported("reading __dict__ of an object created while tracing")
         return class_attribute(tx, self, self.cls, name, class_source=None)
@@ -199,7 +218,7 @@ class NewObjectVariable(ObjectVariableBase):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code")
         if value is None:
             if name not in self.attributes:
-                raise Unsupported(f"AttributeError: {name!r}")
+                raise AttributeMissing(f"AttributeError: {name!r}")
             del self.attributes[name]
         else:
             self.attributes[name] = value
@@ -219,8 +238,63 @@ class NewObjectVariable(ObjectVariableBase):
         return f"NewObjectVariable({self.cls.__qualname__}, {list(self.attributes)})"
 
 
+class ExceptionVariable(VariableTracker):
+    """An exception made while tracing (``ValueError("bad")``, a KeyError of a lookup)."""
+
+    def __init__(self, cls: type, args: list[VariableTracker]) -> None:
+        super().__init__()
+        self.cls = cls
+        self.args = args
+
+    @classmethod
+    def of(cls, tx: Any, value: VariableTracker) -> "ExceptionVariable":
+        """What ``raise value`` raises: an instance, or a class called with no arguments."""
+        if isinstance(value, ExceptionVariable):
+            return value
+        if value.is_python_constant() and isinstance(value.as_python_constant(), type):
+            exc_cls = value.as_python_constant()
+            if issubclass(exc_cls, BaseException):
+                return cls(exc_cls, [])
+        raise Unsupported(f"raising {value.describe()}")
+
+    @classmethod
+    def from_python(cls, error: BaseException) -> "ExceptionVariable":
+        return cls(type(error), [ConstantVariable(a) for a in error.args if is_literal(a)])
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def describe(self) -> str:
+        args = ", ".join(repr(a.as_python_constant()) if a.is_python_constant() else "..." for a in self.args)
+        return f"{self.cls.__name__}({args})"
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name == "args":
+            return TupleVariable(list(self.args))
+        raise Unsupported(f"reading {name!r} of an exception made while tracing")
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "__str__" and not args:
+            return ConstantVariable(str(self.cls(*[a.as_python_constant() for a in self.args])))
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg: Any) -> None:
+        def arguments() -> list[None]:
+            for arg in self.args:
+                cg.reconstruct(arg)
+            return [None] * len(self.args)
+
+        cg.call_const(self.cls, arguments)
+
+    def subvalues(self) -> list[VariableTracker]:
+        return list(self.args)
+
+
 def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user class, while tracing."""
+    if issubclass(cls, BaseException) and not kwargs and not any(
+            isinstance(k.__dict__.get(m), (types.FunctionType, staticmethod)) for k in cls.__mro__ for m in ("__init__", "__new__")):
+        return ExceptionVariable(cls, list(args))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         fields = cls._fields
         defaults = getattr(cls, "_field_defaults", {})
@@ -246,6 +320,23 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
     return obj
 
 
+class NativeMethodVariable(VariableTracker):
+    """A builtin base class's method reached through ``super()`` (``super().get(key)`` in a
+    dict subclass, ``super().__init__()`` reaching ``object``)."""
+
+    def __init__(self, obj: VariableTracker, name: str) -> None:
+        super().__init__()
+        self.obj, self.name = obj, name
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.name == "__init__" and not args and not kwargs:
+            return ConstantVariable(None)  # object.__init__
+        native = getattr(self.obj, "native_call_method", None)
+        if native is None:
+            raise Unsupported(f"calling the builtin base method {self.name!r} through super()")
+        return native(tx, self.name, args, kwargs)
+
+
 class SuperVariable(VariableTracker):
     """``super()`` inside a method: attribute lookups start after ``cls`` in the MRO of ``obj``."""
 
@@ -259,4 +350,10 @@ class SuperVariable(VariableTracker):
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         obj_cls = self.obj.python_type()
+        mro = obj_cls.__mro__
+        for klass in mro[mro.index(self.cls) + 1:]:
+            if name in klass.__dict__:
+                if klass.__module__ == "builtins":
+                    return NativeMethodVariable(self.obj, name)
+                break
         return class_attribute(tx, self.obj, obj_cls, name, start_after=self.cls)
