@@ -48,9 +48,9 @@ class Guard:
 
 def _literal(value: Any) -> str | None:
     """A repr that evaluates back to an equal value of the same type, or None."""
-    if value is None or isinstance(value, (bool, int, str, bytes)):
+    if value is None or type(value) in (bool, int, str, bytes):
         return repr(value)
-    if isinstance(value, float):
+    if type(value) is float:
         return repr(value) if math.isfinite(value) else None
     if isinstance(value, tuple) and type(value) is tuple:
         parts = [_literal(v) for v in value]
@@ -109,6 +109,9 @@ class GuardSet:
         """Type and value of a constant that the trace used."""
         if value is None or isinstance(value, bool) or value is Ellipsis or value is NotImplemented:
             self.add(GuardKind.ID_MATCH, f"{source.name} is {value!r}", f"{source.expr()} is {value!r}", source)
+            return
+        if isinstance(value, enum.Enum):  # a singleton: identity
+            self.id_match(source, value)
             return
         self.type_match(source, value)
         if isinstance(value, float) and math.isnan(value):

@@ -228,6 +228,7 @@ def _check_aliasing(eager, compiled, tag):
     compiled_results = {}
     _paths(compiled.result, "result", compiled_results)
     by_path = {p: i for i, p in compiled_results.items()}
+    first_path_of = {}
     for obj_id, rpath in results.items():
         if obj_id in eager_paths:
             actual = by_path.get(rpath)
@@ -235,6 +236,69 @@ def _check_aliasing(eager, compiled, tag):
                 f"{tag}{rpath} is the input {eager_paths[obj_id]} in eager, "
                 f"but not in compiled (it is {compiled_paths.get(actual, 'a new object')})"
             )
+    # Outputs that are one object in eager (`return y, y`) are one object in compiled too.
+    eager_ids = _all_paths(eager.result, "result")
+    compiled_ids = _all_paths(compiled.result, "result")
+    for rpath, obj_id in eager_ids.items():
+        first = first_path_of.setdefault(obj_id, rpath)
+        if first != rpath and rpath in compiled_ids and first in compiled_ids:
+            assert compiled_ids[rpath] == compiled_ids[first], (
+                f"{tag}{rpath} and {first} are the same object in eager, not in compiled"
+            )
+    _check_storage_sharing(eager, compiled, tag)
+
+
+def _all_paths(value, path, out=None):
+    """path -> id for every tensor/list/dict in a result (each occurrence, not just the first)."""
+    if out is None:
+        out = {}
+    if isinstance(value, (torch.Tensor, list, dict)):
+        out[path] = id(value)
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _all_paths(item, f"{path}[{i}]", out)
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            _all_paths(item, f"{path}[{k!r}]", out)
+    return out
+
+
+def _tensors(value, path, out):
+    if isinstance(value, torch.Tensor):
+        out[path] = value
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _tensors(item, f"{path}[{i}]", out)
+    elif isinstance(value, dict):
+        for k, item in value.items():
+            _tensors(item, f"{path}[{k!r}]", out)
+    return out
+
+
+def _storage(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except RuntimeError:
+        return None
+
+
+def _check_storage_sharing(eager, compiled, tag):
+    """A result that is a view of an input in eager (`x.view(-1)`, `x[0]`) must be a view of the
+    same input in compiled: writing into it later must write through to the input."""
+    eager_in = _tensors((list(eager.args), eager.kwargs), "inputs", {})
+    compiled_in = _tensors((list(compiled.args), compiled.kwargs), "inputs", {})
+    eager_out = _tensors(eager.result, "result", {})
+    compiled_out = _tensors(compiled.result, "result", {})
+    for rpath, out in eager_out.items():
+        ptr = _storage(out)
+        if ptr is None or not out.numel() or rpath not in compiled_out:
+            continue
+        for ipath, inp in eager_in.items():
+            if _storage(inp) == ptr and inp.numel() and ipath in compiled_in:
+                assert _storage(compiled_out[rpath]) == _storage(compiled_in[ipath]), (
+                    f"{tag}{rpath} shares storage with {ipath} in eager (a view or the input "
+                    f"itself), but not in compiled"
+                )
 
 
 def _describe_entries(compiled):

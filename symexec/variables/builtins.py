@@ -211,6 +211,8 @@ HANDLERS[operator.is_not] = lambda tx, a, b: ConstantVariable(not identical(a, b
 
 @handler(operator.contains)
 def _contains(tx: Any, container: VariableTracker, item: VariableTracker) -> VariableTracker | None:
+    if isinstance(container, ObjectVariableBase) and container.has_python_method("__contains__"):
+        return ConstantVariable(container.call_method(tx, "__contains__", [item], {}).truth(tx))
     if isinstance(container, (ConstDictVariable, SetVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if is_tensor(container) or is_tensor(item) and not isinstance(container, BaseListVariable):

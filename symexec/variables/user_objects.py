@@ -11,16 +11,17 @@ their attributes as trackers and are rebuilt by generated code if they survive t
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import types
 from typing import Any
 
-from ..exc import AttributeMissing, Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from .base import DELETED, VariableTracker
 from .constant import ConstantVariable, is_literal
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import NamedTupleVariable, TupleVariable
+from .lists import ListVariable, NamedTupleVariable, TupleVariable
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -40,7 +41,12 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
             break
     else:
         raise AttributeMissing(f"AttributeError: {cls.__qualname__} has no attribute {name!r}")
-    source = AttrSource(class_source, name) if class_source is not None and start_after is None else None
+    # `type(obj).name` re-fetches it through the MRO; without a source for the class, the
+    # class that holds it is a constant of the trace.
+    if class_source is not None and start_after is None:
+        source: Source = AttrSource(class_source, name)
+    else:
+        source = AttrSource(ConstSource.of(klass), name)
     if isinstance(static, staticmethod) and isinstance(static.__func__, types.FunctionType):
         return _function(static.__func__, None)
     if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
@@ -52,11 +58,9 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
         if not isinstance(static.fget, types.FunctionType):
             raise Unsupported(f"the property {cls.__qualname__}.{name} has no Python getter")
         return _function(static.fget, None).call_function(tx, [obj], {})
-    if is_literal(static):
-        return ConstantVariable(static) if source is None else tx.wrap(static, source)
-    if isinstance(static, type):
-        return tx.wrap(static, source)
-    raise Unsupported(f"reading {cls.__qualname__}.{name} ({type(static).__name__})")
+    if hasattr(static, "__get__") and not isinstance(static, type):
+        raise Unsupported(f"reading {cls.__qualname__}.{name}, a {type(static).__name__} descriptor")
+    return tx.wrap(static, source)
 
 
 # Binary operators and the dunder methods that implement them for user objects.
@@ -185,7 +189,8 @@ def make_object(cls: type, attributes: dict[str, Any]) -> Any:
     """An instance of ``cls`` with these attributes, without running ``__init__`` again
     (generated code: an object the trace created survives it)."""
     obj = cls.__new__(cls)
-    obj.__dict__.update(attributes)
+    for name, value in attributes.items():
+        object.__setattr__(obj, name, value)
     return obj
 
 
@@ -290,8 +295,92 @@ class ExceptionVariable(VariableTracker):
         return list(self.args)
 
 
+class DataclassDictVariable(VariableTracker):
+    """A dataclass that is also a dict, built while tracing: the output classes of model
+    libraries (``BaseModelOutput``: fields readable as attributes, keys and items, None fields
+    left out). The trace keeps the field values; generated code calls the class for real."""
+
+    def __init__(self, cls: type, values: dict[str, VariableTracker]) -> None:
+        super().__init__()
+        self.cls = cls
+        self.values = values  # every field, in order
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def describe(self) -> str:
+        return f"a {self.cls.__qualname__}"
+
+    def subvalues(self) -> list[VariableTracker]:
+        return list(self.values.values())
+
+    def _present(self) -> dict[str, VariableTracker]:
+        return {k: v for k, v in self.values.items()
+                if not (v.is_python_constant() and v.as_python_constant() is None)}
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name in self.values:
+            return self.values[name]
+        return class_attribute(tx, self, self.cls, name)
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        return [ConstantVariable(k) for k in self._present()]
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        present = self._present()
+        if name == "__getitem__" and len(args) == 1:
+            key = args[0].as_python_constant()
+            if isinstance(key, str):
+                if key not in present:
+                    raise TracedException(KeyError(key))
+                return present[key]
+            items = list(present.values())[key]
+            return TupleVariable(items) if isinstance(key, slice) else items
+        if name == "to_tuple" and not args:
+            return TupleVariable(list(present.values()))
+        if name == "__len__":
+            return ConstantVariable(len(present))
+        if name in ("keys", "values", "items") and not args:
+            if name == "keys":
+                return ListVariable([ConstantVariable(k) for k in present])
+            if name == "values":
+                return ListVariable(list(present.values()))
+            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in present.items()])
+        if name == "get" and args:
+            key = args[0].as_python_constant()
+            return present.get(key, args[1] if len(args) > 1 else ConstantVariable(None))
+        if name == "__contains__" and len(args) == 1:
+            return ConstantVariable(args[0].as_python_constant() in present)
+        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.push_null()
+        cg.load_const(self.cls)
+        cg.build(tuple, 0)
+        for key, value in self.values.items():
+            cg.load_const(key)
+            cg.reconstruct(value)
+        cg.build(dict, len(self.values))
+        cg.emit("CALL_FUNCTION_EX", 1)
+
+
 def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user class, while tracing."""
+    if dataclasses.is_dataclass(cls) and issubclass(cls, dict):
+        fields = [f for f in dataclasses.fields(cls) if f.init]
+        if len(args) > len(fields) or set(kwargs) - {f.name for f in fields}:
+            raise Unsupported(f"TypeError: {cls.__qualname__}() arguments do not match its fields")
+        values: dict[str, VariableTracker] = {}
+        for i, f in enumerate(fields):
+            if i < len(args):
+                values[f.name] = args[i]
+            elif f.name in kwargs:
+                values[f.name] = kwargs[f.name]
+            elif f.default is not dataclasses.MISSING and is_literal(f.default):
+                values[f.name] = ConstantVariable(f.default)
+            else:
+                raise Unsupported(f"the field {f.name!r} of {cls.__qualname__} has no simple default")
+        return DataclassDictVariable(cls, values)
     if issubclass(cls, BaseException) and not kwargs and not any(
             isinstance(k.__dict__.get(m), (types.FunctionType, staticmethod)) for k in cls.__mro__ for m in ("__init__", "__new__")):
         return ExceptionVariable(cls, list(args))
@@ -305,12 +394,10 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
             raise Unsupported(f"TypeError: {cls.__qualname__}() arguments do not match its fields")
         items = [values[f] if f in values else ConstantVariable(defaults[f]) for f in fields]
         return NamedTupleVariable(items, cls)
-    if type(cls) is not type:
+    if type(cls).__call__ is not type.__call__:  # ABCMeta is fine; a metaclass __call__ is not
         raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
     if cls.__new__ is not object.__new__:
         raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
-    if "__slots__" in cls.__dict__ or any("__slots__" in k.__dict__ for k in cls.__mro__[1:-1]):
-        raise Unsupported(f"constructing {cls.__qualname__}, which has __slots__")
     obj = NewObjectVariable(cls)
     init = inspect.getattr_static(cls, "__init__")
     if isinstance(init, types.FunctionType):
