@@ -203,6 +203,8 @@ graph_break._symexec_graph_break = True  # type: ignore[attr-defined]
 
 
 def _state(compiled: Any) -> _Compiled:
+    if isinstance(compiled, CompiledModule):
+        compiled = compiled._compiled_forward
     state = getattr(compiled, "_symexec", None)
     if not isinstance(state, _Compiled):
         raise TypeError(f"expected a function returned by symexec.compile, not {type(compiled).__name__}")

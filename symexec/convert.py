@@ -9,6 +9,7 @@ inputs would stop at the same place. symexec's own bugs do the same with a warni
 
 from __future__ import annotations
 
+import itertools
 import time
 import types
 import warnings
@@ -32,6 +33,7 @@ from .variables import TensorVariable, VariableTracker
 from .variables.tensor import SymNodeVariable
 
 GRAPH_OUT = "___graph_out"
+_graph_numbers = itertools.count(1)  # names the compiled graphs in the readable code, like Dynamo
 CompileFn = Callable[[types.FunctionType], Callable[..., Any]]
 
 
@@ -156,7 +158,7 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
             raise BackendCompilerFailed(backend, e) from e
         del examples
         cg.push_null()
-        cg.load_const(compiled, name=f"__compiled_fn_{index}")
+        cg.load_const(compiled, name=f"__compiled_fn_{next(_graph_numbers)}")
         for graph_input in output.inputs:
             graph_input.source.emit_load(cg)
         cg.call(len(output.inputs))

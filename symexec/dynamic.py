@@ -40,14 +40,16 @@ class DynamicPolicy:
         self.mode = mode
         self.state = state
 
-    def int_is_dynamic(self, source: Source, value: int) -> bool:
+    def number_is_dynamic(self, source: Source, value: int | float) -> bool:
+        """An int or float input: symbolic if it changed since an earlier trace (or always,
+        with ``dynamic=True``; floats only once they change)."""
         if self.mode is False:
             return False
         name = source.name
         seen = self.state.ints.get(name, value)
         changed = name in self.state.ints and (seen is DYNAMIC or seen != value)
         self.state.ints[name] = DYNAMIC if changed else value
-        return self.mode is True or changed
+        return changed or (self.mode is True and type(value) is int)
 
     def dynamic_dims(self, source: Source, tensor: torch.Tensor) -> list[bool]:
         """For each dimension of an input tensor: trace it as a symbol?"""

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from .api import _Compiled, _state, _wrap, lookup
+from .api import CompiledModule, _Compiled, _state, _wrap, lookup
 from .cache import CacheEntry
 from .guards import Guard
 
@@ -221,7 +221,11 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
     fullgraph, dynamic = False, None
     target = fn
     state = getattr(fn, "_symexec", None)
-    if state is not None:
+    if isinstance(fn, CompiledModule):
+        original = _state(fn)
+        fn, backend, fullgraph, dynamic = fn._orig_mod, original.backend, original.fullgraph, original.dynamic
+        target = fn
+    elif state is not None:
         original = _state(fn)
         target, backend, fullgraph, dynamic = original.fn, original.backend, original.fullgraph, original.dynamic
     module = None

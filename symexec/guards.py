@@ -92,7 +92,7 @@ class GuardSet:
         self.add(
             GuardKind.TYPE_MATCH,
             f"type({source.name}) is {cls.__qualname__}",
-            f"type({source.expr()}) is {self._const(cls)}",
+            f"___type({source.expr()}) is {self._const(cls)}",
             source,
         )
 
@@ -129,10 +129,10 @@ class GuardSet:
 
     def hasattr_match(self, source: Source, name: str, present: bool) -> None:
         neg = "" if present else "not "
-        self.add(GuardKind.ID_MATCH, f"{neg}hasattr({source.name}, {name!r})", f"{neg}hasattr({source.expr()}, {name!r})", source)
+        self.add(GuardKind.ID_MATCH, f"{neg}hasattr({source.name}, {name!r})", f"{neg}___hasattr({source.expr()}, {name!r})", source)
 
     def len_match(self, source: Source, length: int) -> None:
-        self.add(GuardKind.LEN_MATCH, f"len({source.name}) == {length}", f"len({source.expr()}) == {length}", source)
+        self.add(GuardKind.LEN_MATCH, f"len({source.name}) == {length}", f"___len({source.expr()}) == {length}", source)
 
     def tensor_match(self, source: Source, value: torch.Tensor, static_dims: tuple[bool, ...] | None = None) -> None:
         """Type, dtype, device, requires_grad, and (static) size and stride of a tensor input."""
@@ -143,7 +143,7 @@ class GuardSet:
         # (equal sizes and contiguity then fix every stride).
         device = "is_cpu" if value.device.type == "cpu" else f"device == {self._const(value.device)}"
         parts = [
-            f"type({e}) is {self._const(type(value))}",
+            f"___type({e}) is {self._const(type(value))}",
             f"{e}.dtype is {self._const(value.dtype)}",
             f"{e}.{device}",
             f"{e}.requires_grad is {value.requires_grad}",
@@ -230,6 +230,10 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___B": fn.__globals__.get("__builtins__", __builtins__),
         "___closure": fn.__closure__,
         "___grad_enabled": torch.is_grad_enabled,
+        # Builtins under names no parameter of the user's function can shadow.
+        "___type": type, "___len": len, "___list": list, "___hasattr": hasattr,
+        "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...
+        "torch": torch,
         "___peek": peek,
         "___const": _CONSTANTS,
         "___remaining": remaining,

@@ -91,6 +91,17 @@ class OutputGraph:
         self.symbolic_inputs.append((sym, source))
         return SymNodeVariable(self._placeholder(source, sym, value), sym, source)
 
+    def add_float_input(self, value: float, source: Source) -> SymNodeVariable | None:
+        """A float input traced as a SymFloat graph input (one that changes between calls,
+        like the result of ``.item()`` handed to a continuation)."""
+        symbol = self.shape_env.create_unspecified_symbol(value, source=source, dynamic_dim=DimDynamic.DYNAMIC)
+        sym = self.shape_env.create_symfloatnode(symbol, hint=value, source=source)
+        if not isinstance(sym, torch.SymFloat):
+            return None
+        self.guards.type_match(source, value)
+        self.symbolic_inputs.append((sym, source))
+        return SymNodeVariable(self._placeholder(source, sym, value), sym, source)
+
     def _placeholder(self, source: Source, example: Any, real: Any) -> torch.fx.Node:
         if self._last_placeholder is None:
             ctx = self.graph.inserting_before(None)

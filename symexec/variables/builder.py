@@ -88,10 +88,11 @@ class VariableBuilder:
 
 @wraps(*LITERAL_TYPES)
 def _wrap_literal(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
-    if type(value) is int and source is not None and _may_be_dynamic(source):
+    if type(value) in (int, float) and source is not None and _may_be_dynamic(source):
         output = b.tx.output
-        if output.policy.int_is_dynamic(source, value):
-            symbolic = output.add_int_input(value, source)
+        if output.policy.number_is_dynamic(source, value):
+            add = output.add_int_input if type(value) is int else output.add_float_input
+            symbolic = add(value, source)
             if symbolic is not None:
                 return symbolic
     return ConstantVariable(value, source, b.guards if source is not None else None)
@@ -157,7 +158,7 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
     if source is not None:
         b.guards.type_match(source, value)
         b.guards.add(GuardKind.EQUALS_MATCH, f"list({source.name}.keys()) == {keys!r}",
-                     f"list({source.expr()}) == {keys!r}", source)
+                     f"___list({source.expr()}) == {keys!r}", source)
     items = {k: b(v, GetItemSource(source, k) if source is not None else None) for k, v in value.items()}
     return ConstDictVariable(items, source, user_cls=type(value))
 
