@@ -10,6 +10,7 @@ the code we emit belong here and nowhere else.
 
 from __future__ import annotations
 
+import copy
 import dis
 import types
 from typing import Any, Iterable
@@ -89,6 +90,17 @@ class PyCodegen:
         if name is not None:
             self.renderer.name_const(value, name)
         self.emit("LOAD_CONST", value)
+
+    def load_private(self, obj: Any) -> None:
+        """A fresh deep copy of an object the trace made for itself, one per run of this code."""
+        temp = self._built.get(id(obj))
+        if temp is not None:
+            self.load_fast(temp)
+            return
+        self.call_const(copy.deepcopy, lambda: [self.load_const(obj)])
+        temp = self._built[id(obj)] = self.new_temp()
+        self.emit("COPY", 1)
+        self.store_fast(temp)
 
     def subscr(self) -> None:
         self.emit("BINARY_SUBSCR")

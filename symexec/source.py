@@ -231,6 +231,31 @@ _CONSTANTS: dict[int, Any] = {}  # objects ConstSource names, kept alive: functi
 
 
 @dataclass(frozen=True)
+class PrivateObjectSource(Source):
+    """An object the trace made for itself by running a pure function for real (a deep copy
+    of a config). The trace reads and changes it directly; where it reaches the user's world
+    (stored in a returned object), generated code hands out a fresh deep copy of it, one per
+    call, as eager would have made."""
+
+    object_id: int
+
+    @classmethod
+    def of(cls, value: Any) -> "PrivateObjectSource":
+        _CONSTANTS[id(value)] = value
+        return cls(id(value))
+
+    @property
+    def name(self) -> str:
+        return f"<private {type(_CONSTANTS[self.object_id]).__name__}>"
+
+    def expr(self) -> str:
+        return f"___const[{self.object_id}]"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.load_private(_CONSTANTS[self.object_id])  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
 class ConstSource(Source):
     """An object the trace itself holds (a base class's method reached through ``super()``):
     it needs no guard, and generated code gets it as a constant. Its attributes give sources

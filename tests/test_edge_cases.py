@@ -258,9 +258,9 @@ def test_nested_input_guards_see_deep_change():
     compiled = symexec.compile(fn)
     x = _t(2)
     cfg = {"inner": {"k": [1, 2]}}
-    assert torch.equal(compiled(x, cfg), x * 2)
+    assert torch.equal(compiled(cfg, x), x * 2)
     cfg["inner"]["k"][1] = 5
-    assert torch.equal(compiled(x, cfg), x * 5)
+    assert torch.equal(compiled(cfg, x), x * 5)
 
 
 # --- globals and in-place state -------------------------------------------------------------------------

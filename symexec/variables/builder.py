@@ -187,6 +187,8 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
         b.guards.id_match(source, value)
     if getattr(value, "_symexec_graph_break", False):
         return GraphBreakVariable(value, source)
+    if value in HANDLERS:  # a Python function symexec models itself (copy.deepcopy, inspect...)
+        return BuiltinVariable(value, source)
     original = getattr(value, "_symexec_original", None)
     if original is not None:  # a symexec.compile wrapper: trace what it wraps
         return UserFunctionVariable(original, None)

@@ -8,17 +8,21 @@ constants; anything else is unsupported (a graph break from issue #4 on).
 from __future__ import annotations
 
 import builtins
+import copy
 import functools
+import inspect
+import types
 import math
 import operator
 from typing import Any, Callable
 
 from ..exc import AttributeMissing, TracedException, Unsupported
-from ..source import Source
+from ..source import _CONSTANTS, PrivateObjectSource, Source
 from .base import VariableTracker
-from .constant import ConstantVariable, wrap_constant
+from .constant import ConstantVariable, is_literal, wrap_constant
 from .dicts import ConstDictVariable
 from .lists import BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, sort_keys
+from .functions import UserMethodVariable
 from .misc import SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, TensorVariable, record_call
 from .user_objects import DUNDERS, ExceptionVariable, ObjectVariableBase, SuperVariable
@@ -104,6 +108,9 @@ class BuiltinVariable(VariableTracker):
                 return wrap_constant(value)
         if fn is print:
             raise Unsupported("print() writes outside the graph", hint="the graph breaks around it; move it out of the hot code to keep one graph")
+        if args and any(a.source is not None and isinstance(a.source.root(), PrivateObjectSource) for a in args):
+            # The trace's own objects (a copy, a signature): builtins run on them for real.
+            return _run_pure(tx, fn, tuple(args), kwargs)
         names = ", ".join(a.describe() for a in args)
         raise Unsupported(f"calling {self.describe()} with {names or 'no arguments'}")
 
@@ -256,6 +263,8 @@ def _delitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableT
 # -- builtins -------------------------------------------------------------------------------
 @handler(len, operator.length_hint)
 def _len(tx: Any, obj: VariableTracker) -> VariableTracker | None:
+    if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource):
+        return ConstantVariable(len(_private_value(obj)))
     if is_tensor(obj):
         if obj.example.dim() == 0:
             raise Unsupported("TypeError: len() of a 0-d tensor")
@@ -315,6 +324,62 @@ class PartialVariable(VariableTracker):
         if self.kwargs:
             raise Unsupported("re-creating a functools.partial with keyword arguments")
         cg.call_const(functools.partial, arguments)
+
+
+def _private_value(var: VariableTracker) -> Any:
+    """The real object behind a tracker reached from an object private to the trace."""
+    if var.source is None or not isinstance(var.source.root(), PrivateObjectSource):
+        raise Unsupported(f"{var.describe()} is not the trace's own object")
+    return eval(var.source.expr(), {"___const": _CONSTANTS})  # noqa: S307 - our own expression
+
+
+def _real_value(var: VariableTracker) -> Any:
+    """The real object a tracker stands for, where the trace has it (not a graph value)."""
+    if var.source is not None and isinstance(var.source.root(), PrivateObjectSource):
+        return _private_value(var)
+    if isinstance(var, ObjectVariableBase) and hasattr(var, "value"):
+        return var.value
+    if isinstance(var, UserMethodVariable) and var.fn.is_python_constant():
+        return types.MethodType(var.fn.as_python_constant(), _real_value(var.obj))
+    return var.as_python_constant()
+
+
+def _copy_handler(copier: Any) -> Handler:
+    def copy_object(tx: Any, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
+        return _copy(tx, copier, obj, rest)
+    return copy_object
+
+
+def _copy(tx: Any, copier: Any, obj: VariableTracker, rest: tuple) -> VariableTracker | None:
+    if rest:
+        return None
+    if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource):
+        value = copier(_private_value(obj))
+        return tx.wrap(value, PrivateObjectSource.of(value))
+    if not isinstance(obj, ObjectVariableBase) or not hasattr(obj, "value"):
+        return None
+    if tx.output.side_effects.attributes and any(o is obj for o, _, _ in tx.output.side_effects.attributes.values()):
+        raise Unsupported("copying an object whose attributes the trace changed")
+    # A copy of an input object: made for real now, private to the trace (it must not escape).
+    value = copier(obj.value)
+    return tx.wrap(value, PrivateObjectSource.of(value))
+
+
+HANDLERS[copy.deepcopy] = _copy_handler(copy.deepcopy)
+HANDLERS[copy.copy] = _copy_handler(copy.copy)
+
+
+# Pure functions of the inspect module: they run for real on the objects the trace holds.
+for _fn in (inspect.signature, inspect.isclass, inspect.isfunction, inspect.ismethod, inspect.iscoroutinefunction,
+            inspect.isgeneratorfunction, inspect.getfullargspec):
+    HANDLERS[_fn] = lambda tx, *args, _fn=_fn, **kwargs: _run_pure(tx, _fn, args, kwargs)
+
+
+def _run_pure(tx: Any, fn: Any, args: tuple, kwargs: dict) -> VariableTracker:
+    value = fn(*[_real_value(a) for a in args], **{k: _real_value(v) for k, v in kwargs.items()})
+    if is_literal(value):
+        return ConstantVariable(value)
+    return tx.wrap(value, PrivateObjectSource.of(value))
 
 
 @handler(isinstance)

@@ -94,8 +94,10 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return ConstantVariable(len(mod))
         if name == "__getitem__" and len(args) == 1:
             key = args[0].as_python_constant()
-            if isinstance(key, slice):
-                raise Unsupported("slicing a module container")
+            if isinstance(key, slice):  # the children in that slice (for iteration and indexing)
+                if not isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList)):
+                    raise Unsupported("slicing a module container")
+                return ListVariable([tx.wrap(mod[i], GetItemSource(self.source, i)) for i in range(len(mod))[key]])
             if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
                 key = range(len(mod))[key]  # a negative index, as the source of the child
             return tx.wrap(mod[key], GetItemSource(self.source, key))

@@ -17,7 +17,7 @@ import types
 from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
-from ..source import AttrSource, ConstSource, Source
+from ..source import AttrSource, ConstSource, PrivateObjectSource, Source
 from .base import DELETED, VariableTracker
 from .constant import ConstantVariable, is_literal
 from .functions import UserFunctionVariable, UserMethodVariable
@@ -176,6 +176,12 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         return tx.wrap(value, AttrSource(self.source, name))
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        if isinstance(self.source, PrivateObjectSource):  # the trace's own object: change it now
+            if value is None:
+                delattr(self.value, name)
+            else:
+                setattr(self.value, name, value.as_python_constant())
+            return
         static = inspect.getattr_static(self.cls, name, None)
         if hasattr(static, "__set__") or getattr(self.cls, "__setattr__", object.__setattr__) is not object.__setattr__:
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor or __setattr__)")
