@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -205,11 +206,60 @@ def signature_text(code: types.CodeType) -> str:
     return ", ".join(params)
 
 
+def _shared_subexpressions(guards: list[Guard]) -> list[str]:
+    """The guard expressions, with every source that several guards go through computed once:
+    its first use becomes ``(___tN := self.h[1].attn)`` and later ones ``___tN``.
+
+    A model's guards reach hundreds of parameters through the same module attributes; each
+    nn.Module attribute read runs Python code, so sharing them is most of a cache hit's cost.
+    In one flat ``and`` chain a later use only runs when the defining one did (a guard that
+    stops early makes the whole chain false).
+    """
+    uses: dict[Source, int] = {}
+    for guard in guards:
+        source = guard.source
+        while isinstance(getattr(source, "base", None), Source):
+            source = source.base  # type: ignore[union-attr]
+            uses[source] = uses.get(source, 0) + 1
+        if guard.source is not None:
+            uses[guard.source] = uses.get(guard.source, 0) + 1
+    names: dict[Source, str] = {}
+    defined: set[Source] = set()
+
+    def render(source: Source) -> str:
+        if source in defined:
+            return names[source]
+        base = getattr(source, "base", None)
+        if not isinstance(base, Source) or not source.expr().startswith(base.expr()):
+            return source.expr()  # not a chain (peek(it, 0)): left as it is
+        text = render(base) + source.expr()[len(base.expr()):]
+        if uses.get(source, 0) < 2:
+            return text
+        names[source] = f"___t{len(names)}"
+        defined.add(source)
+        return f"({names[source]} := {text})"
+
+    exprs = []
+    for guard in guards:
+        expr, source = guard.expr, guard.source
+        if source is not None and isinstance(getattr(source, "base", None), Source):
+            plain = source.expr()
+            pattern = re.compile(re.escape(plain) + r"(?![A-Za-z0-9_])")
+            first = pattern.search(expr)
+            if first is not None:
+                rendered = render(source)
+                reuse = names.get(source, rendered)
+                expr = expr[: first.start()] + rendered + pattern.sub(lambda _: reuse, expr[first.end():])
+        exprs.append(expr)
+    return exprs
+
+
 def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuards:
     """Compile every guard into one function with ``fn``'s signature, plus its explainer."""
     guards = guard_set.guards
     params = signature_text(fn.__code__)
-    condition = " and ".join(f"({g.expr})" for g in guards) or "True"
+    shared = _shared_subexpressions(guards)
+    condition = " and ".join(f"({e})" for e in shared) or "True"
     checks = "".join(f"        if not ({g.expr}): return {i}\n" for i, g in enumerate(guards))
     source = (
         f"def ___guard({params}):\n"
