@@ -61,3 +61,19 @@ def FOR_ITER(tx: Any, inst: Any, iterator: Any) -> Any:
         tx.jump(inst.arg)
         return None
     return iterator, item
+
+
+@instruction("GET_YIELD_FROM_ITER", pops=1, pushes=1)
+def GET_YIELD_FROM_ITER(tx: Any, inst: Any, iterable: Any) -> Any:
+    return iterable if isinstance(iterable, IteratorVariable) else IteratorVariable(iterable.unpack(tx))
+
+
+@instruction("SEND", pops=2, pushes=2)
+def SEND(tx: Any, inst: Any, iterator: Any, value: Any) -> Any:
+    # `yield from`: the inner generator ran to completion when it was called (its items are
+    # known), so only None is ever sent; each item is yielded in turn, then its result is None.
+    item = iterator.next_item() if isinstance(iterator, IteratorVariable) else None
+    if item is None:
+        tx.jump(inst.arg)
+        return ConstantVariable(None)
+    return iterator, item

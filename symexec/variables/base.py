@@ -116,6 +116,33 @@ NULL = NullVariable()
 DELETED = object()  # the value a traced ``del obj.name`` leaves (see side_effects.py)
 
 
+class Identity:
+    """A set member or dict key standing for a real object hashed by identity (a module in a
+    ``memo`` set): equal only to itself's object."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return hash(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Identity) and other.obj is self.obj
+
+
+def hash_key(var: VariableTracker) -> Any:
+    """What ``var`` is as a set member or dict key: its constant value, or the identity of the
+    real object it stands for when that object hashes by identity."""
+    value = getattr(var, "value", None)
+    if value is not None and not var.is_python_constant() and type(value).__hash__ is object.__hash__:
+        return Identity(value)
+    key = var.as_python_constant()
+    hash(key)
+    return key
+
+
 class BoundMethodVariable(VariableTracker):
     """``obj.name`` read as an attribute where ``obj`` handles the call itself (``call_method``)."""
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..exc import TracedException, Unsupported
 from ..source import ConstSource, Source
-from .base import VariableTracker
+from .base import Identity, VariableTracker, hash_key
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .lists import ListVariable, TupleVariable
 
@@ -30,12 +30,16 @@ class ConstDictVariable(VariableTracker):
         return f"the dict {self.source.name}" if self.source else "a dict"
 
     def as_python_constant(self) -> Any:
+        if any(isinstance(k, Identity) for k in self.items):
+            raise Unsupported("a dict keyed by objects is not a constant")
         return self.user_cls((k, v.as_python_constant()) for k, v in self.items.items())
 
     def as_proxy(self) -> Any:
         return {k: (v.as_proxy() if hasattr(v, "as_proxy") else v.as_python_constant()) for k, v in self.items.items()}
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
+        if any(isinstance(k, Identity) for k in self.items):
+            raise Unsupported("iterating over a dict keyed by objects")
         return [ConstantVariable(k) for k in self.items]
 
     def subvalues(self) -> list[VariableTracker]:
@@ -140,9 +144,7 @@ def python_override(cls: type, base: type, name: str) -> types.FunctionType | No
 
 
 def _key(key: VariableTracker) -> Any:
-    value = key.as_python_constant()
-    hash(value)
-    return value
+    return hash_key(key)
 
 
 COMPUTED_WRAPPERS[dict] = lambda v: ConstDictVariable({k: wrap_constant(x) for k, x in v.items()})

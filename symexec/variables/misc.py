@@ -12,7 +12,7 @@ from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, Source
-from .base import VariableTracker
+from .base import Identity, VariableTracker, hash_key
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
 from .user_objects import class_attribute, construct
 
@@ -94,20 +94,23 @@ class SetVariable(VariableTracker):
             self.add(item)
 
     def add(self, item: VariableTracker) -> None:
-        self.items.setdefault(item.as_python_constant(), item)
+        self.items.setdefault(hash_key(item), item)
 
     def python_type(self) -> type:
         return frozenset if self.frozen else set
 
     def as_python_constant(self) -> Any:
+        if any(isinstance(k, Identity) for k in self.items):
+            raise Unsupported("a set of objects is not a constant")
         return self.python_type()(self.items)
 
     def subvalues(self) -> list[VariableTracker]:
         return list(self.items.values())
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
-        # The same order as the real set would iterate in.
-        return [self.items[v] for v in self.as_python_constant()]
+        # The same order as the real set would iterate in (objects by their real hashes).
+        real = {(k.obj if isinstance(k, Identity) else k): k for k in self.items}
+        return [self.items[real[v]] for v in self.python_type()(real)]
 
     def truth(self, tx: Any) -> bool:
         return bool(self.items)
@@ -124,7 +127,7 @@ class SetVariable(VariableTracker):
                     self.add(item)
             return ConstantVariable(None)
         if name in ("remove", "discard") and len(args) == 1 and not self.frozen:
-            key = args[0].as_python_constant()
+            key = hash_key(args[0])
             if key not in self.items and name == "remove":
                 raise TracedException(KeyError(key))
             self.items.pop(key, None)
@@ -133,7 +136,7 @@ class SetVariable(VariableTracker):
             self.items.clear()
             return ConstantVariable(None)
         if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(args[0].as_python_constant() in self.items)
+            return ConstantVariable(hash_key(args[0]) in self.items)
         if name in ("union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset",
                     "isdisjoint", "__len__", "copy"):
             result = getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args])
