@@ -61,6 +61,8 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
                 tx.run()
             finally:
                 torch._C._set_grad_enabled(grad_mode)  # a traced `with no_grad()` may have changed it
+                while output.active_contexts:  # and a traced autocast block that did not end
+                    torch.amp.autocast_mode._exit_autocast(output.active_contexts.pop())
             if tx.stopped_at_break:
                 assert reason is not None
                 return _build_entry(fn, tx, guards, backend, index, start, compile_fn, reason)

@@ -53,6 +53,7 @@ class OutputGraph:
         self.objects_by_id: dict[int, Any] = {}  # mutable inputs reached through several sources
         self.side_effects = SideEffects()
         self.grad_enabled = torch.is_grad_enabled()  # as the traced code has set it so far
+        self.active_contexts: list[Any] = []  # autocast modes entered for real while tracing
         self._tensors_by_id: dict[int, TensorVariable] = {}
         self._last_placeholder: torch.fx.Node | None = None
         # (filename, lineno, function name) of the instruction being traced.

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..exc import TracedException, Unsupported
 from ..variables import ConstantVariable, NestedUserFunctionVariable, NullVariable
-from ..variables.user_objects import ExceptionVariable
+from ..variables.user_objects import ExceptionVariable, ObjectVariableBase
 from .registry import instruction
 
 
@@ -74,6 +74,10 @@ def YIELD_VALUE(tx: Any, inst: Any, value: Any) -> Any:
 @instruction("BEFORE_WITH", pops=1, pushes=2)
 def BEFORE_WITH(tx: Any, inst: Any, manager: Any) -> tuple:
     enter = getattr(manager, "enter", None)
+    if enter is None and isinstance(manager, ObjectVariableBase) and manager.has_python_method("__enter__") \
+            and manager.has_python_method("__exit__"):
+        # A context manager written in Python: both halves inlined.
+        return manager.var_getattr(tx, "__exit__"), manager.call_method(tx, "__enter__", [], {})
     if enter is None:
         raise Unsupported(f"entering {manager.describe()} as a context manager (the graph breaks; CPython enters it)")
     return enter(tx)

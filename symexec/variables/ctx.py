@@ -8,6 +8,7 @@ managers go through BEFORE_WITH unsupported, which graph-breaks: CPython enters 
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -61,6 +62,53 @@ class GradModeVariable(VariableTracker):
 
     def reconstruct(self, cg: Any) -> None:
         raise Unsupported(f"keeping a {self.describe()} object across a graph break")
+
+
+class AutocastVariable(VariableTracker):
+    """``torch.autocast(device_type, dtype=..., enabled=..., cache_enabled=...)``: entered in the
+    graph (``torch.amp.autocast_mode._enter_autocast``) and for real while tracing, so fake
+    tensors get the dtypes autocast gives."""
+
+    def __init__(self, values: tuple) -> None:
+        super().__init__()
+        self.values = values  # device_type, dtype, enabled, cache_enabled
+
+    @classmethod
+    def create(cls, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> "AutocastVariable":
+        bound = inspect.signature(torch.autocast.__init__).bind(None, *[a.as_python_constant() for a in args],
+                                                                **{k: v.as_python_constant() for k, v in kwargs.items()})
+        bound.apply_defaults()
+        arguments = bound.arguments
+        dtype = arguments["dtype"] if arguments["dtype"] is not None else torch.get_autocast_dtype(arguments["device_type"])
+        return cls((arguments["device_type"], dtype, arguments["enabled"], arguments["cache_enabled"]))
+
+    def python_type(self) -> type:
+        return torch.autocast
+
+    def enter(self, tx: Any) -> tuple[VariableTracker, VariableTracker]:
+        real = torch.amp.autocast_mode._enter_autocast(*self.values)
+        tx.output.active_contexts.append(real)
+        node, _ = tx.output.create_call("call_function", torch.amp.autocast_mode._enter_autocast, self.values, {},
+                                        example=real)
+        return AutocastExitVariable(node, real), ConstantVariable(None)
+
+    def reconstruct(self, cg: Any) -> None:
+        raise Unsupported("keeping a torch.autocast object across a graph break")
+
+
+class AutocastExitVariable(VariableTracker):
+    def __init__(self, node: Any, real: Any) -> None:
+        super().__init__()
+        self.node, self.real = node, real
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        tx.output.create_call("call_function", torch.amp.autocast_mode._exit_autocast, (self.node,), {}, example=True)
+        torch.amp.autocast_mode._exit_autocast(self.real)
+        tx.output.active_contexts.remove(self.real)
+        return ConstantVariable(None)
+
+    def reconstruct(self, cg: Any) -> None:
+        raise Unsupported("a graph break inside a torch.autocast block")
 
 
 class GradModeExit:

@@ -18,7 +18,7 @@ from ..exc import AttributeMissing, Unsupported
 from ..source import Source
 from .base import VariableTracker
 from .constant import ConstantVariable, wrap_constant
-from .ctx import GradModeVariable
+from .ctx import AutocastVariable, GradModeVariable
 from .tensor import record_call
 
 # Functions that change global state or leave the graph's world.
@@ -26,12 +26,12 @@ _STATEFUL = frozenset({
     torch.manual_seed, torch.seed, torch.set_default_dtype,
     torch.set_default_device, torch.use_deterministic_algorithms, torch.set_printoptions,
     torch.save, torch.load, torch.set_num_threads, torch.set_rng_state, torch.get_rng_state,
-    torch.compile,
+    torch.compile, torch.autograd.grad, torch.autograd.backward,
 })
 # Classes whose construction from constants is a pure value.
 _VALUE_CLASSES = (torch.Size, torch.device, torch.finfo, torch.iinfo)
 # Context managers and other classes whose objects tracing cannot hold yet (issue #6).
-_UNSUPPORTED_CLASSES = (torch.no_grad, torch.enable_grad, torch.inference_mode, torch.autocast)
+_UNSUPPORTED_CLASSES = (torch.inference_mode,)
 
 
 def is_torch_object(value: Any) -> bool:
@@ -84,6 +84,8 @@ class TorchVariable(VariableTracker):
                 return _Opaque(value) if isinstance(value, (torch.finfo, torch.iinfo)) else wrap_constant(value)
             if fn in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
                 return GradModeVariable.create(tx, fn, args)
+            if fn is torch.autocast or fn is torch.amp.autocast:
+                return AutocastVariable.create(tx, args, kwargs)
             if issubclass(fn, _UNSUPPORTED_CLASSES):
                 raise Unsupported(f"using {fn.__qualname__} inside a compiled function (issue #6)")
             if issubclass(fn, torch.nn.Module):
