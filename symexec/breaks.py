@@ -144,19 +144,20 @@ class BreakPlan:
 
     def _emit_instruction(self, cg: Any) -> None:
         inst = self.inst
+        line = inst.lineno if isinstance(inst.lineno, int) else None  # tracebacks show the user's line
         if inst.name == "CALL":
             if self.kw_names:
-                cg.emit("KW_NAMES", self.kw_names)
-            cg.call(inst.arg)
+                cg.emit("KW_NAMES", self.kw_names, lineno=line)
+            cg.call(inst.arg, lineno=line)
         elif inst.name == "LOAD_METHOD":
-            cg.load_attr(inst.arg)
+            cg.emit("LOAD_ATTR", inst.arg, lineno=line)
             cg.push_null()
             cg.emit("SWAP", 2)
         elif isinstance(inst.arg, Label):
             cg.jump(inst.name, next(o.label for o in self.outcomes if o.label is not None and not o.handler),
-                    note=self.note())
+                    note=self.note(), lineno=line)
         else:
-            cg.emit(inst.name, inst.arg if inst.require_arg() else None, note=self.note())
+            cg.emit(inst.name, inst.arg if inst.require_arg() else None, note=self.note(), lineno=line)
 
     def note(self) -> str:
         """The user's line, for the readable rendering of the instruction run for real."""

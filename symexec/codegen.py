@@ -45,12 +45,14 @@ class PyCodegen:
         self._temps += 1
         return f"___tmp_{self._temps}"
 
-    def emit(self, name: str, arg: Any = None, note: str = "") -> None:
-        """Append one instruction (``note``: the user's line, for one copied from user code)."""
+    def emit(self, name: str, arg: Any = None, note: str = "", lineno: int | None = None) -> None:
+        """Append one instruction (``note``: the user's line, for one copied from user code;
+        ``lineno``: its line, so a traceback through it points at the user's code)."""
+        line = lineno if lineno is not None else self.lineno
         if arg is None and name not in ("LOAD_CONST",):
-            self.instructions.append(Instr(name, lineno=self.lineno))
+            self.instructions.append(Instr(name, lineno=line))
         else:
-            self.instructions.append(Instr(name, arg, lineno=self.lineno))
+            self.instructions.append(Instr(name, arg, lineno=line))
         self.renderer.feed(name, arg, note)
 
     def label(self, label: Any) -> None:
@@ -121,15 +123,15 @@ class PyCodegen:
         else:
             self.emit(_BUILD[cls], count)
 
-    def jump(self, name: str, label: Any, note: str = "") -> None:
+    def jump(self, name: str, label: Any, note: str = "", lineno: int | None = None) -> None:
         """A jump of kind ``name`` to ``label``, which lies ahead: on 3.11 the direction is part
         of the opcode, so a backward conditional jump of the original becomes a forward one."""
-        self.emit(name.replace("BACKWARD", "FORWARD") if "IF" in name else name, label, note)
+        self.emit(name.replace("BACKWARD", "FORWARD") if "IF" in name else name, label, note, lineno)
 
-    def call(self, nargs: int) -> None:
+    def call(self, nargs: int, lineno: int | None = None) -> None:
         """Call the callable below ``nargs`` arguments; a NULL must sit below the callable."""
-        self.emit("PRECALL", nargs)
-        self.emit("CALL", nargs)
+        self.emit("PRECALL", nargs, lineno=lineno)
+        self.emit("CALL", nargs, lineno=lineno)
 
     def call_method(self, name: str, emit_args: Any) -> None:
         """With an object on the stack, call its method ``name``; ``emit_args`` pushes the

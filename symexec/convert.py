@@ -50,10 +50,14 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     break_at: tuple[int, int] | None = None
     reason: Unsupported | None = None
     grad_mode = torch.is_grad_enabled()
+    inference_mode = torch.is_inference_mode_enabled()
     for attempt in range(2):
         guards = GuardSet()
         guards.grad_mode(grad_mode)
+        guards.inference_mode(inference_mode)
         output = OutputGraph(guards, policy)
+        if inference_mode:  # fake tensors do not trace under inference mode: this frame runs eagerly
+            return _fallback_entry(fn, guards, "called under torch.inference_mode()", start)
         try:
             tx = InstructionTranslator.for_function(fn, args, kwargs, output, config)
             tx.break_at = break_at

@@ -176,6 +176,10 @@ class GuardSet:
             f"___grad_enabled() is {enabled}",
         )
 
+    def inference_mode(self, enabled: bool) -> None:
+        self.add(GuardKind.GLOBAL_STATE, f"torch.is_inference_mode_enabled() == {enabled}",
+                 f"___inference_mode() is {enabled}")
+
     def shape(self, text: str, expr: str) -> None:
         self.add(GuardKind.SHAPE, text, expr)
 
@@ -280,6 +284,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___B": fn.__globals__.get("__builtins__", __builtins__),
         "___closure": fn.__closure__,
         "___grad_enabled": torch.is_grad_enabled,
+        "___inference_mode": torch.is_inference_mode_enabled,
         # Builtins under names no parameter of the user's function can shadow.
         "___type": type, "___len": len, "___list": list, "___hasattr": hasattr,
         "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...

@@ -36,7 +36,7 @@ class SideEffects:
 
     def store_attr(self, obj: VariableTracker, name: str, value: Any) -> None:
         if obj.source is None:
-            raise Unsupported(f"setting attribute {name!r} of {obj.describe()} created while tracing (issue #6)")
+            raise Unsupported(f"setting attribute {name!r} of {obj.describe()} created while tracing")
         self.attributes.pop((id(obj), name), None)  # re-insert: the latest write goes last
         self.attributes[(id(obj), name)] = (obj, name, value)
 

@@ -12,6 +12,7 @@ import copy
 import io
 import math
 import traceback
+import types
 
 import torch
 
@@ -127,7 +128,8 @@ def assert_same(expected, actual, where="result"):
     elif isinstance(expected, torch.nn.Module):
         assert_same(expected.state_dict(), actual.state_dict(), f"{where}.state_dict()")
         assert_same(vars(_plain_attrs(expected)), vars(_plain_attrs(actual)), f"{where}.__dict__")
-    elif hasattr(expected, "__dict__") and not callable(expected):
+    elif hasattr(expected, "__dict__") and not isinstance(
+            expected, (types.FunctionType, types.MethodType, types.ModuleType, type)):
         assert_same(vars(expected), vars(actual), f"{where}.__dict__")
     else:
         # Functions, classes, modules...: the copy is the same object, or compares equal.

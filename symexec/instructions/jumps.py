@@ -1,5 +1,5 @@
 """Jumps and loops. Every condition must be known while tracing (SPEC §2); a condition on a
-tensor's value is data-dependent and unsupported (a graph break from issue #4 on)."""
+tensor's value is data-dependent: the graph breaks there, and CPython takes the branch."""
 
 from __future__ import annotations
 

@@ -2,12 +2,13 @@
 
 ``BuiltinVariable(fn).call_function`` looks ``fn`` up in ``HANDLERS``; a handler returns a
 tracker, or None when these arguments are not its case. Then pure builtins fold over
-constants; anything else is unsupported (a graph break from issue #4 on).
+constants; anything else is unsupported (a graph break).
 """
 
 from __future__ import annotations
 
 import builtins
+import collections
 import copy
 import functools
 import inspect
@@ -384,7 +385,7 @@ def _run_pure(tx: Any, fn: Any, args: tuple, kwargs: dict) -> VariableTracker:
 
 @handler(isinstance)
 def _isinstance(tx: Any, obj: VariableTracker, classes: VariableTracker) -> VariableTracker:
-    cls = classes.as_python_constant()
+    cls = _real_value(classes)  # a class, a tuple of them, or a typing alias
     return ConstantVariable(issubclass(obj.python_type(), cls))
 
 
@@ -492,6 +493,18 @@ def _dict(tx: Any, arg: VariableTracker | None = None, **kwargs: VariableTracker
             items[key.as_python_constant()] = value
     items.update(kwargs)
     return ConstDictVariable(items)
+
+
+@handler(collections.OrderedDict)
+def _ordered_dict(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+    plain = _dict(tx, *args, **kwargs)
+    return ConstDictVariable(plain.items, user_cls=collections.OrderedDict)
+
+
+@handler(collections.defaultdict)
+def _defaultdict(tx: Any, factory: VariableTracker | None = None, *args: VariableTracker) -> VariableTracker:
+    plain = _dict(tx, *args)
+    return ConstDictVariable(plain.items, user_cls=collections.defaultdict, default_factory=factory or ConstantVariable(None))
 
 
 HANDLERS[set] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) if iterable is not None else [])

@@ -2,11 +2,12 @@
 
 Values are trackers; insertion order is kept, as in CPython. An input dict is guarded on its
 length and on its keys when wrapped (its key set decides iteration and membership).
-Mutating a pre-existing dict is a side effect (issue #4), unsupported for now.
+Mutating a pre-existing dict is a side effect, replayed after the graph (side_effects.py).
 """
 
 from __future__ import annotations
 
+import collections
 import types
 from typing import Any
 
@@ -18,10 +19,12 @@ from .lists import ListVariable, TupleVariable
 
 
 class ConstDictVariable(VariableTracker):
-    def __init__(self, items: dict[Any, VariableTracker], source: Source | None = None, user_cls: type = dict) -> None:
+    def __init__(self, items: dict[Any, VariableTracker], source: Source | None = None, user_cls: type = dict,
+                 default_factory: VariableTracker | None = None) -> None:
         super().__init__(source)
         self.items = dict(items)
         self.user_cls = user_cls
+        self.default_factory = default_factory  # a defaultdict's
 
     def python_type(self) -> type:
         return self.user_cls
@@ -51,6 +54,11 @@ class ConstDictVariable(VariableTracker):
     def getitem(self, tx: Any, key: VariableTracker) -> VariableTracker:
         k = _key(key)
         if k not in self.items:
+            if self.default_factory is not None and not (self.default_factory.is_python_constant()
+                                                         and self.default_factory.as_python_constant() is None):
+                tx.output.side_effects.mutate(self)
+                self.items[k] = self.default_factory.call_function(tx, [], {})
+                return self.items[k]
             raise TracedException(KeyError(k))
         return self.items[k]
 
@@ -116,10 +124,14 @@ class ConstDictVariable(VariableTracker):
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
             self.source.emit_load(cg)
-            return
-        if self.user_cls is not dict:
+        elif self.user_cls is dict:
+            self.reconstruct_items(cg)
+        elif self.user_cls is collections.OrderedDict:
+            cg.call_const(collections.OrderedDict, lambda: [self.reconstruct_items(cg)])
+        elif self.user_cls is collections.defaultdict and self.default_factory is not None:
+            cg.call_const(collections.defaultdict, lambda: [cg.reconstruct(self.default_factory), self.reconstruct_items(cg)])
+        else:
             raise Unsupported(f"re-creating a {self.user_cls.__name__}")
-        self.reconstruct_items(cg)
 
     def reconstruct_items(self, cg: Any) -> None:
         """Push a new plain dict with the traced items."""

@@ -3,7 +3,7 @@
 Lists are modelled by value: a ``ListVariable`` holds a Python list of trackers that handlers
 mutate in place, so aliases (two names for one list) see the same changes, as in CPython.
 A list that came from the inputs (it has a source) is guarded on its length when wrapped;
-mutating such a pre-existing list is a side effect (issue #4) and unsupported for now.
+mutating such a pre-existing list is a side effect, replayed after the graph (side_effects.py).
 """
 
 from __future__ import annotations
@@ -136,7 +136,10 @@ class NamedTupleVariable(TupleVariable):
         fields = self.fields()
         if name in fields:
             return self.items[fields.index(name)]
-        raise Unsupported(f"reading attribute {name!r} of a {self.cls.__name__}")
+        value = getattr(self.cls, name, None)
+        if isinstance(value, (tuple, dict, str, int)) and not callable(value):  # _fields, _field_defaults
+            return wrap_constant(value)
+        return super().var_getattr(tx, name)
 
     def as_python_constant(self) -> Any:
         values = [item.as_python_constant() for item in self.items]

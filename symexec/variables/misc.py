@@ -1,7 +1,7 @@
 """Python objects that are neither constants, containers, tensors nor functions.
 
-Classes, modules other than torch's, sets of constants, and plain user objects (reads of
-their instance attributes and calls of their plain methods; everything else is issue #6).
+Classes, modules other than torch's, sets, the graph-break marker (instances of user classes
+are in user_objects.py).
 """
 
 from __future__ import annotations

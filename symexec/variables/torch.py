@@ -30,7 +30,7 @@ _STATEFUL = frozenset({
 })
 # Classes whose construction from constants is a pure value.
 _VALUE_CLASSES = (torch.Size, torch.device, torch.finfo, torch.iinfo)
-# Context managers and other classes whose objects tracing cannot hold yet (issue #6).
+# Context managers and other classes whose objects tracing cannot hold yet.
 _UNSUPPORTED_CLASSES = (torch.inference_mode,)
 
 
@@ -87,9 +87,14 @@ class TorchVariable(VariableTracker):
             if fn is torch.autocast or fn is torch.amp.autocast:
                 return AutocastVariable.create(tx, args, kwargs)
             if issubclass(fn, _UNSUPPORTED_CLASSES):
-                raise Unsupported(f"using {fn.__qualname__} inside a compiled function (issue #6)")
+                raise Unsupported(f"using {fn.__qualname__} inside a compiled function")
             if issubclass(fn, torch.nn.Module):
                 raise Unsupported(f"constructing {fn.__qualname__} inside a compiled function")
+            if fn not in (torch.Tensor,) and not issubclass(fn, torch.Tensor):
+                # A torch class made for its effect (an RAII guard like _InferenceMode): never
+                # run while tracing.
+                raise Unsupported(f"constructing torch's {fn.__qualname__} inside a compiled function",
+                                  hint="the graph breaks; CPython makes it")
         # Even a call on constants is recorded: its fake result says whether it made a tensor
         # (a factory such as torch.ones) or a constant, whose node is then dropped.
         return record_call(tx, "call_function", fn, args, kwargs)

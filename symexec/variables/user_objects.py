@@ -34,6 +34,8 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
     ``obj`` when it is an instance attribute access."""
     mro = cls.__mro__
     if start_after is not None:
+        if start_after not in mro:
+            raise Unsupported(f"super(): {start_after.__qualname__} is not a base of {cls.__qualname__}")
         mro = mro[mro.index(start_after) + 1:]
     for klass in mro:
         if name in klass.__dict__:
@@ -443,7 +445,11 @@ class SuperVariable(VariableTracker):
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         obj_cls = self.obj.python_type()
+        if self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type):
+            obj_cls = self.obj.as_python_constant()  # super() in a classmethod: cls's own MRO
         mro = obj_cls.__mro__
+        if self.cls not in mro:
+            raise Unsupported(f"super(): {self.cls.__qualname__} is not a base of {obj_cls.__qualname__}")
         for klass in mro[mro.index(self.cls) + 1:]:
             if name in klass.__dict__:
                 if klass.__module__ == "builtins":
