@@ -39,6 +39,7 @@ class Guard:
     text: str  # what users read: L['b'] == 'Hello'
     expr: str  # what the guard function evaluates: b == 'Hello'
     source: Source | None = None
+    other: Source | None = None  # the second source of an alias guard (`a is b`)
     # The user line whose tracing created the guard (for explain and the guards log).
     filename: str | None = field(default=None, compare=False)
     lineno: int | None = field(default=None, compare=False)
@@ -79,13 +80,13 @@ class GuardSet:
             self.namespace[name] = value
         return name
 
-    def add(self, kind: GuardKind, text: str, expr: str, source: Source | None = None) -> None:
+    def add(self, kind: GuardKind, text: str, expr: str, source: Source | None = None, other: Source | None = None) -> None:
         key = (kind, expr)
         if key in self._seen:
             return
         self._seen.add(key)
         filename, lineno = self.location
-        self.guards.append(Guard(kind, text, expr, source, filename, lineno))
+        self.guards.append(Guard(kind, text, expr, source, other, filename, lineno))
 
     # -- the guard kinds ------------------------------------------------------------------
     def type_match(self, source: Source, value: Any) -> None:
@@ -167,7 +168,8 @@ class GuardSet:
 
     def alias(self, source: Source, other: Source) -> None:
         """Two sources reach the same object (a tensor, a list...)."""
-        self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is {other.name}", f"{source.expr()} is {other.expr()}", source)
+        self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is {other.name}", f"{source.expr()} is {other.expr()}",
+                 source, other)
 
     def grad_mode(self, enabled: bool) -> None:
         self.add(
@@ -219,14 +221,18 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
     In one flat ``and`` chain a later use only runs when the defining one did (a guard that
     stops early makes the whole chain false).
     """
+    def sources_of(guard: Guard) -> list[Source]:
+        return [s for s in (guard.source, guard.other) if s is not None]
+
     uses: dict[Source, int] = {}
     for guard in guards:
-        source = guard.source
-        while isinstance(getattr(source, "base", None), Source):
-            source = source.base  # type: ignore[union-attr]
-            uses[source] = uses.get(source, 0) + 1
-        if guard.source is not None:
-            uses[guard.source] = uses.get(guard.source, 0) + 1
+        for top in sources_of(guard):
+            # Each mention counts (a tensor guard reads its source six times).
+            mentions = max(1, len(re.findall(re.escape(top.expr()) + r"(?![A-Za-z0-9_])", guard.expr)))
+            source: Any = top
+            while isinstance(source, Source):
+                uses[source] = uses.get(source, 0) + mentions
+                source = getattr(source, "base", None)
     names: dict[Source, str] = {}
     defined: set[Source] = set()
 
@@ -245,10 +251,11 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
 
     exprs = []
     for guard in guards:
-        expr, source = guard.expr, guard.source
-        if source is not None and isinstance(getattr(source, "base", None), Source):
-            plain = source.expr()
-            pattern = re.compile(re.escape(plain) + r"(?![A-Za-z0-9_])")
+        expr = guard.expr
+        for source in sources_of(guard):
+            if not isinstance(getattr(source, "base", None), Source):
+                continue
+            pattern = re.compile(re.escape(source.expr()) + r"(?![A-Za-z0-9_])")
             first = pattern.search(expr)
             if first is not None:
                 rendered = render(source)

@@ -69,7 +69,9 @@ def test_break_with_cell_alive_across_it():
         y = y + 10
         return get()
 
-    check(fn, _t(2))
+    # A closure over a cell of the traced frame cannot cross a graph break (the cell does not
+    # exist outside the trace): the frame runs as the original function, with eager's result.
+    check(fn, _t(2), expect_traced=False)
 
 
 def test_break_inside_inner_function_writing_nonlocal():
@@ -85,7 +87,9 @@ def test_break_inside_inner_function_writing_nonlocal():
         add(2)
         return acc
 
-    check(fn, _t(2))
+    # `add` writes a cell of fn: it cannot run outside the trace, so fn runs as the original
+    # function, with eager's result.
+    check(fn, _t(2), expect_traced=False)
 
 
 def test_break_in_list_comprehension():
@@ -125,7 +129,9 @@ def test_break_inside_user_context_manager():
             print("inside")
         return y * 2
 
-    check(fn, _t(2), [])
+    # torch.compile skips this frame (a break inside a user-defined context manager): running
+    # the original function is the faithful answer; only the results are compared.
+    check(fn, _t(2), [], expect_traced=False)
 
 
 def test_break_then_recursion():

@@ -215,8 +215,20 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         return list(self.closure.unpack(tx)) if self.closure else []  # type: ignore[arg-type]
 
     def reconstruct(self, cg: Any) -> None:
-        raise Unsupported(f"the inner function {self.code.co_qualname}, made while tracing, cannot be re-created "
-                          "outside the trace (returned, or alive at a graph break)")
+        """MAKE_FUNCTION again, in generated code: possible when it closes over no cell (a
+        cell of the traced frame does not exist outside the trace)."""
+        if self.closure is not None and self.closure.unpack(None):
+            raise Unsupported(f"the inner function {self.code.co_qualname}, made while tracing, closes over "
+                              "variables of the traced frame: it cannot be re-created outside the trace")
+        flags = 0
+        if self.defaults is not None:
+            cg.reconstruct(self.defaults)
+            flags |= 0x01
+        if self.kwdefaults is not None:
+            cg.reconstruct(self.kwdefaults)
+            flags |= 0x02
+        cg.load_const(self.code)
+        cg.emit("MAKE_FUNCTION", flags)
 
     def __repr__(self) -> str:
         return f"NestedUserFunctionVariable({self.code.co_qualname})"

@@ -11,6 +11,7 @@ result computed under the fake mode, and the result wrapped back into trackers b
 from __future__ import annotations
 
 import operator
+import types
 from typing import Any
 
 import torch
@@ -204,8 +205,11 @@ def wrap_fx_value(tx: Any, node: torch.fx.Node, example: Any) -> VariableTracker
         if hasattr(type(example), "n_fields") or hasattr(type(example), "_fields"):
             return NamedTupleVariable(items, type(example))
         return TupleVariable(items)
-    if example is None:  # an operation for its effect (x[0] = 5, out=...): the node stays
-        return ConstantVariable(None)
+    if example is None:
+        target = node.target
+        if isinstance(target, types.FunctionType) and not target.__name__.endswith("_"):
+            tx.output.remove_node(node)  # a Python helper of torch that returned None (_canonical_mask)
+        return ConstantVariable(None)  # otherwise an operation for its effect (x[0] = 5): it stays
     # A Python value computed from metadata only: a constant, and the node is not needed.
     if is_literal(example) or isinstance(example, torch.Size):
         tx.output.remove_node(node)

@@ -1,0 +1,326 @@
+"""Whole models: first-call and per-call time of symexec vs torch.compile(backend="eager").
+
+    python benchmarks/models.py [--models gpt2,bert,...] [--repeats 3] [--rounds 15] [--threads 1]
+
+The models are small HF transformers (GPT-2, BERT, LLaMA, T5, built from tiny configs with
+random weights, nothing downloaded), torch.nn.TransformerEncoder, an MLP and a CNN, all in
+eval mode and run under torch.no_grad(). Everything runs in one process.
+
+First call: both systems are warmed up first (each compiles an unrelated small module), then
+every repeat, for each model, empties both caches (symexec.reset(), torch._dynamo.reset()),
+wraps the model afresh and times its first call (trace + eager backend), alternating the two
+systems; the median over repeats is reported. Target: symexec / torch.compile <= 0.5.
+
+Per call: a cache hit of each wrapper and of the eager model, interleaved like overhead.py:
+every round times `calls` calls of each in turn (the order rotates each round), `calls` chosen
+so that a round of eager takes about --round-ms; the median over rounds is reported.
+
+Every compiled output is compared with eager's (every tensor, HF ModelOutputs and caches
+included), and symexec's cache is checked for a single graph without fallback or break.
+
+Torch runs single-threaded by default (--threads): the models are tiny, so intra-op threads
+gain nothing, and on a small machine with any other load an OpenMP pool makes eager's own
+time jump by 10-100x from one call to the next, drowning the differences measured here.
+"""
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import time
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: never download
+
+import torch
+import torch._dynamo  # only for torch._dynamo.reset() between measurements
+from torch import nn
+
+import symexec
+from workloads import check_symexec
+
+SYSTEMS = {
+    "symexec": (symexec.reset, lambda model: symexec.compile(model, backend="eager")),
+    "torch.compile": (torch._dynamo.reset, lambda model: torch.compile(model, backend="eager")),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Models. Each builder returns (model in eval mode, args, kwargs).
+
+def _ids(*shape):
+    return torch.randint(0, 100, shape)
+
+
+def _hf(kind):
+    import transformers
+
+    transformers.logging.set_verbosity_error()  # tiny vocabularies make configs complain
+    if kind == "gpt2":
+        model = transformers.GPT2Model(transformers.GPT2Config(
+            n_layer=2, n_head=2, n_embd=32, vocab_size=100, n_positions=64))
+        kwargs = {"input_ids": _ids(2, 16)}
+    elif kind == "bert":
+        model = transformers.BertModel(transformers.BertConfig(
+            num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
+            vocab_size=100, max_position_embeddings=64))
+        kwargs = {"input_ids": _ids(2, 16)}
+    elif kind == "llama":
+        model = transformers.LlamaModel(transformers.LlamaConfig(
+            num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2, hidden_size=32,
+            intermediate_size=64, vocab_size=100, max_position_embeddings=64))
+        kwargs = {"input_ids": _ids(2, 16)}
+    elif kind == "t5":
+        model = transformers.T5Model(transformers.T5Config(
+            num_layers=2, num_decoder_layers=2, num_heads=2, d_model=32, d_kv=16, d_ff=64,
+            vocab_size=100))
+        kwargs = {"input_ids": _ids(2, 16), "decoder_input_ids": _ids(2, 16)}
+    else:
+        raise ValueError(kind)
+    return model.eval(), (), kwargs
+
+
+def transformer_encoder():
+    layer = nn.TransformerEncoderLayer(d_model=32, nhead=2, dim_feedforward=64, batch_first=True)
+    model = nn.TransformerEncoder(layer, num_layers=2)
+    return model.eval(), (torch.randn(2, 16, 32),), {}
+
+
+def mlp():
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                          nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 32))
+    return model.eval(), (torch.randn(2, 16, 32),), {}
+
+
+class SmallCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.fc = nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv1(x)))
+        x = self.pool(torch.relu(self.conv2(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
+def cnn():
+    return SmallCNN().eval(), (torch.randn(2, 3, 16, 16),), {}
+
+
+class Unrelated(nn.Module):
+    """Compiled once by each system before measuring, to pay one-time start-up costs."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.tanh(self.linear(x)).sum() * 2
+
+
+MODELS = {
+    "gpt2": lambda: _hf("gpt2"),
+    "bert": lambda: _hf("bert"),
+    "llama": lambda: _hf("llama"),
+    "t5": lambda: _hf("t5"),
+    "encoder": transformer_encoder,
+    "mlp": mlp,
+    "cnn": cnn,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing outputs.
+
+def _leaves(value, path="out"):
+    """(path, tensor-or-marker) pairs for every tensor in a model output, in order. Structure
+    (types, lengths) is part of the result, so a differently shaped output does not compare equal."""
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif hasattr(value, "to_tuple"):  # a transformers ModelOutput
+        yield path, type(value).__name__
+        for i, item in enumerate(value.to_tuple()):
+            yield from _leaves(item, f"{path}[{i}]")
+    elif isinstance(value, (tuple, list)):
+        yield path, (type(value).__name__, len(value))
+        for i, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        yield path, ("dict", tuple(value))
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}[{key!r}]")
+    elif hasattr(value, "layers"):  # a transformers cache: layers with keys and values
+        yield path, (type(value).__name__, len(value.layers))
+        for i, layer in enumerate(value.layers):
+            yield from _leaves(getattr(layer, "keys", None), f"{path}.layers[{i}].keys")
+            yield from _leaves(getattr(layer, "values", None), f"{path}.layers[{i}].values")
+    elif hasattr(value, "self_attention_cache"):  # EncoderDecoderCache: two caches
+        yield path, type(value).__name__
+        yield from _leaves(value.self_attention_cache, f"{path}.self_attention_cache")
+        yield from _leaves(getattr(value, "cross_attention_cache", None), f"{path}.cross_attention_cache")
+    # anything else (None, numbers, ...) is skipped
+
+
+def differences(result, expected):
+    """Where result differs from expected; an empty list when every tensor is allclose."""
+    ours, theirs = list(_leaves(result)), list(_leaves(expected))
+    if [p for p, _ in ours] != [p for p, _ in theirs]:
+        return [f"output structure differs: {[p for p, _ in ours]} vs {[p for p, _ in theirs]}"]
+    problems = []
+    for (path, a), (_, b) in zip(ours, theirs):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape or a.dtype != b.dtype:
+                problems.append(f"{path}: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}")
+            elif not torch.allclose(a, b, rtol=1e-4, atol=1e-5):
+                problems.append(f"{path}: max abs difference {(a - b).abs().max().item():.3g}")
+        elif a != b:
+            problems.append(f"{path}: {a} vs {b}")
+    if not any(isinstance(a, torch.Tensor) for _, a in ours):
+        problems.append("no tensor in the output")
+    return problems
+
+
+def symexec_problems(compiled):
+    """check_symexec, plus graph breaks: a break means more than one graph."""
+    problems = check_symexec(compiled)
+    for entry in symexec.cache_entries(compiled):
+        if entry.break_reason is not None:
+            problems.append(f"graph break: {str(entry.break_reason).splitlines()[0]}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing.
+
+def first_call_ms(system, model, args, kwargs):
+    """Time the first call of a freshly wrapped model; return (ms, wrapper, result)."""
+    reset, wrap = SYSTEMS[system]
+    reset()
+    compiled = wrap(model)
+    start = time.perf_counter()
+    result = compiled(*args, **kwargs)
+    elapsed = time.perf_counter() - start
+    return elapsed * 1e3, compiled, result
+
+
+def time_per_call_us(fn, args, kwargs, calls):
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn(*args, **kwargs)
+        elapsed = time.perf_counter() - start
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return elapsed / calls * 1e6
+
+
+def per_call_us(model, args, kwargs, rounds, round_ms, notes, name):
+    """Median time per cache-hit call of eager, symexec and torch.compile, interleaved."""
+    contenders = {"eager": model}
+    for system, (_, wrap) in SYSTEMS.items():
+        contenders[system] = wrap(model)
+    expected = model(*args, **kwargs)
+    for label, impl in contenders.items():
+        for _ in range(10):
+            result = impl(*args, **kwargs)
+        if label != "eager":
+            notes += [f"{name}: {label} (cache hit) output differs from eager: {d}"
+                      for d in differences(result, expected)]
+    once = time_per_call_us(model, args, kwargs, 10)
+    calls = max(5, int(round_ms * 1e3 / once))
+
+    times = {label: [] for label in contenders}
+    order = list(contenders)
+    for round_number in range(rounds):
+        shift = round_number % len(order)
+        for label in order[shift:] + order[:shift]:
+            times[label].append(time_per_call_us(contenders[label], args, kwargs, calls))
+    notes += [f"{name}: symexec after the per-call rounds: {p}"
+              for p in symexec_problems(contenders["symexec"])]
+    return {label: statistics.median(ts) for label, ts in times.items()}, calls
+
+
+# ---------------------------------------------------------------------------------------------
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help=f"comma-separated, from {','.join(MODELS)} (default: all)")
+    parser.add_argument("--repeats", type=int, default=3, help="first-call repeats (median)")
+    parser.add_argument("--rounds", type=int, default=15, help="per-call rounds (median)")
+    parser.add_argument("--round-ms", type=float, default=20.0,
+                        help="per-call: each round times about this many ms of eager calls")
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    options = parser.parse_args()
+    names = [n.strip() for n in options.models.split(",") if n.strip()]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {','.join(unknown)}; choose from {','.join(MODELS)}")
+
+    torch.set_num_threads(options.threads)
+    torch.manual_seed(0)
+    notes = []
+    rows = []
+    with torch.no_grad():
+        warm = Unrelated().eval()
+        for system in SYSTEMS:
+            first_call_ms(system, warm, (torch.randn(4, 8),), {})
+
+        for name in names:
+            model, args, kwargs = MODELS[name]()
+            expected = model(*args, **kwargs)
+            firsts = {system: [] for system in SYSTEMS}
+            try:
+                for repeat in range(options.repeats):
+                    systems = list(SYSTEMS) if repeat % 2 == 0 else list(reversed(SYSTEMS))
+                    for system in systems:
+                        ms, compiled, result = first_call_ms(system, model, args, kwargs)
+                        firsts[system].append(ms)
+                        if repeat == 0:
+                            notes += [f"{name}: {system} (first call) output differs from eager: {d}"
+                                      for d in differences(result, expected)]
+                            if system == "symexec":
+                                notes += [f"{name}: symexec: {p}" for p in symexec_problems(compiled)]
+                symexec.reset()
+                torch._dynamo.reset()
+                us, calls = per_call_us(model, args, kwargs, options.rounds, options.round_ms, notes, name)
+            except Exception as error:  # report and go on with the other models
+                notes.append(f"{name}: {type(error).__name__}: {error}")
+                rows.append((name, None, None))
+                continue
+            finally:
+                symexec.reset()
+                torch._dynamo.reset()
+            rows.append((name, {s: statistics.median(t) for s, t in firsts.items()}, us))
+
+    print(f"python {sys.version.split()[0]}, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads; first call: median of {options.repeats} repeats; "
+          f"per call: median of {options.rounds} rounds")
+    header = (f"{'model':<9}{'1st symexec':>13}{'1st t.comp':>12}{'ratio':>7}"
+              f"{'eager':>10}{'symexec':>10}{'t.comp':>10}"
+              f"{'sym/eager':>11}{'tc/eager':>10}{'sym/tc':>8}")
+    print(header)
+    print("-" * len(header))
+    for name, ms, us in rows:
+        if ms is None:
+            print(f"{name:<9}  failed (see WARNING below)")
+            continue
+        ours, theirs = ms["symexec"], ms["torch.compile"]
+        eager, sym, tc = us["eager"], us["symexec"], us["torch.compile"]
+        print(f"{name:<9}{ours:>11.1f}ms{theirs:>10.1f}ms{ours / theirs:>7.2f}"
+              f"{eager:>8.1f}us{sym:>8.1f}us{tc:>8.1f}us"
+              f"{sym / eager:>11.2f}{tc / eager:>10.2f}{sym / tc:>8.2f}")
+    print("(ratio = first call symexec / torch.compile, target <= 0.5; "
+          "sym/eager, tc/eager, sym/tc = ratios of the times per call)")
+    for note in notes:
+        print("WARNING:", note)
+
+
+if __name__ == "__main__":
+    main()

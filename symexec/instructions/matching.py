@@ -1,0 +1,60 @@
+"""Structural pattern matching (``match``): the checks CPython's match opcodes make, on
+trackers whose types and contents are known while tracing."""
+
+from __future__ import annotations
+
+import collections.abc
+from typing import Any
+
+from ..exc import Unsupported
+from ..variables import BuiltinVariable, ConstantVariable, ConstDictVariable, TupleVariable
+from .registry import instruction
+
+
+def _is(value: Any, abc: type) -> bool:
+    cls = value.python_type()
+    if abc is collections.abc.Sequence and issubclass(cls, (str, bytes, bytearray)):
+        return False
+    return issubclass(cls, abc)
+
+
+@instruction("MATCH_SEQUENCE", pushes=1)
+def MATCH_SEQUENCE(tx: Any, inst: Any) -> Any:
+    return ConstantVariable(_is(tx.peek(1), collections.abc.Sequence))
+
+
+@instruction("MATCH_MAPPING", pushes=1)
+def MATCH_MAPPING(tx: Any, inst: Any) -> Any:
+    return ConstantVariable(_is(tx.peek(1), collections.abc.Mapping))
+
+
+@instruction("GET_LEN", pushes=1)
+def GET_LEN(tx: Any, inst: Any) -> Any:
+    return BuiltinVariable(len).call_function(tx, [tx.peek(1)], {})
+
+
+@instruction("MATCH_KEYS", pushes=1)
+def MATCH_KEYS(tx: Any, inst: Any) -> Any:
+    subject, keys = tx.peek(2), tx.peek(1)
+    if not isinstance(subject, ConstDictVariable):
+        raise Unsupported(f"matching the keys of {subject.describe()}")
+    wanted = keys.as_python_constant()
+    if not all(k in subject.items for k in wanted):
+        return ConstantVariable(None)
+    return TupleVariable([subject.items[k] for k in wanted])
+
+
+@instruction("MATCH_CLASS", pops=3, pushes=1)
+def MATCH_CLASS(tx: Any, inst: Any, subject: Any, cls: Any, names: Any) -> Any:
+    klass = cls.as_python_constant()
+    if not issubclass(subject.python_type(), klass):
+        return ConstantVariable(None)
+    positional = inst.arg
+    attributes = []
+    if positional:
+        match_args = getattr(klass, "__match_args__", ())
+        if len(match_args) < positional:
+            raise Unsupported(f"matching {positional} positional patterns of {klass.__qualname__}")
+        attributes += list(match_args[:positional])
+    attributes += list(names.as_python_constant())
+    return TupleVariable([subject.var_getattr(tx, name) for name in attributes])
