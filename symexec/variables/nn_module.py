@@ -39,16 +39,10 @@ class NNModuleVariable(UserDefinedObjectVariable):
         return self.value
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
-        if self.source is None:
-            raise Unsupported(f"reading {name!r} of a module without a source")
-        pending = tx.output.side_effects.pending_attr(self, name)
-        if pending is DELETED:
-            raise Unsupported(f"AttributeError: {name!r} was deleted")
-        if pending is not None:
-            return pending
+        written = self.written_attribute(tx, name)
+        if written is not None:
+            return written
         mod = self.module
-        if name == "__class__":
-            return self.class_variable(tx)
         source = AttrSource(self.source, name)
         instance_dict = mod.__dict__
         for store in ("_parameters", "_buffers", "_modules"):

@@ -134,17 +134,23 @@ class UserDefinedObjectVariable(ObjectVariableBase):
     def describe(self) -> str:
         return f"{self.cls.__qualname__} object" + (f" {self.source.name}" if self.source else "")
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def written_attribute(self, tx: Any, name: str) -> VariableTracker | None:
+        """What the trace itself wrote into ``obj.name``, if it did (the real object does not
+        have it yet: the write is replayed after the graph)."""
         if self.source is None:
             raise Unsupported(f"reading {name!r} of {self.describe()} without a source")
         pending = tx.output.side_effects.pending_attr(self, name)
         if pending is DELETED:
             raise AttributeMissing(f"AttributeError: {name!r} was deleted")
-        if pending is not None:
-            return pending
-        cls = self.cls
         if name == "__class__":
             return self.class_variable(tx)
+        return pending
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        written = self.written_attribute(tx, name)
+        if written is not None:
+            return written
+        cls = self.cls
         if getattr(cls, "__getattribute__", object.__getattribute__) is not object.__getattribute__:
             return self.real_attribute(tx, name)
         static = inspect.getattr_static(cls, name, None)
