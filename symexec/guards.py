@@ -262,7 +262,31 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
                 reuse = names.get(source, rendered)
                 expr = expr[: first.start()] + rendered + pattern.sub(lambda _: reuse, expr[first.end():])
         exprs.append(expr)
-    return exprs
+    return _shared_size_calls(exprs)
+
+
+_SIZE_CALL = re.compile(r"(?<![\w.\]])((?:\(___t\d+ := [^()]*\)|[A-Za-z_][\w.]*(?:\[[^\[\]]*\])*)\.(?:size|stride)\(\))")
+
+
+def _shared_size_calls(exprs: list[str]) -> list[str]:
+    """``a.size()`` and ``a.stride()`` computed once for all the shape guards that read them."""
+    counts: dict[str, int] = {}
+    for expr in exprs:
+        for call in _SIZE_CALL.findall(expr):
+            counts[call] = counts.get(call, 0) + 1
+    names: dict[str, str] = {}
+    result = []
+    for expr in exprs:
+        def share(match: re.Match) -> str:
+            call = match.group(1)
+            if counts.get(call, 0) < 2:
+                return call
+            if call in names:
+                return names[call]
+            names[call] = f"___s{len(names)}"
+            return f"({names[call]} := {call})"
+        result.append(_SIZE_CALL.sub(share, expr))
+    return result
 
 
 def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuards:
