@@ -27,6 +27,7 @@ from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet, compile_guards, signature_text
 from .output_graph import OutputGraph
 from .breaks import BreakPlan
+from .callees import with_compiled_callees
 from .dynamic import DynamicPolicy
 from .translator import InstructionTranslator
 from .variables import TensorVariable, VariableTracker
@@ -79,7 +80,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
                 continue
             _try_shape_guards(output)
             text = str(e) if reason is None or e is reason else f"{reason}\n  (and the graph break could not be made: {e})"
-            return _fallback_entry(fn, guards, text, start)
+            return _fallback_entry(fn, guards, text, start, with_compiled_callees(fn, compile_fn))
         except BackendCompilerFailed:
             raise
         except Exception as e:
@@ -99,10 +100,12 @@ def _try_shape_guards(output: OutputGraph) -> None:
         logs.log("debug", "no shape guards for a fallback entry: %s", e)
 
 
-def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start: float) -> CacheEntry:
+def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start: float,
+                    runs: types.FunctionType | None = None) -> CacheEntry:
+    """An entry that runs the original code (``runs``: a copy whose callees are compiled)."""
     logs.log("debug", "running %s as the original function: %s", fn.__qualname__, reason)
     compiled = compile_guards(guards, fn)
-    return CacheEntry(compiled.check, fn, compiled.guards, compiled.first_failure, fallback_reason=reason,
+    return CacheEntry(compiled.check, runs or fn, compiled.guards, compiled.first_failure, fallback_reason=reason,
                       trace_seconds=time.perf_counter() - start)
 
 

@@ -457,3 +457,24 @@ def test_graph_breaks_and_bytecode_logs(capfd):
     assert "ORIGINAL BYTECODE of spec_example" in err
     assert "ORIGINAL BYTECODE of __resume_at_" in err
     assert "MODIFIED BYTECODE __symexec___resume_at_" in err
+
+
+def callee_of_unresumable(x):
+    return x.sin() * 2
+
+
+def test_a_frame_that_cannot_resume_still_compiles_its_callees():
+    def fn(x):
+        scale = 2
+        inner = lambda y: y * scale  # noqa: E731 - a closure over a cell: the break cannot resume
+        print("break")
+        return inner(callee_of_unresumable(x))
+
+    backend = CountingBackend()
+    compiled = symexec.compile(fn, backend=backend)
+    x = _t()
+    assert torch.allclose(compiled(x), fn(x))
+    entry = symexec.cache_entries(compiled)[0]
+    assert entry.fallback_reason is not None
+    assert backend.graph_count == 1  # callee_of_unresumable's sin and mul, captured
+    check(fn, x, expect_traced=False)
