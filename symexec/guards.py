@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from .source import _CONSTANTS, Source, peek, remaining, safe_name
+from .source import _CONSTANTS, PrivateObjectSource, Source, peek, remaining, safe_name
 
 
 class GuardKind(enum.Enum):
@@ -72,6 +72,10 @@ class GuardSet:
         self._object_names: dict[int, str] = {}
         self.location: tuple[str | None, int | None] = (None, None)
 
+    def constant(self, value: Any) -> str:
+        """The name by which guard expressions refer to ``value``."""
+        return self._const(value)
+
     def _const(self, value: Any) -> str:
         name = self._object_names.get(id(value))
         if name is None:
@@ -82,8 +86,8 @@ class GuardSet:
 
     def add(self, kind: GuardKind, text: str, expr: str, source: Source | None = None, other: Source | None = None) -> None:
         key = (kind, expr)
-        if key in self._seen:
-            return
+        if key in self._seen or (source is not None and isinstance(source.root(), PrivateObjectSource)):
+            return  # (the trace's own objects cannot change behind its back: nothing to guard)
         self._seen.add(key)
         filename, lineno = self.location
         self.guards.append(Guard(kind, text, expr, source, other, filename, lineno))

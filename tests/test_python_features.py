@@ -369,3 +369,26 @@ def test_module_as_global_and_as_argument_and_attribute_guards():
         return layer(x).relu()
 
     check(uses_global, x)
+
+
+class Config:
+    def __init__(self):
+        self.layers = 2
+        self.name = "base"
+
+
+def test_a_copy_made_while_tracing_follows_the_original():
+    import copy
+
+    def fn(x, config):
+        mine = copy.deepcopy(config)
+        mine.layers += 1
+        return x * mine.layers, config.layers
+
+    config = Config()
+    compiled = symexec.compile(fn, fullgraph=True)
+    x = _t()
+    assert torch.equal(compiled(x, config)[0], x * 3)
+    config.layers = 5  # the copy's source changed: the entry must not be reused
+    out, layers = compiled(x, config)
+    assert torch.equal(out, x * 6) and layers == 5 and config.layers == 5

@@ -18,6 +18,7 @@ import operator
 from typing import Any, Callable
 
 from ..exc import AttributeMissing, TracedException, Unsupported
+from ..guards import GuardKind
 from ..source import _CONSTANTS, PrivateObjectSource, Source
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal, wrap_constant
@@ -361,7 +362,15 @@ def _copy(tx: Any, copier: Any, obj: VariableTracker, rest: tuple) -> VariableTr
         return None
     if tx.output.side_effects.attributes and any(o is obj for o, _, _ in tx.output.side_effects.attributes.values()):
         raise Unsupported("copying an object whose attributes the trace changed")
-    # A copy of an input object: made for real now, private to the trace (it must not escape).
+    # A copy of an input object, made for real now and private to the trace. What it copied
+    # is guarded: the object's attributes must still equal those it had.
+    state = getattr(obj.value, "__dict__", None)
+    if obj.source is None or state is None:
+        raise Unsupported(f"copying {obj.describe()}")
+    snapshot = copy.deepcopy(state)
+    name = tx.guards.constant(snapshot)
+    tx.guards.add(GuardKind.EQUALS_MATCH, f"{obj.source.name}.__dict__ == <its state when traced>",
+                  f"{obj.source.expr()}.__dict__ == {name}", obj.source)
     value = copier(obj.value)
     return tx.wrap(value, PrivateObjectSource.of(value))
 
