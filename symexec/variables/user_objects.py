@@ -189,6 +189,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
                 delattr(self.value, name)
             else:
                 setattr(self.value, name, value.as_python_constant())
+            tx.output.input_trackers.pop(AttrSource(self.source, name), None)  # read it afresh
             return
         static = inspect.getattr_static(self.cls, name, None)
         if hasattr(static, "__set__") or getattr(self.cls, "__setattr__", object.__setattr__) is not object.__setattr__:
