@@ -18,6 +18,7 @@ import torch
 from . import logs
 from .backends import lookup
 from .cache import ALL_CACHES, CacheEntry, FunctionCache
+from .codegen import MISS
 from .config import config
 from .convert import convert_frame
 from .dynamic import DynamicPolicy
@@ -107,13 +108,10 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
     if max_depth is None:
         @functools.wraps(fn)
         def compiled(*args: Any, **kwargs: Any) -> Any:
-            for guard, replacement in hot:
-                try:
-                    ok = guard(*args, **kwargs)
-                except TypeError:  # the call does not fit fn's signature: fn raises the error
-                    return fn(*args, **kwargs)
-                if ok:
-                    return replacement(*args, **kwargs)
+            for entry in hot:  # guards and replacement in one generated function
+                result = entry(*args, **kwargs)
+                if result is not MISS:
+                    return result
             return miss(args, kwargs)
     else:
         # A continuation: a loop whose body breaks calls it from itself once per iteration.
@@ -127,9 +125,10 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
                 return fn(*args, **kwargs)
             depth[0] += 1
             try:
-                for guard, replacement in hot:  # called by generated code: the signature fits
-                    if guard(*args, **kwargs):
-                        return replacement(*args, **kwargs)
+                for entry in hot:  # called by generated code: the signature fits
+                    result = entry(*args, **kwargs)
+                    if result is not MISS:
+                        return result
                 return miss(args, kwargs)
             finally:
                 depth[0] -= 1

@@ -11,6 +11,7 @@ from typing import Any, Callable
 import torch.fx
 
 from .dynamic import FrameState
+from .codegen import MISS
 from .guards import Guard
 
 
@@ -34,6 +35,21 @@ class CacheEntry:
     trace_seconds: float = 0.0
     compile_seconds: float = 0.0
     serial: int = field(default_factory=lambda: next(_serials))  # creation order, across functions
+    # What the hot path calls: the replacement with the guards in front (MISS when they fail).
+    entry_fn: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.entry_fn is None:
+            guard, replacement = self.guard, self.replacement
+
+            def guarded(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    ok = guard(*args, **kwargs)
+                except TypeError:  # the call does not fit: the function itself raises eager's error
+                    return replacement(*args, **kwargs)
+                return replacement(*args, **kwargs) if ok else MISS
+
+            self.entry_fn = guarded
 
     def failed_guard(self, args: tuple, kwargs: dict) -> Guard | None:
         index = self.first_failure(*args, **kwargs)
@@ -42,18 +58,18 @@ class CacheEntry:
 
 @dataclass(eq=False)  # hashed by identity: caches live in a WeakSet
 class FunctionCache:
-    """The entries of one compiled function. ``hot`` is the hit path's view: (guard, fn) pairs."""
+    """The entries of one compiled function. ``hot`` is the hit path's view."""
 
     fn: types.FunctionType
     entries: list[CacheEntry] = field(default_factory=list)
-    hot: list[tuple[Callable[..., bool], Callable[..., Any]]] = field(default_factory=list)
+    hot: list[Callable[..., Any]] = field(default_factory=list)  # entry functions, newest first
     recompile_reasons: list[str] = field(default_factory=list)
     limit_warned: bool = False
     frame_state: FrameState = field(default_factory=FrameState)  # what automatic dynamic has seen
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.insert(0, entry)
-        self.hot.insert(0, (entry.guard, entry.replacement))
+        self.hot.insert(0, entry.entry_fn)
 
     def failure_reasons(self, args: tuple, kwargs: dict) -> list[str]:
         """For each entry, newest first, the guard that rejected this call."""

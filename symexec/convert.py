@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw
 
 from . import logs
 from .cache import CacheEntry
-from .codegen import PyCodegen, disassemble
+from .codegen import PyCodegen, disassemble, guarded_entry
 from .config import Config
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet, compile_guards, signature_text
@@ -177,7 +177,13 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     replacement = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
     replacement.__kwdefaults__ = fn.__kwdefaults__
     checks = compile_guards(guards, fn)
-    entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm,
+    merged = guarded_entry(code, checks.condition, checks.namespace) if checks.condition is not None else None
+    entry_fn = None
+    if merged is not None:
+        entry_fn = types.FunctionType(merged, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+        entry_fn.__kwdefaults__ = fn.__kwdefaults__
+        entry_fn.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
+    entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm, entry_fn=entry_fn,
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
                        compile_seconds=time.perf_counter() - compile_start, break_reason=reason,
                        readable_code=readable)

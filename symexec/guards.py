@@ -195,6 +195,10 @@ class CompiledGuards:
     check: types.FunctionType  # same signature as the user's function -> bool
     first_failure: types.FunctionType  # same signature -> index of the first failing guard, or -1
     guards: list[Guard]
+    # The bare condition (no try) and the objects it names: codegen.guarded_entry splices it in
+    # front of the replacement, so that a cache hit is one call.
+    condition: types.FunctionType | None = None
+    namespace: dict[str, Any] = field(default_factory=dict)
 
 
 def signature_text(code: types.CodeType) -> str:
@@ -303,6 +307,8 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
     source = (
         f"def ___guard({params}):\n"
         f"    try:\n        return {condition}\n    except Exception:\n        return False\n"
+        f"def ___condition({params}):\n"
+        f"    return {condition}\n"
         f"def ___first_failure({params}):\n"
         f"    ___i = 0\n"
         f"    try:\n{checks or '        pass'}\n"
@@ -336,4 +342,4 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
     for generated in (check, first_failure):
         generated.__defaults__ = fn.__defaults__
         generated.__kwdefaults__ = fn.__kwdefaults__
-    return CompiledGuards(check, first_failure, list(guards))
+    return CompiledGuards(check, first_failure, list(guards), namespace.pop("___condition"), namespace)
