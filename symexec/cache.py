@@ -35,21 +35,8 @@ class CacheEntry:
     trace_seconds: float = 0.0
     compile_seconds: float = 0.0
     serial: int = field(default_factory=lambda: next(_serials))  # creation order, across functions
-    # What the hot path calls: the replacement with the guards in front (MISS when they fail).
-    entry_fn: Callable[..., Any] | None = None
-
-    def __post_init__(self) -> None:
-        if self.entry_fn is None:
-            guard, replacement = self.guard, self.replacement
-
-            def guarded(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    ok = guard(*args, **kwargs)
-                except TypeError:  # the call does not fit: the function itself raises eager's error
-                    return replacement(*args, **kwargs)
-                return replacement(*args, **kwargs) if ok else MISS
-
-            self.entry_fn = guarded
+    # Builds the one-call form of this entry (guards spliced into the replacement), or None.
+    merged: Callable[[], Callable[..., Any] | None] | None = None
 
     def failed_guard(self, args: tuple, kwargs: dict) -> Guard | None:
         index = self.first_failure(*args, **kwargs)
@@ -69,7 +56,31 @@ class FunctionCache:
 
     def add(self, entry: CacheEntry) -> None:
         self.entries.insert(0, entry)
-        self.hot.insert(0, entry.entry_fn)
+        self.hot.insert(0, self._entry_function(entry))
+
+    def _entry_function(self, entry: CacheEntry) -> Callable[..., Any]:
+        """What the hot path calls for ``entry``: guard, then replacement, MISS if the guard
+        fails. After a few hits it is swapped for the one-call form (``entry.merged``)."""
+        guard, replacement = entry.guard, entry.replacement
+        hits = [0]
+
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                ok = guard(*args, **kwargs)
+            except TypeError:  # the call does not fit: the function itself raises eager's error
+                return replacement(*args, **kwargs)
+            if not ok:
+                return MISS
+            hits[0] += 1
+            if hits[0] == MERGE_AFTER_HITS and entry.merged is not None:
+                self._swap(guarded, entry.merged())
+            return replacement(*args, **kwargs)
+
+        return guarded
+
+    def _swap(self, old: Callable[..., Any], new: Callable[..., Any] | None) -> None:
+        if new is not None and old in self.hot:  # in place: the hot path may be iterating
+            self.hot[self.hot.index(old)] = new
 
     def failure_reasons(self, args: tuple, kwargs: dict) -> list[str]:
         """For each entry, newest first, the guard that rejected this call."""
@@ -87,6 +98,8 @@ class FunctionCache:
         self.limit_warned = False
         self.frame_state.clear()
 
+
+MERGE_AFTER_HITS = 3  # hits before an entry's guards are spliced into its code
 
 ALL_CACHES: "weakref.WeakSet[FunctionCache]" = weakref.WeakSet()
 

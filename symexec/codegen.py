@@ -20,7 +20,6 @@ from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from .exc import InternalError
 from .rendering import Renderer
-from .resume import set_handler_depths
 from .variables import ConstDictVariable, ListVariable, SetVariable, VariableTracker
 
 MUTABLE_TRACKERS = (ListVariable, ConstDictVariable, SetVariable)
@@ -197,26 +196,29 @@ class PyCodegen:
             raise InternalError(f"generated code for {name} has a negative stack size")
         # A handler we set up (a break inside a try block) has the original handler's depth,
         # which is not the depth where our region starts: keep the depths we wrote.
-        return bc.to_code(compute_exception_stack_depths=False)
+        return bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
 
 
 MISS = object()  # what a guarded entry returns when its guards reject the call
 
 
-def guarded_entry(replacement: types.CodeType, condition: types.FunctionType, namespace: dict[str, Any]) -> types.CodeType | None:
-    """The replacement with its guard condition spliced in front: ``if not (guards): return
-    MISS``, a guard that raises counting as failed. A cache hit is then one call instead of two.
+def guard_prefix(template: types.CodeType, condition: types.FunctionType | None, namespace: dict[str, Any],
+                 lineno: int) -> list[Any] | None:
+    """``if not (guards): return MISS`` as instructions to put in front of a replacement, a guard
+    that raises counting as failed: then a cache hit is one call instead of two.
 
-    The condition was compiled as Python source in ``namespace``; its global reads become
-    constants here. None when it cannot be spliced (a parameter named in a way Python source
-    cannot write), and the entry keeps two functions.
+    ``condition`` was compiled from Python source in ``namespace``; its global reads become
+    constants here. None when it cannot be spliced (a parameter whose name Python source
+    cannot write), and the entry keeps a separate guard function.
     """
-    if condition.__code__.co_varnames[: condition.__code__.co_argcount] != replacement.co_varnames[: replacement.co_argcount]:
+    if condition is None:
+        return None
+    nargs = condition.__code__.co_argcount + condition.__code__.co_kwonlyargcount
+    if condition.__code__.co_varnames[:nargs] != template.co_varnames[:nargs]:
         return None
     ok, handler = Label(), Label()
     begin = TryBegin(handler, False, 0)
     guard: list[Any] = [begin]
-    line = replacement.co_firstlineno
     for item in Bytecode.from_code(condition.__code__):
         if isinstance(item, Label):
             guard.append(item)  # the `and` chain's jump targets, used by no other code
@@ -227,26 +229,16 @@ def guarded_entry(replacement: types.CodeType, condition: types.FunctionType, na
             if name not in namespace:
                 return None
             if push_null:
-                guard.append(Instr("PUSH_NULL", lineno=line))
-            guard.append(Instr("LOAD_CONST", namespace[name], lineno=line))
+                guard.append(Instr("PUSH_NULL", lineno=lineno))
+            guard.append(Instr("LOAD_CONST", namespace[name], lineno=lineno))
         elif item.name == "RETURN_VALUE":
-            guard += [TryEnd(begin), Instr("POP_JUMP_FORWARD_IF_TRUE", ok, lineno=line),
-                      Instr("LOAD_CONST", MISS, lineno=line), Instr("RETURN_VALUE", lineno=line),
-                      handler, Instr("POP_TOP", lineno=line), Instr("LOAD_CONST", MISS, lineno=line),
-                      Instr("RETURN_VALUE", lineno=line), ok]
+            guard += [TryEnd(begin), Instr("POP_JUMP_FORWARD_IF_TRUE", ok, lineno=lineno),
+                      Instr("LOAD_CONST", MISS, lineno=lineno), Instr("RETURN_VALUE", lineno=lineno),
+                      handler, Instr("POP_TOP", lineno=lineno), Instr("LOAD_CONST", MISS, lineno=lineno),
+                      Instr("RETURN_VALUE", lineno=lineno), ok]
         else:
             guard.append(item)
-    body = Bytecode.from_code(replacement)
-    set_handler_depths(replacement, list(body))
-    head = [i for i in body[:2] if isinstance(i, Instr) and i.name in ("COPY_FREE_VARS", "RESUME")]
-    merged = Bytecode([*head, *guard, *body[len(head):]])
-    for attr in ("argnames", "argcount", "posonlyargcount", "kwonlyargcount", "name", "qualname", "filename",
-                 "first_lineno", "freevars", "cellvars", "flags"):
-        setattr(merged, attr, getattr(body, attr))
-    try:
-        return merged.to_code(compute_exception_stack_depths=False)
-    except Exception:  # noqa: BLE001 - keep the two functions
-        return None
+    return guard
 
 
 def disassemble(code: types.CodeType) -> str:

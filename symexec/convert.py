@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw
 
 from . import logs
 from .cache import CacheEntry
-from .codegen import PyCodegen, disassemble, guarded_entry
+from .codegen import PyCodegen, disassemble, guard_prefix
 from .config import Config
 from .exc import BackendCompilerFailed, Unsupported
 from .guards import GuardSet, compile_guards, signature_text
@@ -172,18 +172,26 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
             graph_input.source.emit_load(cg)
         cg.call(len(output.inputs))
         cg.store_fast(GRAPH_OUT)
-    code = cg.assemble(fn.__code__, name, cg.instructions + body.instructions)
+    checks = compile_guards(guards, fn)
+    instructions = [*cg.instructions, *body.instructions]
+    code = cg.assemble(fn.__code__, name, instructions)
     readable = body.readable(f"def {name}({signature_text(fn.__code__)}):", other=cg)
     replacement = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
     replacement.__kwdefaults__ = fn.__kwdefaults__
-    checks = compile_guards(guards, fn)
-    merged = guarded_entry(code, checks.condition, checks.namespace) if checks.condition is not None else None
-    entry_fn = None
-    if merged is not None:
-        entry_fn = types.FunctionType(merged, fn.__globals__, name, fn.__defaults__, fn.__closure__)
-        entry_fn.__kwdefaults__ = fn.__kwdefaults__
-        entry_fn.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
-    entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm, entry_fn=entry_fn,
+
+    def merged() -> Callable[..., Any] | None:
+        """The guards in front of the replacement's own code: a hit becomes one call, which
+        returns MISS when they fail. Built once the entry is hit a few times (it costs about
+        as much as the code itself to assemble), or None where they cannot be spliced."""
+        prefix = guard_prefix(fn.__code__, checks.condition, checks.namespace, lineno)
+        if prefix is None:
+            return None
+        both = types.FunctionType(cg.assemble(fn.__code__, name, [*prefix, *instructions]), fn.__globals__, name,
+                                  fn.__defaults__, fn.__closure__)
+        both.__kwdefaults__ = fn.__kwdefaults__
+        both.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
+        return both
+    entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm, merged=merged,
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
                        compile_seconds=time.perf_counter() - compile_start, break_reason=reason,
                        readable_code=readable)

@@ -448,3 +448,20 @@ def test_each_log_artifact_prints_when_on_and_nothing_when_off(artifact, capfd):
     expected = {"graph_code": "l_t_ + 1", "guards": "L['b'] == 'Hello'", "recompiles": "L['b'] == 'Hello'",
                 "bytecode": "MODIFIED BYTECODE"}[artifact]
     assert f"[symexec.{artifact}]" in err and expected in err
+
+
+def test_hot_entries_become_one_call_and_stay_correct():
+    def fn(x, n, *, k=1):
+        return x * n + k
+
+    compiled = symexec.compile(fn)
+    x = torch.randn(3)
+    for i in range(6):  # past the hits after which guards are spliced into the code
+        assert torch.equal(compiled(x, 2, k=i % 2), fn(x, 2, k=i % 2))
+    assert torch.equal(compiled(x, 2.5), fn(x, 2.5))  # a guard fails: a new entry, not a wrong one
+    for bad in ((x,), (x, 1, 2)):
+        with pytest.raises(TypeError) as eager:
+            fn(*bad)
+        with pytest.raises(TypeError) as ours:
+            compiled(*bad)
+        assert str(ours.value) == str(eager.value)
