@@ -178,6 +178,7 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     readable = body.readable(f"def {name}({signature_text(fn.__code__)}):", other=cg)
     replacement = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
     replacement.__kwdefaults__ = fn.__kwdefaults__
+    replacement.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
 
     def merged() -> Callable[..., Any] | None:
         """The guards in front of the replacement's own code: a hit becomes one call, which
