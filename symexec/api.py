@@ -1,9 +1,11 @@
 """The decorator and the hot path.
 
 ``compile(fn)`` returns a plain function (so it binds as a method like ``fn`` would) that
-walks the cache's ``hot`` list: for each entry, newest first, one call of the generated guard
-function, and on success one call of the generated replacement. Nothing else runs on a hit.
-A miss goes to ``_Compiled.miss``: recompile reasons, the size limit, then a new trace.
+walks the cache's ``hot`` list: for each entry, newest first, one call that checks the guards
+and runs the replacement, returning ``MISS`` when the guards fail (a new entry calls its guard
+function, then its replacement; after a few hits it becomes one generated function with the
+guards in front, see ``cache.py``). Nothing else runs on a hit. A miss goes to
+``_Compiled.miss``: recompile reasons, the size limit, then a new trace.
 """
 
 from __future__ import annotations
