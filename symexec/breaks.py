@@ -84,6 +84,7 @@ class BreakPlan:
     def live_values(self) -> list[VariableTracker]:
         values = list(self.stack)
         values += [v for v in self.bound_locals().values() if v is not None]
+        values += [self.tx.cells[n] for n in self.tx.code.co_cellvars if n in self.tx.cells]
         return values
 
     # -- code --------------------------------------------------------------------------------
@@ -112,6 +113,13 @@ class BreakPlan:
                 cg.reconstruct(var)
                 self.local_temps[name] = cg.new_temp()
                 cg.store_fast(self.local_temps[name])
+        self.cell_temps: dict[str, str] = {}
+        for name in self.tx.code.co_cellvars:
+            if name not in self.tx.cells:
+                raise Unsupported(f"a graph break before the cell {name!r} exists")
+            cg.reconstruct(self.tx.cells[name])
+            self.cell_temps[name] = cg.new_temp()
+            cg.store_fast(self.cell_temps[name])
         apply_side_effects()
         if self.grad_mode != torch.is_grad_enabled():
             cg.call_const(torch._C._set_grad_enabled, lambda: [cg.load_const(self.grad_mode)])
@@ -180,19 +188,25 @@ class BreakPlan:
             cg.load_fast(temp)
         for name in live:
             cg.load_fast(self.local_temps.get(name, name))
-        cg.call(len(temps) + len(live))
+        for name in self.tx.code.co_cellvars:
+            cg.load_fast(self.cell_temps[name])
+        cg.call(len(temps) + len(live) + len(self.tx.code.co_cellvars))
         cg.emit("RETURN_VALUE")
 
 
+def _stable(fn: types.FunctionType) -> bool:
+    """The same function on every call: no closure, or only a method's ``__class__`` cell."""
+    return not fn.__closure__ or fn.__code__.co_freevars == ("__class__",)
+
+
 def _reconstruct_callee(cg: Any, var: VariableTracker, compile_fn: Callable[[types.FunctionType], Any]) -> None:
-    """A user function called at a break runs compiled: its own torch code is captured."""
-    if isinstance(var, UserFunctionVariable):
+    """A user function called at a break runs compiled: its own torch code is captured. (Not a
+    closure: the one called may be another of the same code, over other cells.)"""
+    if isinstance(var, UserFunctionVariable) and _stable(var.fn):
         cg.load_const(compile_fn(var.fn))
-    elif isinstance(var, UserMethodVariable) and isinstance(var.fn, UserFunctionVariable):
+    elif isinstance(var, UserMethodVariable) and isinstance(var.fn, UserFunctionVariable) and _stable(var.fn.fn):
         cg.call_const(types.MethodType, lambda: [cg.load_const(compile_fn(var.fn.fn)), cg.reconstruct(var.obj)])
-    elif isinstance(var, BaseUserFunctionVariable):
-        raise Unsupported(f"a graph break calling {var.describe()}, made while tracing")
-    else:
+    else:  # (an inner function made while tracing runs as it is: its closure differs per call)
         cg.reconstruct(var)
 
 

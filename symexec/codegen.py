@@ -20,9 +20,9 @@ from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from .exc import InternalError
 from .rendering import Renderer
-from .variables import ConstDictVariable, ListVariable, SetVariable, VariableTracker
+from .variables import CellVariable, ConstDictVariable, ListVariable, SetVariable, VariableTracker
 
-MUTABLE_TRACKERS = (ListVariable, ConstDictVariable, SetVariable)
+MUTABLE_TRACKERS = (ListVariable, ConstDictVariable, SetVariable, CellVariable)
 
 # Flags a replacement keeps from the original code: how arguments are received.
 _KEPT_FLAGS = 0x01 | 0x02 | 0x04 | 0x08 | 0x10  # OPTIMIZED, NEWLOCALS, VARARGS, VARKEYWORDS, NESTED

@@ -51,6 +51,7 @@ class OutputGraph:
         self.inputs: list[GraphInput] = []
         self.input_trackers: dict[Source, Any] = {}  # the builder's memo: one tracker per source
         self.objects_by_id: dict[int, Any] = {}  # mutable inputs reached through several sources
+        self.real_cells: dict[int, Any] = {}  # closure cells met while tracing, one tracker each
         self.side_effects = SideEffects()
         self.grad_enabled = torch.is_grad_enabled()  # as the traced code has set it so far
         self.active_contexts: list[Any] = []  # autocast modes entered for real while tracing

@@ -80,6 +80,10 @@ _made: "weakref.WeakKeyDictionary[types.CodeType, dict[tuple, types.CodeType]]" 
 _origin: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, int]]" = weakref.WeakKeyDictionary()
 
 
+def is_continuation(code: types.CodeType) -> bool:
+    return code in _origin
+
+
 def original_position(code: types.CodeType, index: int) -> tuple[types.CodeType, int]:
     """Map an instruction of a continuation back to the original code, so that a
     continuation that breaks again resumes into the original (a loop with a break in its
@@ -102,9 +106,6 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
     made = _made.setdefault(code, {})
     if key in made:
         return made[key]
-    if code.co_cellvars:
-        raise Unsupported(f"a graph break in {code.co_name}, whose locals are captured by inner functions",
-                          hint="the frame runs as the original function")
     if code.co_flags & (0x20 | 0x80 | 0x100 | 0x200):  # generator, coroutine, async generator
         raise Unsupported(f"a graph break in the generator or coroutine {code.co_name}")
     original = Bytecode.from_code(code)
@@ -127,7 +128,9 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
                  for i, null in enumerate(nulls)]
     prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
     bc = Bytecode(prologue + items)
-    bc.argnames = [f"___stack{i}" for i, null in enumerate(nulls) if not null] + list(live)
+    # Cell variables come last, as the cells themselves: the prologue skips the original's
+    # MAKE_CELL, so their slots hold the cells the caller made (and shared with inner functions).
+    bc.argnames = [f"___stack{i}" for i, null in enumerate(nulls) if not null] + list(live) + list(code.co_cellvars)
     bc.argcount = len(bc.argnames)
     bc.posonlyargcount = 0
     bc.kwonlyargcount = 0
@@ -136,7 +139,7 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
     bc.filename = code.co_filename
     bc.first_lineno = code.co_firstlineno
     bc.freevars = list(code.co_freevars)
-    bc.cellvars = []
+    bc.cellvars = list(code.co_cellvars)
     bc.flags = code.co_flags & (0x01 | 0x02 | 0x10)  # OPTIMIZED, NEWLOCALS, NESTED
     # The stack never runs deeper than in the original code, and the handlers' depths are the
     # original ones: the flow analysis of bytecode, entering mid-block, could miss both.

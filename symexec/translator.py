@@ -24,7 +24,7 @@ from .exc import InternalError, TracedException, Unsupported
 from .guards import GuardSet
 from .instructions import DISPATCH
 from .output_graph import OutputGraph
-from .resume import set_handler_depths
+from .resume import is_continuation, set_handler_depths
 from .source import AttrSource, BuiltinSource, ClosureSource, ConstSource, GetItemSource, GlobalSource, LocalSource, Source
 from .variables import ConstantVariable, IteratorVariable, VariableBuilder, VariableTracker
 from .variables.user_objects import ExceptionVariable
@@ -126,6 +126,12 @@ class InstructionTranslator:
         """The root translator of a compiled function called with real arguments."""
         tx = cls(fn.__code__, fn.__globals__, output, config)
         tx._unwrapped = bind_arguments(fn, args, kwargs)
+        if is_continuation(fn.__code__):
+            for name in fn.__code__.co_cellvars:  # handed over as the cells themselves
+                cell = tx._unwrapped.pop(name)
+                tx.cells[name] = real_cell(tx, cell, AttrSource(LocalSource(name), "cell_contents"),
+                                           lambda cg, name=name: (cg.load_fast(name), cg.emit("STORE_ATTR", "cell_contents")),
+                                           cell_source=LocalSource(name))
         for i, name in enumerate(fn.__code__.co_freevars):
             tx.cells[name] = real_cell(tx, fn.__closure__[i], ClosureSource(name, i),  # type: ignore[index]
                                        lambda cg, name=name: cg.emit("STORE_DEREF", FreeVar(name)))

@@ -465,10 +465,9 @@ def callee_of_unresumable(x):
 
 def test_a_frame_that_cannot_resume_still_compiles_its_callees():
     def fn(x):
-        scale = 2
-        inner = lambda y: y * scale  # noqa: E731 - a closure over a cell: the break cannot resume
-        print("break")
-        return inner(callee_of_unresumable(x))
+        with torch.autocast("cpu"):  # a break inside an autocast block: the frame cannot resume
+            print("break")
+        return callee_of_unresumable(x)
 
     backend = CountingBackend()
     compiled = symexec.compile(fn, backend=backend)
@@ -478,3 +477,41 @@ def test_a_frame_that_cannot_resume_still_compiles_its_callees():
     assert entry.fallback_reason is not None
     assert backend.graph_count == 1  # callee_of_unresumable's sin and mul, captured
     check(fn, x, expect_traced=False)
+
+
+@pytest.mark.parametrize("case", ["closures_in_loop", "nonlocal_counter", "rebound_cell"])
+def test_cells_of_the_frame_cross_graph_breaks(case):
+    def closures_in_loop(x):
+        total = x
+        fns = []
+        for i in range(3):
+            def add(v, i=i):
+                return v + i + total
+            fns.append(add)
+            print(i)
+            total = total * 2
+        return [g(x) for g in fns]
+
+    def nonlocal_counter(x):
+        count = 0
+
+        def bump():
+            nonlocal count
+            count += 1
+            return count
+
+        for _ in range(3):
+            bump()
+            symexec.graph_break()
+        return x * count, count
+
+    def rebound_cell(x):
+        scale = x.sum()
+        get = lambda t: t * scale  # noqa: E731
+        y = get(x)
+        print("mid")
+        scale = scale + 1
+        return get(y)
+
+    fn = {"closures_in_loop": closures_in_loop, "nonlocal_counter": nonlocal_counter, "rebound_cell": rebound_cell}[case]
+    check(fn, _t(), calls=3)

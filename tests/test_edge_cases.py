@@ -69,9 +69,8 @@ def test_break_with_cell_alive_across_it():
         y = y + 10
         return get()
 
-    # A closure over a cell of the traced frame cannot cross a graph break (the cell does not
-    # exist outside the trace): the frame runs as the original function, with eager's result.
-    check(fn, _t(2), expect_traced=False)
+    # The cell of y crosses the break: the lambda rebuilt there and the continuation share it.
+    check(fn, _t(2))
 
 
 def test_break_inside_inner_function_writing_nonlocal():
@@ -87,9 +86,8 @@ def test_break_inside_inner_function_writing_nonlocal():
         add(2)
         return acc
 
-    # `add` writes a cell of fn: it cannot run outside the trace, so fn runs as the original
-    # function, with eager's result.
-    check(fn, _t(2), expect_traced=False)
+    # `add` writes a cell of fn, across two breaks: every call makes its own cells.
+    check(fn, _t(2), calls=3)
 
 
 def test_break_in_list_comprehension():

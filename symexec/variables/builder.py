@@ -184,7 +184,12 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
 @wraps(types.FunctionType)
 def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source | None) -> VariableTracker:
     if source is not None:
-        b.guards.id_match(source, value)
+        if value.__closure__:
+            # A closure is made anew by each call of its maker: what must stay is its code;
+            # what it closes over is guarded where the trace reads it.
+            b.guards.id_match(AttrSource(source, "__code__"), value.__code__)
+        else:
+            b.guards.id_match(source, value)
     if getattr(value, "_symexec_graph_break", False):
         return GraphBreakVariable(value, source)
     if value in HANDLERS:  # a Python function symexec models itself (copy.deepcopy, inspect...)

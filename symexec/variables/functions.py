@@ -35,8 +35,8 @@ class CellVariable(VariableTracker):
 
     def __init__(self, contents: VariableTracker | None = None, pre_existing: bool = False,
                  loader: "Callable[[], VariableTracker | None] | None" = None,
-                 store: "Callable[[Any], None] | None" = None) -> None:
-        super().__init__()
+                 store: "Callable[[Any], None] | None" = None, source: Source | None = None) -> None:
+        super().__init__(source)  # the source of the cell object itself, where it has one
         self._contents = contents
         self._loader = loader  # wraps a real cell's contents on first read, so unused cells add no guard
         self.pre_existing = pre_existing
@@ -44,6 +44,18 @@ class CellVariable(VariableTracker):
 
     def subvalues(self) -> list[VariableTracker]:
         return [self.contents] if self.contents is not None else []
+
+    def reconstruct(self, cg: Any) -> None:
+        """The real cell: re-fetched, or made by generated code (a cell of the traced frame, at a
+        graph break, shared by the inner functions rebuilt there and by the continuation)."""
+        if self.source is not None:
+            self.source.emit_load(cg)
+        elif self.pre_existing:
+            raise Unsupported("re-creating a closure cell of an enclosing function")
+        elif self.contents is None:
+            cg.call_const(types.CellType, lambda: [])
+        else:
+            cg.call_const(types.CellType, lambda: [cg.reconstruct(self.contents)])
 
     def emit_store(self, cg: Any) -> None:
         """With the new contents on the stack, write them into the real cell."""
@@ -65,14 +77,24 @@ class CellVariable(VariableTracker):
         return f"CellVariable({self.contents!r})"
 
 
-def real_cell(tx: Any, cell: types.CellType, source: Source | None, store: "Callable[[Any], None] | None") -> CellVariable:
+def real_cell(tx: Any, cell: types.CellType, source: Source | None, store: "Callable[[Any], None] | None",
+              cell_source: Source | None = None) -> CellVariable:
     """A tracker for a cell that exists outside the trace; its contents are wrapped when read.
-    ``source`` re-fetches the contents; ``store`` writes new contents in generated code."""
+    ``source`` re-fetches the contents; ``store`` writes new contents in generated code;
+    ``cell_source`` re-fetches the cell itself. One cell reached two ways (a frame's own cell and
+    the closure of a function over it) is one tracker, so a write through one is read through
+    the other."""
+    known = tx.output.real_cells.get(id(cell))
+    if known is not None:
+        return known
     try:
         contents = cell.cell_contents
     except ValueError:  # an empty cell
-        return CellVariable(None, pre_existing=True, store=store)
-    return CellVariable(pre_existing=True, loader=lambda: tx.wrap(contents, source), store=store)
+        var = CellVariable(None, pre_existing=True, store=store, source=cell_source)
+    else:
+        var = CellVariable(pre_existing=True, loader=lambda: tx.wrap(contents, source), store=store, source=cell_source)
+    tx.output.real_cells[id(cell)] = var
+    return var
 
 
 class BaseUserFunctionVariable(VariableTracker):
@@ -214,12 +236,12 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
     def closure_cells(self, tx: Any) -> list[CellVariable]:
         return list(self.closure.unpack(tx)) if self.closure else []  # type: ignore[arg-type]
 
+    def subvalues(self) -> list[VariableTracker]:
+        return [v for v in (self.defaults, self.kwdefaults, self.closure) if v is not None]
+
     def reconstruct(self, cg: Any) -> None:
         """MAKE_FUNCTION again, in generated code: possible when it closes over no cell (a
         cell of the traced frame does not exist outside the trace)."""
-        if self.closure is not None and self.closure.unpack(None):
-            raise Unsupported(f"the inner function {self.code.co_qualname}, made while tracing, closes over "
-                              "variables of the traced frame: it cannot be re-created outside the trace")
         flags = 0
         if self.defaults is not None:
             cg.reconstruct(self.defaults)
@@ -227,6 +249,12 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         if self.kwdefaults is not None:
             cg.reconstruct(self.kwdefaults)
             flags |= 0x02
+        if self.closure is not None:  # its cells, the very ones the continuation gets
+            cells = self.closure.unpack(None)
+            for cell in cells:
+                cg.reconstruct(cell)
+            cg.build(tuple, len(cells))
+            flags |= 0x08
         cg.load_const(self.code)
         cg.emit("MAKE_FUNCTION", flags)
 
@@ -249,6 +277,12 @@ class UserMethodVariable(VariableTracker):
 
     def subvalues(self) -> list[VariableTracker]:
         return [self.obj]
+
+    def reconstruct(self, cg: Any) -> None:
+        if self.source is not None:
+            self.source.emit_load(cg)
+        else:
+            cg.call_const(types.MethodType, lambda: [cg.reconstruct(self.fn), cg.reconstruct(self.obj)])
 
     def __repr__(self) -> str:
         return f"UserMethodVariable({self.fn!r})"
