@@ -26,8 +26,7 @@ from bytecode import Instr, Label, TryBegin
 
 from .exc import Unsupported
 from .resume import live_locals, resume_code
-from .variables import NULL, NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
-from .variables.functions import BaseUserFunctionVariable
+from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
 
 _CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
 
@@ -209,5 +208,3 @@ def _reconstruct_callee(cg: Any, var: VariableTracker, compile_fn: Callable[[typ
     else:  # (an inner function made while tracing runs as it is: its closure differs per call)
         cg.reconstruct(var)
 
-
-__all__ = ["BreakPlan", "NULL"]

@@ -75,7 +75,3 @@ class BackendCompilerFailed(SymexecError):
 
 class InternalError(SymexecError):
     """A bug in symexec: an invariant that should always hold did not."""
-
-
-def unimplemented(reason: str, *, hint: str = "") -> "NoReturn":  # noqa: F821
-    raise Unsupported(reason, hint=hint)

@@ -230,30 +230,6 @@ def safe_name(name: str) -> str:
 _CONSTANTS: dict[int, Any] = {}  # objects ConstSource names, kept alive: functions and classes
 
 
-@dataclass(frozen=True)
-class PrivateObjectSource(Source):
-    """An object the trace made for itself by running a pure function for real (a deep copy
-    of a config). The trace reads and changes it directly; where it reaches the user's world
-    (stored in a returned object), generated code hands out a fresh deep copy of it, one per
-    call, as eager would have made."""
-
-    object_id: int
-
-    @classmethod
-    def of(cls, value: Any) -> "PrivateObjectSource":
-        _CONSTANTS[id(value)] = value
-        return cls(id(value))
-
-    @property
-    def name(self) -> str:
-        return f"<private {type(_CONSTANTS[self.object_id]).__name__}>"
-
-    def expr(self) -> str:
-        return f"___const[{self.object_id}]"
-
-    def emit_load(self, cg: LoadEmitter) -> None:
-        cg.load_private(_CONSTANTS[self.object_id])  # type: ignore[attr-defined]
-
 
 @dataclass(frozen=True)
 class ConstSource(Source):
@@ -278,3 +254,18 @@ class ConstSource(Source):
 
     def emit_load(self, cg: LoadEmitter) -> None:
         cg.load_const(_CONSTANTS[self.object_id])
+
+
+@dataclass(frozen=True)
+class PrivateObjectSource(ConstSource):
+    """An object the trace made for itself by running a pure function for real (a deep copy
+    of a config). The trace reads and changes it directly; where it reaches the user's world
+    (stored in a returned object), generated code hands out a fresh deep copy of it, one per
+    call, as eager would have made."""
+
+    @property
+    def name(self) -> str:
+        return f"<private {type(_CONSTANTS[self.object_id]).__name__}>"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.load_private(_CONSTANTS[self.object_id])  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..exc import Unsupported
 from ..variables import (
-    BuiltinVariable, ConstantVariable, ConstDictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable,
+    ConstantVariable, ConstDictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable,
 )
 from .registry import instruction
 

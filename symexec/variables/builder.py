@@ -28,7 +28,6 @@ from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, Rang
 from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable
 from .nn_module import NNModuleVariable
 from .user_objects import UserDefinedObjectVariable
-from .tensor import TensorVariable
 from .torch import TorchModuleVariable, TorchVariable, is_torch_object
 
 Wrapper = Callable[["VariableBuilder", Any, "Source | None"], VariableTracker]

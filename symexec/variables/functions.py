@@ -14,7 +14,7 @@ import types
 from typing import Any, Callable
 
 from ..exc import Unsupported
-from ..source import AttrSource, GetItemSource, Source
+from ..source import AttrSource, ConstSource, GetItemSource, Source
 from .base import VariableTracker
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable
@@ -182,16 +182,15 @@ class UserFunctionVariable(BaseUserFunctionVariable):
 
     def closure_cells(self, tx: Any) -> list[CellVariable]:
         cells = []
+        base = self.source or ConstSource.of(self.fn)  # (a function held by the trace itself)
         for i, cell in enumerate(self.fn.__closure__ or ()):
-            source = store = None
-            if self.source is not None:
-                cell_source = GetItemSource(AttrSource(self.source, "__closure__"), i)
-                source = AttrSource(cell_source, "cell_contents")
+            cell_source = GetItemSource(AttrSource(base, "__closure__"), i)
 
-                def store(cg: Any, cell_source: Source = cell_source) -> None:
-                    cell_source.emit_load(cg)
-                    cg.emit("STORE_ATTR", "cell_contents")
-            cells.append(real_cell(tx, cell, source, store))
+            def store(cg: Any, cell_source: Source = cell_source) -> None:
+                cell_source.emit_load(cg)
+                cg.emit("STORE_ATTR", "cell_contents")
+
+            cells.append(real_cell(tx, cell, AttrSource(cell_source, "cell_contents"), store, cell_source))
         return cells
 
     def __repr__(self) -> str:

@@ -6,7 +6,6 @@ are in user_objects.py).
 
 from __future__ import annotations
 
-import inspect
 import types
 from typing import Any
 
