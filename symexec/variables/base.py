@@ -169,3 +169,9 @@ class BoundMethodVariable(VariableTracker):
 
 def constants(values: Sequence[VariableTracker]) -> list[Any]:
     return [v.as_python_constant() for v in values]
+
+
+def as_proxy(value: VariableTracker) -> Any:
+    """A tracker as an FX argument: a node for tensors, the value for constants, recursively."""
+    proxy = getattr(value, "as_proxy", None)
+    return proxy() if proxy is not None else value.as_python_constant()

@@ -15,13 +15,8 @@ import torch
 
 from ..exc import TracedException, Unsupported
 from ..source import Source, skip
-from .base import VariableTracker
+from .base import VariableTracker, as_proxy
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
-
-
-def _proxy(value: VariableTracker) -> Any:
-    proxy = getattr(value, "as_proxy", None)
-    return proxy() if proxy is not None else value.as_python_constant()
 
 
 def sort_keys(tx: Any, items: list[VariableTracker], key: VariableTracker | None) -> list[Any]:
@@ -47,7 +42,7 @@ class BaseListVariable(VariableTracker):
         return self.python_cls([item.as_python_constant() for item in self.items])
 
     def as_proxy(self) -> Any:
-        return self.python_cls([_proxy(item) for item in self.items])
+        return self.python_cls([as_proxy(item) for item in self.items])
 
     def describe(self) -> str:
         return f"the {self.python_cls.__name__} {self.source.name}" if self.source else f"a {self.python_cls.__name__}"
@@ -101,7 +96,7 @@ class SizeVariable(TupleVariable):
     python_cls = torch.Size
 
     def as_proxy(self) -> Any:
-        return tuple(_proxy(item) for item in self.items)
+        return tuple(as_proxy(item) for item in self.items)
 
     def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
         key = index.as_python_constant()
@@ -146,7 +141,7 @@ class NamedTupleVariable(TupleVariable):
         return self.cls(values) if not hasattr(self.cls, "_fields") else self.cls(*values)
 
     def as_proxy(self) -> Any:
-        return tuple(_proxy(item) for item in self.items)
+        return tuple(as_proxy(item) for item in self.items)
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
@@ -247,7 +242,7 @@ class SliceVariable(VariableTracker):
         return slice(*(p.as_python_constant() for p in self.parts))
 
     def as_proxy(self) -> Any:
-        return slice(*(_proxy(p) for p in self.parts))
+        return slice(*(as_proxy(p) for p in self.parts))
 
     def subvalues(self) -> list[VariableTracker]:
         return list(self.parts)

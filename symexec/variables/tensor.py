@@ -19,8 +19,8 @@ import torch.fx
 
 from ..exc import Unsupported
 from ..source import Source
-from .base import BoundMethodVariable, VariableTracker
-from .constant import ConstantVariable, is_literal
+from .base import BoundMethodVariable, VariableTracker, as_proxy
+from .constant import ConstantVariable, is_literal, wrap_constant
 from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
 # Tensor attributes that are facts of the fake tensor: constants for the trace.
@@ -92,7 +92,7 @@ class TensorVariable(VariableTracker):
             value = getattr(self.example, name)(*[a.as_python_constant() for a in args],
                                                 **{k: v.as_python_constant() for k, v in kwargs.items()})
             if isinstance(value, torch.Size) and not is_symbolic(value):
-                return size_variable(value)
+                return wrap_constant(value)
             if isinstance(value, tuple) and not is_symbolic(value):  # stride(): a plain tuple
                 return TupleVariable([ConstantVariable(v) for v in value])
             if is_literal(value):
@@ -164,18 +164,6 @@ def is_symbolic(value: Any) -> bool:
     return False
 
 
-def size_variable(size: Any) -> VariableTracker:
-    return SizeVariable([ConstantVariable(int(s)) for s in size])
-
-
-def as_proxy(value: VariableTracker) -> Any:
-    """A tracker as an FX argument: a node for tensors, the value for constants, recursively."""
-    proxy = getattr(value, "as_proxy", None)
-    if proxy is not None:
-        return proxy()
-    return value.as_python_constant()
-
-
 def record_call(tx: Any, op: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """Record ``target(*args, **kwargs)`` in the graph and wrap its result."""
     fx_args = tuple(as_proxy(a) for a in args)
@@ -213,5 +201,5 @@ def wrap_fx_value(tx: Any, node: torch.fx.Node, example: Any) -> VariableTracker
     # A Python value computed from metadata only: a constant, and the node is not needed.
     if is_literal(example) or isinstance(example, torch.Size):
         tx.output.remove_node(node)
-        return size_variable(example) if isinstance(example, torch.Size) else ConstantVariable(example)
+        return wrap_constant(example) if isinstance(example, torch.Size) else ConstantVariable(example)
     raise Unsupported(f"an operation returned a {type(example).__name__}")
