@@ -250,31 +250,24 @@ def _check_aliasing(eager, compiled, tag):
     _check_storage_sharing(eager, compiled, tag)
 
 
-def _all_paths(value, path, out=None):
-    """path -> id for every tensor/list/dict in a result (each occurrence, not just the first)."""
-    if out is None:
-        out = {}
-    if isinstance(value, (torch.Tensor, list, dict)):
-        out[path] = id(value)
+def _walk(value, path):
+    """(path, value) for every value inside a nest of lists, tuples and dicts, the nest included."""
+    yield path, value
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            _all_paths(item, f"{path}[{i}]", out)
+            yield from _walk(item, f"{path}[{i}]")
     elif isinstance(value, dict):
         for k, item in value.items():
-            _all_paths(item, f"{path}[{k!r}]", out)
-    return out
+            yield from _walk(item, f"{path}[{k!r}]")
 
 
-def _tensors(value, path, out):
-    if isinstance(value, torch.Tensor):
-        out[path] = value
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _tensors(item, f"{path}[{i}]", out)
-    elif isinstance(value, dict):
-        for k, item in value.items():
-            _tensors(item, f"{path}[{k!r}]", out)
-    return out
+def _all_paths(value, path):
+    """path -> id for every tensor/list/dict in a result (each occurrence, not just the first)."""
+    return {p: id(v) for p, v in _walk(value, path) if isinstance(v, (torch.Tensor, list, dict))}
+
+
+def _tensors(value, path):
+    return {p: v for p, v in _walk(value, path) if isinstance(v, torch.Tensor)}
 
 
 def _storage(t):
@@ -287,10 +280,10 @@ def _storage(t):
 def _check_storage_sharing(eager, compiled, tag):
     """A result that is a view of an input in eager (`x.view(-1)`, `x[0]`) must be a view of the
     same input in compiled: writing into it later must write through to the input."""
-    eager_in = _tensors((list(eager.args), eager.kwargs), "inputs", {})
-    compiled_in = _tensors((list(compiled.args), compiled.kwargs), "inputs", {})
-    eager_out = _tensors(eager.result, "result", {})
-    compiled_out = _tensors(compiled.result, "result", {})
+    eager_in = _tensors((list(eager.args), eager.kwargs), "inputs")
+    compiled_in = _tensors((list(compiled.args), compiled.kwargs), "inputs")
+    eager_out = _tensors(eager.result, "result")
+    compiled_out = _tensors(compiled.result, "result")
     for rpath, out in eager_out.items():
         ptr = _storage(out)
         if ptr is None or not out.numel() or rpath not in compiled_out:
