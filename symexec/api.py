@@ -203,6 +203,31 @@ def graph_break() -> None:
 graph_break._symexec_graph_break = True  # type: ignore[attr-defined]
 
 
+def disable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run as plain Python, never traced: compiling it runs it as is, and a compiled
+    function that calls it breaks the graph at the call (like ``torch.compiler.disable``)."""
+    if not callable(fn):
+        raise TypeError(f"symexec.disable expects a function, not {type(fn).__name__}")
+    fn = getattr(fn, "_symexec_original", fn)
+
+    @functools.wraps(fn)
+    def disabled(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    disabled._symexec_disabled = True  # type: ignore[attr-defined]
+    return disabled
+
+
+def allow_in_graph(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark ``fn`` to be recorded in the graph as one call, not traced into (like
+    ``torch.compiler.allow_in_graph``). It then runs on fake tensors while tracing, so it must
+    take and return tensors and constants and have no side effects. Returns ``fn``."""
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"symexec.allow_in_graph expects a Python function, not {type(fn).__name__}")
+    fn._symexec_allow_in_graph = True  # type: ignore[attr-defined]
+    return fn
+
+
 def _state(compiled: Any) -> _Compiled:
     if isinstance(compiled, CompiledModule):
         compiled = compiled._compiled_forward

@@ -59,6 +59,8 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
         output = OutputGraph(guards, policy)
         if inference_mode:  # fake tensors do not trace under inference mode: this frame runs eagerly
             return _fallback_entry(fn, guards, "called under torch.inference_mode()", start)
+        if getattr(fn, "_symexec_disabled", False):
+            return _fallback_entry(fn, guards, "the function is marked symexec.disable", start)
         try:
             tx = InstructionTranslator.for_function(fn, args, kwargs, output, config)
             tx.break_at = break_at

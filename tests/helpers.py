@@ -210,14 +210,9 @@ def _compare(eager, compiled, round_no):
 
 def _paths(value, path, out):
     """Map id -> access path for every tensor/list/dict reachable from the inputs."""
-    if isinstance(value, (torch.Tensor, list, dict)) and id(value) not in out:
-        out[id(value)] = path
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            _paths(item, f"{path}[{i}]", out)
-    elif isinstance(value, dict):
-        for k, item in value.items():
-            _paths(item, f"{path}[{k!r}]", out)
+    for p, v in _walk(value, path):
+        if isinstance(v, (torch.Tensor, list, dict)) and id(v) not in out:
+            out[id(v)] = p
 
 
 def _check_aliasing(eager, compiled, tag):

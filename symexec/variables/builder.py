@@ -191,6 +191,8 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
             b.guards.id_match(source, value)
     if getattr(value, "_symexec_graph_break", False):
         return GraphBreakVariable(value, source)
+    if getattr(value, "_symexec_allow_in_graph", False):  # one node in the graph, not traced into
+        return TorchVariable(value, source)
     if value in HANDLERS:  # a Python function symexec models itself (copy.deepcopy, inspect...)
         return BuiltinVariable(value, source)
     original = getattr(value, "_symexec_original", None)

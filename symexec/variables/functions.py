@@ -158,6 +158,12 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def describe(self) -> str:
         return f"function {self.fn.__qualname__}"
 
+    def check_inlinable(self) -> None:
+        if getattr(self.fn, "_symexec_disabled", False):
+            raise Unsupported(f"{self.fn.__qualname__}() is marked symexec.disable",
+                              hint="the call runs as plain Python between graphs")
+        super().check_inlinable()
+
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         if name == "__code__":
             return ConstantVariable(self.code)  # immutable; the function itself is guarded

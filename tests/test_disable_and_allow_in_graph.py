@@ -1,0 +1,148 @@
+"""symexec.disable and symexec.allow_in_graph, against eager and against torch.compile's
+torch.compiler.disable / torch.compiler.allow_in_graph."""
+
+import pytest
+import torch
+
+import symexec
+from tests.helpers import CountingBackend, assert_same, check, copy_args
+
+
+def _graphs(compile_fn, fn, *args):
+    backend = CountingBackend()
+    result = compile_fn(fn, backend=backend)(*copy_args(list(args)))
+    return result, backend
+
+
+def _against_dynamo(make, *args):
+    """``make(marker)`` builds the function with symexec's or torch's marker; both systems
+    must agree with eager and make as many graphs with as many ops."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    expected, theirs = _graphs(torch.compile, make(torch.compiler), *args)
+    torch._dynamo.reset()
+    actual, ours = _graphs(symexec.compile, make(symexec), *args)
+    assert_same(make(symexec)(*copy_args(list(args))), actual)
+    assert_same(expected, actual)
+    assert ours.graph_count == theirs.graph_count
+    assert ours.op_counts() == theirs.op_counts()
+    return ours
+
+
+def test_disabled_callee_breaks_the_graph_and_runs_eagerly():
+    def make(marker):
+        @marker.disable
+        def log_stats(t):
+            print("mean", round(float(t.mean()), 4))  # would break anyway; runs as is
+            return t.numpy().sum()  # numpy: never traced
+
+        def fn(x):
+            y = x.sin() + 1
+            s = log_stats(y)
+            return y * 2, s
+
+        return fn
+
+    x = torch.randn(4)
+    check(make(symexec), x)
+    ours = _against_dynamo(make, x)
+    assert ours.graph_count == 2
+
+
+def test_disabled_function_compiled_directly_runs_as_is():
+    calls = []
+
+    def fn(x):
+        calls.append(1)
+        return x + 1
+
+    compiled = symexec.compile(symexec.disable(fn))
+    x = torch.randn(3)
+    assert_same(fn(x), compiled(x))
+    entries = symexec.cache_entries(compiled)
+    assert len(entries) == 1 and "symexec.disable" in entries[0].fallback_reason
+    explained = symexec.explain(symexec.disable(fn), x)
+    assert explained.graph_count == 0
+    assert any("symexec.disable" in r for r in explained.fallback_reasons)
+
+
+def test_disabled_callee_inside_a_loop():
+    def make(marker):
+        @marker.disable
+        def record(i, t, log):
+            log.append((i, t.shape))
+
+        def fn(x, log):
+            for i in range(3):
+                x = x * 2
+                record(i, x, log)
+            return x + 1
+
+        return fn
+
+    # torch.compile skips a frame whose loop breaks (no graphs); symexec resumes each iteration
+    check(make(symexec), torch.randn(2), [], expect_reuse=False)
+
+
+def test_allow_in_graph_is_one_node():
+    def make(marker):
+        @marker.allow_in_graph
+        def fused(a, b):
+            return torch.relu(a) * b.sigmoid() + a.sum()
+
+        def fn(x, y):
+            return fused(x + 1, y) - 3
+
+        return fn
+
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    check(make(symexec), x, y)
+    ours = _against_dynamo(make, x, y)
+    assert ours.graph_count == 1
+    targets = [n.target for n in ours.graphs[0].graph.nodes if n.op == "call_function"]
+    assert any(getattr(t, "__name__", "") == "fused" for t in targets)
+
+
+def test_allow_in_graph_under_explain_shows_the_call():
+    @symexec.allow_in_graph
+    def scale(t, k):
+        return t * k
+
+    def fn(x):
+        return scale(x.cos(), 2.0)
+
+    out = symexec.explain(fn, torch.randn(3))
+    assert out.graph_count == 1 and out.graph_break_count == 0
+    assert "scale" in out.graphs[0].code
+    assert_same(fn(torch.ones(3)), symexec.compile(fn)(torch.ones(3)))
+
+
+def test_disable_and_allow_in_graph_reject_bad_input():
+    with pytest.raises(TypeError, match="symexec.disable expects a function"):
+        symexec.disable(3)
+    with pytest.raises(TypeError, match="symexec.allow_in_graph expects a Python function"):
+        symexec.allow_in_graph("fn")
+
+
+class _Logged(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    @symexec.disable
+    def summary(self, t):
+        return t.detach().numpy().sum()
+
+    def forward(self, x):
+        y = self.lin(x)
+        return y.relu(), self.summary(y)
+
+
+def test_disabled_method_of_a_module_breaks_there():
+    torch.manual_seed(0)
+    model = _Logged()
+    x = torch.randn(2, 3)
+    out = symexec.explain(model, x)
+    assert [b.reason for b in out.break_reasons] == ["_Logged.summary() is marked symexec.disable"]
+    assert_same(model(x), symexec.compile(model)(x))
