@@ -19,7 +19,7 @@ import torch
 import torch._guards
 from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw
 
-from . import logs
+from . import global_state, logs
 from .cache import CacheEntry
 from .codegen import PyCodegen, disassemble, guard_prefix
 from .config import Config
@@ -50,15 +50,17 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     start = time.perf_counter()
     break_at: tuple[int, int] | None = None
     reason: Unsupported | None = None
+    state = global_state.read()
     grad_mode = torch.is_grad_enabled()
     inference_mode = torch.is_inference_mode_enabled()
     for attempt in range(2):
         guards = GuardSet()
-        guards.grad_mode(grad_mode)
-        guards.inference_mode(inference_mode)
+        guards.global_state(state)
         output = OutputGraph(guards, policy)
         if inference_mode:  # fake tensors do not trace under inference mode: this frame runs eagerly
             return _fallback_entry(fn, guards, "called under torch.inference_mode()", start)
+        if not global_state.mode_stacks_empty():  # a TorchFunctionMode or dispatch mode is active
+            return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start)
         if getattr(fn, "_symexec_disabled", False):
             return _fallback_entry(fn, guards, "the function is marked symexec.disable", start)
         try:

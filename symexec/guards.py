@@ -175,16 +175,12 @@ class GuardSet:
         self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is {other.name}", f"{source.expr()} is {other.expr()}",
                  source, other)
 
-    def grad_mode(self, enabled: bool) -> None:
-        self.add(
-            GuardKind.GLOBAL_STATE,
-            f"torch.is_grad_enabled() == {enabled}",
-            f"___grad_enabled() is {enabled}",
-        )
-
-    def inference_mode(self, enabled: bool) -> None:
-        self.add(GuardKind.GLOBAL_STATE, f"torch.is_inference_mode_enabled() == {enabled}",
-                 f"___inference_mode() is {enabled}")
+    def global_state(self, items: list[tuple[str, Any, Any]]) -> None:
+        """torch's global state as ``global_state.read()`` gave it: one guard per entry."""
+        for text, reader, value in items:
+            literal = _literal(value)
+            self.add(GuardKind.GLOBAL_STATE, f"{text} == {value!r}",
+                     f"{self._const(reader)}() == {literal if literal is not None else self._const(value)}")
 
     def shape(self, text: str, expr: str) -> None:
         self.add(GuardKind.SHAPE, text, expr)
@@ -324,8 +320,6 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___G": fn.__globals__,
         "___B": fn.__globals__.get("__builtins__", __builtins__),
         "___closure": fn.__closure__,
-        "___grad_enabled": torch.is_grad_enabled,
-        "___inference_mode": torch.is_inference_mode_enabled,
         # Builtins under names no parameter of the user's function can shadow.
         "___type": type, "___len": len, "___list": list, "___hasattr": hasattr,
         "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...

@@ -1,0 +1,60 @@
+"""torch's global state that a trace depends on: the one list it is read from and guarded by.
+
+Every entry is ``(text, read)``: ``read()`` returns the current value, and each entry's guard
+is ``read() == <value at trace time>``. A call made under other global state than the trace
+saw (grad off, an enclosing ``torch.autocast``, another default dtype, deterministic
+algorithms switched on, a torch-function mode such as ``torch.set_default_device``) fails the
+guard and retraces.
+
+Autocast is read per device only when some autocast is on: ``torch._C._is_any_autocast_enabled``
+is one cheap call, and while it stays False the per-device values cannot matter.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+
+# Devices whose autocast state is guarded when autocast is on somewhere.
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+Reader = Callable[[], Any]
+
+# Always read and guarded.
+STATE: tuple[tuple[str, Reader], ...] = (
+    ("torch.is_grad_enabled()", torch.is_grad_enabled),
+    ("torch.is_inference_mode_enabled()", torch.is_inference_mode_enabled),
+    ("torch.get_default_dtype()", torch.get_default_dtype),
+    ("torch.are_deterministic_algorithms_enabled()", torch.are_deterministic_algorithms_enabled),
+    ("torch.is_deterministic_algorithms_warn_only_enabled()", torch.is_deterministic_algorithms_warn_only_enabled),
+    # torch.set_default_device and user TorchFunctionModes live on this stack.
+    ("len(torch function mode stack)", torch._C._len_torch_function_stack),
+    ("len(torch dispatch mode stack)", torch._C._len_torch_dispatch_stack),
+    ("torch.is_autocast_cache_enabled()", torch.is_autocast_cache_enabled),
+    ("any autocast enabled", torch._C._is_any_autocast_enabled),
+)
+
+# Read and guarded only when some autocast is on.
+AUTOCAST_STATE: tuple[tuple[str, Reader], ...] = tuple(
+    item
+    for device in AUTOCAST_DEVICES
+    for item in (
+        (f"torch.is_autocast_enabled({device!r})", functools.partial(torch.is_autocast_enabled, device)),
+        (f"torch.get_autocast_dtype({device!r})", functools.partial(torch.get_autocast_dtype, device)),
+    )
+)
+
+
+def read() -> list[tuple[str, Reader, Any]]:
+    """The state as it is now: ``(text, reader, value)`` for every entry that matters."""
+    items = [(text, reader, reader()) for text, reader in STATE]
+    if torch._C._is_any_autocast_enabled():
+        items += [(text, reader, reader()) for text, reader in AUTOCAST_STATE]
+    return items
+
+
+def mode_stacks_empty() -> bool:
+    """No torch-function or dispatch mode is active (symexec traces only there)."""
+    return torch._C._len_torch_function_stack() == 0 and torch._C._len_torch_dispatch_stack() == 0
