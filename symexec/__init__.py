@@ -9,11 +9,11 @@ from .backends import list_backends, register_backend
 from .cache import reset
 from .config import config
 from .dynamic import mark_dynamic, mark_static
-from .exc import BackendCompilerFailed, Unsupported
+from .exc import BackendCompilerFailed, SymexecWarning, Unsupported
 from .explain import BreakReason, ExplainOutput, explain
 from .logs import set_logs
 
 __all__ = [
-    "BackendCompilerFailed", "BreakReason", "ExplainOutput", "Unsupported", "allow_in_graph", "explain", "cache_entries", "compile", "config", "disable", "graph_break", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons",
+    "BackendCompilerFailed", "BreakReason", "SymexecWarning", "ExplainOutput", "Unsupported", "allow_in_graph", "explain", "cache_entries", "compile", "config", "disable", "graph_break", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons",
     "register_backend", "reset", "set_logs",
 ]

@@ -11,6 +11,8 @@ guards in front, see ``cache.py``). Nothing else runs on a hit. A miss goes to
 from __future__ import annotations
 
 import functools
+import inspect
+import threading
 import types
 import warnings
 from typing import Any, Callable
@@ -45,14 +47,47 @@ class _Compiled:
     def compile_related(self, fn: types.FunctionType) -> Callable[..., Any]:
         key = fn.__code__ if fn.__code__.co_name.startswith("__resume_at_") else fn
         wrapper = self.related.get(key)
+        if wrapper is None and fn.__code__.co_flags & _NOT_TRACED_FLAGS:
+            wrapper = self.related[key] = _untraced(fn)
         if wrapper is None:
-            continuation = key is fn.__code__
+            # Depth-capped both: a recursive user function run at a break calls its wrapper
+            # once per level, two frames each (wrapper, replacement) where eager spends one;
+            # past the cap the rest runs as plain Python, so deep recursion that works eagerly
+            # does not hit the interpreter's recursion limit.
             wrapper = self.related[key] = _wrap(_Compiled(fn, self.backend, self.fullgraph, self.dynamic, self.related),
-                                                max_depth=config.max_resume_depth if continuation else None)
+                                                max_depth=config.max_resume_depth)
         return wrapper
 
     def miss(self, args: tuple, kwargs: dict) -> Any:
+        # One trace at a time: tracing is not thread-safe (the ShapeEnv, the fake mode, the
+        # family's ``related`` dict), and two threads missing at once on fitting inputs must
+        # make one entry, not two. The hit path takes no lock. The replacement runs outside it.
+        with _compile_lock:
+            entry = self._fitting_entry(args, kwargs)  # another thread may have added one
+            if entry is None:
+                entry = self._compile(args, kwargs)
+                if entry is None:
+                    run = self.fn
+                else:
+                    self.cache.add(entry)
+                    run = entry.replacement
+            else:
+                run = entry.replacement
+        return run(*args, **kwargs)
+
+    def _fitting_entry(self, args: tuple, kwargs: dict) -> CacheEntry | None:
+        for entry in self.cache.entries:
+            try:
+                if entry.guard(*args, **kwargs):
+                    return entry
+            except TypeError:  # the call does not fit the signature: as the hot path, run it
+                return entry
+        return None
+
+    def _compile(self, args: tuple, kwargs: dict) -> CacheEntry | None:
+        """A new entry for this call, or None past the cache size limit (run ``fn`` as is)."""
         cache = self.cache
+        text = ""
         if cache.entries:
             reasons = cache.failure_reasons(args, kwargs)
             text = "; ".join(reasons)
@@ -61,19 +96,21 @@ class _Compiled:
                 code = self.fn.__code__
                 logs.log("recompiles", "Recompiling function %s in %s:%s\n    triggered by the following guard failure(s):\n%s",
                          code.co_name, code.co_filename, code.co_firstlineno, "\n".join(f"    - {r}" for r in reasons))
-            if len(cache.entries) >= config.cache_size_limit:
-                if not cache.limit_warned:
-                    cache.limit_warned = True
-                    warnings.warn(f"symexec: {self.fn.__qualname__} hit the cache size limit "
-                                  f"({config.cache_size_limit}); running it without compiling from now on. "
-                                  f"Last recompile reason: {text}", UserWarning, stacklevel=3)
-                return self.fn(*args, **kwargs)
-        entry = convert_frame(self.fn, args, kwargs, backend=self.backend, fullgraph=self.fullgraph,
+        # Checked with no entries too: a limit of 0 compiles nothing, as torch.compile's.
+        if len(cache.entries) >= config.cache_size_limit:
+            if not cache.limit_warned:
+                cache.limit_warned = True
+                warnings.warn(f"symexec: {self.fn.__qualname__} hit the cache size limit "
+                              f"({config.cache_size_limit}); running it without compiling from now on. "
+                              f"Last recompile reason: {text or '(none: the first call)'}", UserWarning, stacklevel=4)
+            return None
+        return convert_frame(self.fn, args, kwargs, backend=self.backend, fullgraph=self.fullgraph,
                               config=config, index=len(cache.entries),
                               policy=DynamicPolicy(self.dynamic, cache.frame_state),
                               compile_fn=self.compile_related)
-        cache.add(entry)
-        return entry.replacement(*args, **kwargs)
+
+
+_compile_lock = threading.RLock()  # re-entrant: a backend may call compiled code that misses
 
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", fullgraph: bool = False,
@@ -98,7 +135,52 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", ful
         fn = original
     if not isinstance(fn, types.FunctionType):
         fn = _forwarder(fn)
+    if fn.__code__.co_flags & _NOT_TRACED_FLAGS:
+        return _untraced(fn)
     return _wrap(_Compiled(fn, backend_fn, fullgraph, dynamic))
+
+
+# Coroutines, generators and async generators: calling one builds a frame object that runs
+# later, which a replacement function cannot stand in for. They run as they are, as under
+# torch.compile when it cannot trace a frame.
+_NOT_TRACED_FLAGS = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+
+def _untraced(fn: types.FunctionType) -> Callable[..., Any]:
+    """A wrapper of the same kind as ``fn`` (``inspect.iscoroutinefunction`` and friends stay
+    true) that delegates everything: ``await`` and ``yield from`` pass sends, throws and
+    closes through; an async generator is driven item by item, ``asend``/``athrow`` included."""
+    flags = fn.__code__.co_flags
+    if flags & inspect.CO_COROUTINE:
+        async def untraced(*args: Any, **kwargs: Any) -> Any:
+            return await fn(*args, **kwargs)
+    elif flags & inspect.CO_ASYNC_GENERATOR:
+        async def untraced(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            agen = fn(*args, **kwargs)
+            try:
+                value = await agen.__anext__()
+                while True:
+                    try:
+                        sent = yield value
+                    except GeneratorExit:
+                        await agen.aclose()
+                        raise
+                    except BaseException as e:  # noqa: BLE001 - thrown in by the caller
+                        value = await agen.athrow(e)
+                    else:
+                        value = await agen.asend(sent)
+            except StopAsyncIteration:
+                return
+    else:  # a generator (or an iterable coroutine, types.coroutine)
+        def untraced(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            return (yield from fn(*args, **kwargs))
+
+        if flags & inspect.CO_ITERABLE_COROUTINE:
+            untraced = types.coroutine(untraced)
+    functools.update_wrapper(untraced, fn)
+    untraced._symexec_original = fn  # type: ignore[attr-defined]
+    untraced._symexec_untraced = True  # type: ignore[attr-defined]
+    return untraced
 
 
 def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
@@ -116,16 +198,19 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
                     return result
             return miss(args, kwargs)
     else:
-        # A continuation: a loop whose body breaks calls it from itself once per iteration.
+        # A continuation (a loop whose body breaks calls it from itself once per iteration) or
+        # a function run at a break (it may recurse).
         # Past ``max_depth`` nested calls the rest runs as plain Python, before the
         # interpreter's recursion limit is near.
-        depth = [0]
+        # The depth is per thread: two threads running the loop do not share a count.
+        local = threading.local()
 
         @functools.wraps(fn)
         def compiled(*args: Any, **kwargs: Any) -> Any:
-            if depth[0] >= max_depth:
+            depth = getattr(local, "depth", 0)
+            if depth >= max_depth:
                 return fn(*args, **kwargs)
-            depth[0] += 1
+            local.depth = depth + 1
             try:
                 for entry in hot:  # called by generated code: the signature fits
                     result = entry(*args, **kwargs)
@@ -133,7 +218,7 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
                         return result
                 return miss(args, kwargs)
             finally:
-                depth[0] -= 1
+                local.depth = depth
 
     compiled._symexec = state  # type: ignore[attr-defined]
     compiled._symexec_original = fn  # type: ignore[attr-defined]

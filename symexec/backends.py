@@ -46,12 +46,43 @@ def list_backends() -> list[str]:
 
 
 def lookup(backend: Any) -> Backend:
+    """The backend to compile graphs with, checked: what it returns must be callable."""
+    if getattr(backend, "_symexec_checked", False):
+        return backend
     if isinstance(backend, str):
         try:
-            return BACKENDS[backend]
+            return _checked(BACKENDS[backend], backend)
         except KeyError:
             raise ValueError(f"unknown backend {backend!r}; known backends: {', '.join(list_backends())}") from None
     if callable(backend):
-        return backend
+        return _checked(backend, getattr(backend, "__name__", type(backend).__name__))
     raise TypeError(f"backend must be a name ({', '.join(list_backends())}) or a callable(gm, example_inputs), "
                     f"not {type(backend).__name__}")
+
+
+def _checked(backend: Backend, name: str) -> Backend:
+    """``backend`` whose result is checked: a non-callable would otherwise fail later, at the
+    first call of the generated code, far from its cause. Runs once per graph, at compile
+    time; the cache-hit path calls what the backend returned directly. The compiler turns the
+    error into ``BackendCompilerFailed`` naming the backend."""
+
+    def checked(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., Any]:
+        compiled = backend(gm, example_inputs)
+        if not callable(compiled):
+            raise TypeError(f"backend {name!r} returned a non-callable of type {type(compiled).__name__} "
+                            f"({_short_repr(compiled)}); a backend(gm, example_inputs) must return a "
+                            f"callable that runs the graph")
+        return compiled
+
+    checked.__name__ = checked.__qualname__ = name
+    checked.__wrapped__ = backend  # type: ignore[attr-defined]
+    checked._symexec_checked = True  # type: ignore[attr-defined]
+    return checked
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - only a message
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."

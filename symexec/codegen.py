@@ -171,6 +171,7 @@ class PyCodegen:
     # -- the code object ----------------------------------------------------------------------
     def assemble(self, template: types.CodeType, name: str, body: Iterable[Instr] | None = None) -> types.CodeType:
         """A code object with ``template``'s signature, free variables and flags, running our instructions."""
+        from . import faults; faults.hit("codegen")  # noqa: E702 - fault injection (tests)
         prologue = []
         if template.co_freevars:
             prologue.append(Instr("COPY_FREE_VARS", len(template.co_freevars), lineno=self.lineno))

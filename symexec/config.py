@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 
 @dataclass
@@ -19,6 +20,25 @@ class Config:
     max_resume_depth: int = 64
     # Longest repr of a tracker in the instruction trace.
     trace_repr_limit: int = 80
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A misspelt option would otherwise be a new attribute nobody reads, silently.
+        kinds = _kinds()
+        if name not in kinds:
+            raise AttributeError(f"symexec.config has no option {name!r}; the options are: {', '.join(kinds)}")
+        kind = kinds[name]
+        if type(value) is not kind and not (kind is float and type(value) is int):
+            raise TypeError(f"symexec.config.{name} must be {kind.__name__}, not {type(value).__name__} ({value!r})")
+        if kind is int and value < 0:
+            raise ValueError(f"symexec.config.{name} must be >= 0, not {value}"
+                             + (" (0 runs every compiled function without compiling it)"
+                                if name == "cache_size_limit" else ""))
+        object.__setattr__(self, name, value)
+
+
+def _kinds() -> dict[str, type]:
+    """Each option's type: the type of its default (``bool`` and ``int`` kept apart)."""
+    return {f.name: type(f.default) for f in fields(Config)}
 
 
 config = Config()

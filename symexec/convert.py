@@ -9,10 +9,15 @@ inputs would stop at the same place. symexec's own bugs do the same with a warni
 
 from __future__ import annotations
 
+import inspect
 import itertools
+import os
+import sys
+import linecache
 import time
 import types
 import warnings
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -23,7 +28,7 @@ from . import global_state, logs
 from .cache import CacheEntry
 from .codegen import PyCodegen, disassemble, guard_prefix
 from .config import Config
-from .exc import BackendCompilerFailed, Unsupported
+from .exc import BackendCompilerFailed, InternalError, SymexecWarning, Unsupported
 from .guards import GuardSet, compile_guards, signature_text
 from .output_graph import OutputGraph
 from .breaks import BreakPlan
@@ -38,6 +43,12 @@ _graph_numbers = itertools.count(1)  # names the compiled graphs in the readable
 CompileFn = Callable[[types.FunctionType], Callable[..., Any]]
 
 
+# Called with (function, error) on every internal error while compiling, before it falls back
+# or raises: the test suite fails a test on an internal error it did not expect.
+internal_error_hooks: list[Callable[[types.FunctionType, BaseException], None]] = []
+_warned: "weakref.WeakSet[types.FunctionType]" = weakref.WeakSet()  # warned once about an internal error
+
+
 def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend: Callable[..., Any],
                   fullgraph: bool, config: Config, index: int, policy: DynamicPolicy,
                   compile_fn: CompileFn) -> CacheEntry:
@@ -46,7 +57,21 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     Where the trace meets what it cannot model, it is run again and stopped just before that
     instruction (a clean state: nothing half-done by an inlined callee), and the entry becomes
     a graph break: the graph so far, the instruction run for real, and a continuation.
+
+    However it ends (an entry, an error, a ``KeyboardInterrupt``), torch's global state is as
+    it was before: grad mode, autocast, no mode left on the torch-function or dispatch stacks.
     """
+    saved = _TorchState()
+    try:
+        return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
+                              policy=policy, compile_fn=compile_fn)
+    finally:
+        saved.restore()
+
+
+def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend: Callable[..., Any],
+                   fullgraph: bool, config: Config, index: int, policy: DynamicPolicy,
+                   compile_fn: CompileFn) -> CacheEntry:
     start = time.perf_counter()
     break_at: tuple[int, int] | None = None
     reason: Unsupported | None = None
@@ -56,13 +81,15 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     for attempt in range(2):
         guards = GuardSet()
         guards.global_state(state)
+        guards.function_match(fn)
         output = OutputGraph(guards, policy)
         if inference_mode:  # fake tensors do not trace under inference mode: this frame runs eagerly
-            return _fallback_entry(fn, guards, "called under torch.inference_mode()", start)
+            return _fallback_entry(fn, guards, "called under torch.inference_mode()", start, fullgraph=fullgraph)
         if not global_state.mode_stacks_empty():  # a TorchFunctionMode or dispatch mode is active
-            return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start)
+            return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start,
+                                   fullgraph=fullgraph)
         if getattr(fn, "_symexec_disabled", False):
-            return _fallback_entry(fn, guards, "the function is marked symexec.disable", start)
+            return _fallback_entry(fn, guards, "the function is marked symexec.disable", start, fullgraph=fullgraph)
         try:
             tx = InstructionTranslator.for_function(fn, args, kwargs, output, config)
             tx.break_at = break_at
@@ -80,7 +107,8 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
             if fullgraph:
                 raise
             if attempt == 0 and e.break_point is not None:
-                break_at, reason = e.break_point, e
+                # Kept in the entry: without its traceback, whose frames hold this call's arguments.
+                break_at, reason = e.break_point, _without_tracebacks(e)
                 continue
             _try_shape_guards(output)
             text = str(e) if reason is None or e is reason else f"{reason}\n  (and the graph break could not be made: {e})"
@@ -88,12 +116,95 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
         except BackendCompilerFailed:
             raise
         except Exception as e:
+            where = _location_text(fn, output)
+            for hook in list(internal_error_hooks):
+                hook(fn, e)
             if config.raise_on_internal_error:
                 raise
-            warnings.warn(f"symexec: internal error while compiling {fn.__qualname__}; running it eagerly: "
-                          f"{type(e).__name__}: {e}", RuntimeWarning, stacklevel=4)
-            return _fallback_entry(fn, guards, f"internal error: {type(e).__name__}: {e}", start)
+            if fullgraph:  # the graph promised cannot be given: say why, never run eagerly in silence
+                if isinstance(e, InternalError):
+                    raise
+                raise InternalError(f"internal error while compiling {fn.__qualname__} (fullgraph=True) at "
+                                    f"{where}: {type(e).__name__}: {e}") from e
+            text = f"internal error at {where}: {type(e).__name__}: {e}"
+            if fn not in _warned:
+                _warned.add(fn)
+                warnings.warn(f"symexec: {text}; running {fn.__qualname__} eagerly (reported once per function; "
+                              f"SYMEXEC_LOGS=fallbacks logs every fallback)", SymexecWarning, stacklevel=user_stacklevel())
+            return _fallback_entry(fn, guards, text, start)
     raise AssertionError("unreachable")
+
+
+class _TorchState:
+    """Torch's global state before a trace, put back after it however it ended."""
+
+    def __init__(self) -> None:
+        self.grad = torch.is_grad_enabled()
+        self.function_modes = torch._C._len_torch_function_stack()
+        self.dispatch_modes = torch._C._len_torch_dispatch_stack()
+        self.fake = torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
+        self.tracing = torch._guards.TracingContext.try_get()
+        self.autocast_cache = torch.is_autocast_cache_enabled()
+        self.autocast = [(d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
+                         for d in global_state.AUTOCAST_DEVICES]
+
+    def restore(self) -> None:
+        if torch.is_grad_enabled() != self.grad:
+            torch._C._set_grad_enabled(self.grad)
+        while torch._C._len_torch_function_stack() > self.function_modes:
+            torch._C._pop_torch_function_stack()
+        if torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not self.fake:
+            if self.fake is None:
+                torch._C._unset_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
+            else:
+                torch._C._set_dispatch_mode(self.fake)
+        while torch._C._len_torch_dispatch_stack() > self.dispatch_modes:
+            torch._C._pop_torch_dispatch_stack()
+        if torch._guards.TracingContext.try_get() is not self.tracing:
+            torch._guards._TLS.tracing_context = self.tracing
+        if torch.is_autocast_cache_enabled() != self.autocast_cache:
+            torch.set_autocast_cache_enabled(self.autocast_cache)
+        for device, enabled, dtype in self.autocast:
+            if torch.is_autocast_enabled(device) != enabled:
+                torch.set_autocast_enabled(device, enabled)
+            if torch.get_autocast_dtype(device) != dtype:
+                torch.set_autocast_dtype(device, dtype)
+
+
+def _without_tracebacks(error: BaseException) -> BaseException:
+    """``error`` with no traceback on it or on the exceptions it chains: a traceback holds the
+    frames it passed through, and with them the tensors of the call being traced."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [error]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = None
+        todo += [e.__cause__, e.__context__]
+    return error
+
+
+def _location_text(fn: types.FunctionType, output: OutputGraph | None) -> str:
+    """The user's file:line where the trace was (the function's first line if it had not begun)."""
+    if output is not None and output.location[1] is not None:
+        filename, lineno, name = output.location
+        return f"{filename}:{lineno} in {name}"
+    code = fn.__code__
+    return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}"
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of ``warnings.warn`` that points at the user's call: the first frame
+    outside the symexec package, however deep symexec's own calls are."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIR:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _try_shape_guards(output: OutputGraph) -> None:
@@ -105,12 +216,39 @@ def _try_shape_guards(output: OutputGraph) -> None:
 
 
 def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start: float,
-                    runs: types.FunctionType | None = None) -> CacheEntry:
-    """An entry that runs the original code (``runs``: a copy whose callees are compiled)."""
+                    runs: types.FunctionType | None = None, *, fullgraph: bool = False) -> CacheEntry:
+    """An entry that runs the original code (``runs``: a copy whose callees are compiled).
+
+    Under ``fullgraph=True`` there is none: ``Unsupported`` names why, at the function's line."""
+    code = inspect.unwrap(fn).__code__  # (symexec.disable's wrapper: the user's own function)
+    if fullgraph:
+        error = Unsupported(f"fullgraph=True, but {fn.__qualname__} would run as the original function: {reason}")
+        error.add_location(code.co_filename, code.co_firstlineno,
+                           linecache.getline(code.co_filename, code.co_firstlineno), code.co_name)
+        raise error
     logs.log("debug", "running %s as the original function: %s", fn.__qualname__, reason)
-    compiled = compile_guards(guards, fn)
-    return CacheEntry(compiled.check, runs or fn, compiled.guards, compiled.first_failure, fallback_reason=reason,
+    if logs.enabled("fallbacks"):
+        logs.log("fallbacks", "Running %s (%s:%s) as the original function: %s", fn.__qualname__,
+                 code.co_filename, code.co_firstlineno, reason)
+    try:
+        compiled = compile_guards(guards, fn)
+        check, guard_list, first_failure = compiled.check, compiled.guards, compiled.first_failure
+    except Exception as e:  # noqa: BLE001 - the original function is right under any guards
+        for hook in list(internal_error_hooks):
+            hook(fn, e)
+        logs.log("fallbacks", "no guards for the fallback entry of %s (%s: %s): it runs for every call",
+                 fn.__qualname__, type(e).__name__, e)
+        check, guard_list, first_failure = _always, [], _never_fails
+    return CacheEntry(check, runs or fn, guard_list, first_failure, fallback_reason=reason,
                       trace_seconds=time.perf_counter() - start)
+
+
+def _always(*args: Any, **kwargs: Any) -> bool:
+    return True
+
+
+def _never_fails(*args: Any, **kwargs: Any) -> int:
+    return -1
 
 
 def _graph_values(var: VariableTracker, found: dict[torch.fx.Node, VariableTracker], seen: set[int] | None = None) -> None:

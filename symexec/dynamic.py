@@ -82,13 +82,29 @@ def mark_static(t: torch.Tensor, dim: int | list[int]) -> None:
     _mark(t, dim, "_symexec_static_dims", "mark_static")
 
 
-def _mark(t: Any, dim: int | list[int], attr: str, api: str) -> None:
+def _mark(t: Any, dim: Any, attr: str, api: str) -> None:
     if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{api}() takes a tensor, not {type(t).__name__}")
-    dims = [dim] if isinstance(dim, int) else list(dim)
+        raise TypeError(f"{api}() takes a tensor as its first argument, not {type(t).__name__}")
+    if dim is None and api == "mark_static":  # as torch._dynamo.mark_static: every dimension
+        dim = list(range(t.dim()))
+    if _is_dim(dim):
+        dims = [dim]
+    elif isinstance(dim, (list, tuple)):
+        dims = list(dim)
+        for d in dims:
+            if not _is_dim(d):
+                raise TypeError(f"{api}(): a dimension must be an int, not {type(d).__name__} ({d!r}) in {dim!r}")
+    else:
+        raise TypeError(f"{api}(): dim must be an int or a list or tuple of ints, not {type(dim).__name__} ({dim!r})")
     for d in dims:
-        if not isinstance(d, int) or not -t.dim() <= d < t.dim():
-            raise ValueError(f"{api}(): dimension {d!r} is out of range for a {t.dim()}-d tensor")
+        if not -t.dim() <= d < t.dim():
+            raise ValueError(f"{api}(): dimension {d} is out of range for a {t.dim()}-d tensor "
+                             f"(expected one in [{-t.dim()}, {t.dim() - 1}])")
     marks = set(getattr(t, attr, set()))
     marks.update(d % t.dim() for d in dims)
     setattr(t, attr, marks)
+
+
+def _is_dim(d: Any) -> bool:
+    """An int, bools excluded (``mark_dynamic(t, True)`` is a mistake, not dimension 1)."""
+    return isinstance(d, int) and not isinstance(d, bool)

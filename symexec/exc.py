@@ -75,3 +75,9 @@ class BackendCompilerFailed(SymexecError):
 
 class InternalError(SymexecError):
     """A bug in symexec: an invariant that should always hold did not."""
+
+
+class SymexecWarning(RuntimeWarning):
+    """symexec ran a function eagerly because of its own bug (an internal error): once per
+    function, with the reason and the user's location. ``SYMEXEC_LOGS=fallbacks`` logs every
+    fallback, this one included."""

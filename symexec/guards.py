@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from .source import _CONSTANTS, PrivateObjectSource, Source, peek, remaining, safe_name
+from .source import _CONSTANTS, PrivateObjectSource, Source, display, peek, remaining, safe_name
 
 
 class GuardKind(enum.Enum):
@@ -49,16 +49,11 @@ class Guard:
 
 
 def _literal(value: Any) -> str | None:
-    """A repr that evaluates back to an equal value of the same type, or None."""
-    if value is None or type(value) in (bool, int, str, bytes):
-        return repr(value)
-    if type(value) is float:
-        return repr(value) if math.isfinite(value) else None
-    if isinstance(value, tuple) and type(value) is tuple:
-        parts = [_literal(v) for v in value]
-        if all(p is not None for p in parts):
-            return "(" + "".join(p + ", " for p in parts) + ")"  # type: ignore[operator]
-    return None
+    """A repr that evaluates back to an equal value of the same type, or None (exact
+    builtin types only: the repr of a subclass is the user's code)."""
+    from .source import literal
+
+    return literal(value)
 
 
 class GuardSet:
@@ -71,6 +66,8 @@ class GuardSet:
         self.namespace: dict[str, Any] = {}
         self._object_names: dict[int, str] = {}
         self.location: tuple[str | None, int | None] = (None, None)
+        self._distinct: list[Source] = []  # mutable inputs that are distinct objects (``distinct``)
+        self._distinct_guard: Guard | None = None
 
     def constant(self, value: Any) -> str:
         """The name by which guard expressions refer to ``value``."""
@@ -97,13 +94,15 @@ class GuardSet:
         cls = type(value)
         self.add(
             GuardKind.TYPE_MATCH,
-            f"type({source.name}) is {cls.__qualname__}",
+            f"type({source.name}) is {_qualname(cls)}",
             f"___type({source.expr()}) is {self._const(cls)}",
             source,
         )
 
     def id_match(self, source: Source, value: Any) -> None:
-        label = getattr(value, "__qualname__", None) or getattr(value, "__name__", None) or type(value).__name__
+        label = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+        if type(label) is not str:  # (only shown, but a property of the user's could say anything)
+            label = _qualname(type(value))
         self.add(
             GuardKind.ID_MATCH,
             f"{source.name} is {label}",
@@ -114,7 +113,9 @@ class GuardSet:
     def equals_match(self, source: Source, value: Any) -> None:
         """Type and value of a constant that the trace used."""
         if value is None or isinstance(value, bool) or value is Ellipsis or value is NotImplemented:
-            self.add(GuardKind.ID_MATCH, f"{source.name} is {value!r}", f"{source.expr()} is {value!r}", source)
+            # (Ellipsis and NotImplemented are names a parameter could shadow: constants)
+            shown = _literal(value) if type(value) in (bool, type(None)) else self._const(value)
+            self.add(GuardKind.ID_MATCH, f"{source.name} is {value!r}", f"{source.expr()} is {shown}", source)
             return
         if isinstance(value, enum.Enum):  # a singleton: identity
             self.id_match(source, value)
@@ -126,7 +127,10 @@ class GuardSet:
         literal = _literal(value)
         if literal is None:
             literal = self._const(value)
-        self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {value!r}", f"{source.expr()} == {literal}", source)
+        self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {display(value)}", f"{source.expr()} == {literal}", source)
+        if isinstance(value, (float, complex)) and value == 0:  # -0.0 == 0.0, yet str() and copysign differ
+            self.add(GuardKind.EQUALS_MATCH, f"str({source.name}) == {str(value)!r}",
+                     f"___str({source.expr()}) == {str(value)!r}", source)
 
     def remaining_match(self, source: Source, length: int, op: str) -> None:
         """How many items an iterator passed in has left (``==`` or ``>=``)."""
@@ -135,6 +139,8 @@ class GuardSet:
 
     def hasattr_match(self, source: Source, name: str, present: bool) -> None:
         neg = "" if present else "not "
+        if type(name) is not str:  # a str subclass: its repr is the user's code
+            name = str.__str__(name)
         self.add(GuardKind.ID_MATCH, f"{neg}hasattr({source.name}, {name!r})", f"{neg}___hasattr({source.expr()}, {name!r})", source)
 
     def len_match(self, source: Source, length: int) -> None:
@@ -185,6 +191,83 @@ class GuardSet:
     def shape(self, text: str, expr: str) -> None:
         self.add(GuardKind.SHAPE, text, expr)
 
+    def tensor_fact(self, source: Source, suffix: str, value: Any) -> None:
+        """A fact of an input tensor beyond the tensor guard: ``L['x'].is_leaf == False``."""
+        self.add(GuardKind.TENSOR_MATCH, f"{source.name}{suffix} == {value!r}",
+                 f"{source.expr()}{suffix} == {_literal(value) or self._const(value)}", source)
+
+    def class_lookup(self, cls: type, mro: tuple[type, ...], name: str, found: type, static: Any) -> None:
+        """``name`` looked up along ``mro`` (a class's MRO, or its rest after a ``super()``)
+        found ``static`` in ``found``'s dict: every class before it still lacks the name, and
+        ``found`` still holds that very object (a method or property replaced on the class,
+        or added to a base, retraces)."""
+        key = _literal(name) if type(name) is str else None
+        key = key or self._const(name)
+        for klass in mro:
+            if klass is found:
+                break
+            self.add(GuardKind.ID_MATCH, f"{display(name)} not in {klass.__qualname__}.__dict__",
+                     f"{key} not in {self._const(klass)}.__dict__")
+        self.add(GuardKind.ID_MATCH, f"{found.__qualname__}.__dict__[{display(name)}] is <as traced> (via {cls.__qualname__})",
+                 f"{self._const(found)}.__dict__.get({key}) is {self._const(static)}")
+
+    def not_in_instance_dict(self, source: Source, name: str) -> None:
+        """An object's own ``__dict__`` lacks ``name``: a class attribute read through it is not
+        shadowed (an instance attribute set later would be)."""
+        key = _literal(name) if type(name) is str else None
+        key = key or self._const(name)
+        self.add(GuardKind.ID_MATCH, f"{display(name)} not in {source.name}.__dict__", f"{key} not in {source.expr()}.__dict__",
+                 source)
+
+    def not_a_global(self, globals_source: Source | None, name: str) -> None:
+        """A builtin the trace used is not shadowed by a global of the module (None: the
+        compiled function's own globals)."""
+        where = "G" if globals_source is None else globals_source.name
+        self.add(GuardKind.ID_MATCH, f"{display(name)} not in {where}",
+                 f"{_literal(name) or self._const(name)} not in {'___G' if globals_source is None else globals_source.expr()}",
+                 globals_source)
+
+    def keys_match(self, source: Source, keys: list[Any]) -> None:
+        """A dict's keys, in order (held as a constant: any hashable key type)."""
+        shown = "[" + ", ".join(map(display, keys[:8])) + (", ...]" if len(keys) > 8 else "]")
+        self.add(GuardKind.LEN_MATCH, f"list({source.name}) == {shown}",
+                 f"___list({source.expr()}) == {self._const(list(keys))}", source)
+
+    def function_match(self, fn: types.FunctionType) -> None:
+        """The compiled function's own code and defaults: what its entries were traced from
+        (``%autoreload`` assigns ``__code__``; a user may assign ``__defaults__``)."""
+        name = fn.__qualname__
+        for attr in ("__code__", "__defaults__", "__kwdefaults__"):
+            self.add(GuardKind.ID_MATCH, f"{name}.{attr} is <as traced>",
+                     f"{self._const(fn)}.{attr} is {self._const(getattr(fn, attr))}")
+
+    def not_identical(self, source: Source, other: Source) -> None:
+        """Two sources reach different objects (the trace decided ``a is b`` is False)."""
+        self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is not {other.name}", f"{source.expr()} is not {other.expr()}",
+                 source, other)
+
+    def distinct(self, source: Source) -> None:
+        """``source`` is one more mutable input (tensor, list, dict, object) that is not any
+        other: one guard holds them all, so passing one object twice where the trace saw two
+        (or the reverse, with the alias guard) retraces."""
+        if isinstance(source.root(), PrivateObjectSource):
+            return
+        if self._distinct_guard is not None:
+            self.guards.remove(self._distinct_guard)
+            self._seen.discard((GuardKind.TENSOR_ALIAS, self._distinct_guard.expr))
+        self._distinct.append(source)
+        if len(self._distinct) < 2:
+            return
+        names = ", ".join(s.name for s in self._distinct)
+        ids = ", ".join(f"___id({s.expr()})" for s in self._distinct)
+        self.add(GuardKind.TENSOR_ALIAS, f"distinct({names})", f"___len({{{ids}}}) == {len(self._distinct)}")
+        self._distinct_guard = self.guards[-1]
+
+
+def _qualname(cls: type) -> str:
+    """A class's qualified name, read past any metaclass property (no user code runs)."""
+    return type.__dict__["__qualname__"].__get__(cls)
+
 
 @dataclass
 class CompiledGuards:
@@ -232,7 +315,7 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
     for guard in guards:
         for top in sources_of(guard):
             # Each mention counts (a tensor guard reads its source six times).
-            mentions = max(1, len(re.findall(re.escape(top.expr()) + r"(?![A-Za-z0-9_])", guard.expr)))
+            mentions = max(1, len(_code_matches(_source_pattern(top), guard.expr)))
             source: Any = top
             while isinstance(source, Source):
                 uses[source] = uses.get(source, 0) + mentions
@@ -259,25 +342,41 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
         for source in sources_of(guard):
             if not isinstance(getattr(source, "base", None), Source):
                 continue
-            pattern = re.compile(re.escape(source.expr()) + r"(?![A-Za-z0-9_])")
-            first = pattern.search(expr)
-            if first is not None:
+            matches = _code_matches(_source_pattern(source), expr)
+            if matches:
                 rendered = render(source)
                 reuse = names.get(source, rendered)
-                expr = expr[: first.start()] + rendered + pattern.sub(lambda _: reuse, expr[first.end():])
+                for i, match in reversed(list(enumerate(matches))):
+                    expr = expr[: match.start()] + (reuse if i else rendered) + expr[match.end():]
         exprs.append(expr)
     return _shared_size_calls(exprs)
 
 
-_SIZE_CALL = re.compile(r"(?<![\w.\]])((?:\(___t\d+ := [^()]*\)|[A-Za-z_][\w.]*(?:\[[^\[\]]*\])*)\.(?:size|stride)\(\))")
+# The string literals of a guard expression (escaped reprs of exact str and bytes): a source's
+# text inside one is data, not a use of the source.
+_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'" r'|"(?:[^"\\]|\\.)*"', re.S)
+
+
+def _source_pattern(source: Source) -> re.Pattern:
+    return re.compile(r"(?<![A-Za-z0-9_.])" + re.escape(source.expr()) + r"(?![A-Za-z0-9_])")
+
+
+def _code_matches(pattern: re.Pattern, expr: str) -> list[re.Match]:
+    """The matches of ``pattern`` in ``expr`` that start outside its string literals."""
+    literals = [m.span() for m in _STRING_LITERAL.finditer(expr)] if ("'" in expr or '"' in expr) else []
+    return [m for m in pattern.finditer(expr) if not any(a <= m.start() < b for a, b in literals)]
+
+
+# (an index may itself be a constant: ``d[___const[140...]]``)
+_SIZE_CALL = re.compile(r"(?<![\w.\]])((?:\(___t\d+ := [^()]*\)|[A-Za-z_][\w.]*(?:\[(?:[^\[\]]|\[[^\[\]]*\])*\])*)\.(?:size|stride)\(\))")
 
 
 def _shared_size_calls(exprs: list[str]) -> list[str]:
     """``a.size()`` and ``a.stride()`` computed once for all the shape guards that read them."""
     counts: dict[str, int] = {}
     for expr in exprs:
-        for call in _SIZE_CALL.findall(expr):
-            counts[call] = counts.get(call, 0) + 1
+        for match in _code_matches(_SIZE_CALL, expr):
+            counts[match.group(1)] = counts.get(match.group(1), 0) + 1
     names: dict[str, str] = {}
     result = []
     for expr in exprs:
@@ -289,12 +388,35 @@ def _shared_size_calls(exprs: list[str]) -> list[str]:
                 return names[call]
             names[call] = f"___s{len(names)}"
             return f"({names[call]} := {call})"
-        result.append(_SIZE_CALL.sub(share, expr))
+        replaced = [(match, share(match)) for match in _code_matches(_SIZE_CALL, expr)]  # in order
+        for match, text in reversed(replaced):
+            expr = expr[: match.start()] + text + expr[match.end():]
+        result.append(expr)
     return result
+
+
+def _entry_constants(guards: list[Guard], text: str) -> dict[int, Any]:
+    """``___const`` of one entry: the objects its text names as ``___const[<id>]``, held by
+    the entry (freed with it), not by a global table."""
+    constants: dict[int, Any] = {}
+    for guard in guards:  # what the guards' sources name
+        for source in (guard.source, guard.other):
+            while isinstance(source, Source):
+                for box in source.__dict__.get("_const_boxes", ()):
+                    constants[id(box.value)] = box.value
+                source = getattr(source, "base", None)
+    for key in map(int, re.findall(r"___const\[([0-9]+)\]", text)):  # and any other source's
+        if key not in constants:
+            missing = constants  # (a sentinel: ids are never dicts here)
+            value = _CONSTANTS.get(key, missing)
+            if value is not missing:
+                constants[key] = value
+    return constants
 
 
 def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuards:
     """Compile every guard into one function with ``fn``'s signature, plus its explainer."""
+    from . import faults; faults.hit("guards")  # noqa: E702 - fault injection (tests)
     guards = guard_set.guards
     params = signature_text(fn.__code__)
     shared = _shared_subexpressions(guards)
@@ -321,11 +443,12 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___B": fn.__globals__.get("__builtins__", __builtins__),
         "___closure": fn.__closure__,
         # Builtins under names no parameter of the user's function can shadow.
-        "___type": type, "___len": len, "___list": list, "___hasattr": hasattr,
+        "___type": type, "___id": id, "___str": str, "___len": len, "___list": list, "___hasattr": hasattr,
         "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...
         "torch": torch,
         "___peek": peek,
-        "___const": _CONSTANTS,
+        "___getattr": getattr,
+        "___const": _entry_constants(guards, source),
         "___remaining": remaining,
         **guard_set.namespace,
     }

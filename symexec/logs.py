@@ -20,6 +20,7 @@ ARTIFACTS = (
     "graph_breaks",
     "trace",
     "graph_sizes",
+    "fallbacks",
     "debug",
 )
 

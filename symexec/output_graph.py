@@ -9,6 +9,7 @@ node remembers the user's file, line and source text, which the printed graph sh
 
 from __future__ import annotations
 
+import itertools
 import linecache
 import weakref
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ class OutputGraph:
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
         self.inputs: list[GraphInput] = []
         self.input_trackers: dict[Source, Any] = {}  # the builder's memo: one tracker per source
-        self.objects_by_id: dict[int, Any] = {}  # mutable inputs reached through several sources
+        self.objects_by_id: dict[int, tuple[Any, Any]] = {}  # mutable inputs reached through several sources: (object, tracker)
         self.real_cells: dict[int, Any] = {}  # closure cells met while tracing, one tracker each
         self.side_effects = SideEffects()
         self.grad_enabled = torch.is_grad_enabled()  # as the traced code has set it so far
@@ -82,6 +83,14 @@ class OutputGraph:
         self._tensors_by_id[id(value)] = var
         return var
 
+    def real_input(self, source: Source) -> Any:
+        """The real tensor of this call behind an input's source, or None if it died."""
+        for graph_input in self.inputs:
+            if graph_input.source == source:
+                example = graph_input.example
+                return example() if isinstance(example, weakref.ref) else example
+        return None
+
     def add_int_input(self, value: int, source: Source) -> SymNodeVariable | None:
         """An int input traced as a SymInt graph input, or None when the ShapeEnv specialises
         it (0 and 1 are always constants)."""
@@ -110,12 +119,19 @@ class OutputGraph:
         else:
             ctx = self.graph.inserting_after(self._last_placeholder)
         with ctx:
-            node = self.graph.placeholder(placeholder_name(source))
+            node = self.graph.placeholder(self._unique_input_name(placeholder_name(source)))
         node.meta["example_value"] = example
         node.meta["source"] = source
         self._last_placeholder = node
         self.inputs.append(GraphInput(source, node, real))
         return node
+
+    def _unique_input_name(self, name: str) -> str:
+        """Two sources can map to one name (``L['d'][inf]`` and ``L['d'][-inf]``): numbered."""
+        taken = {graph_input.node.target for graph_input in self.inputs}
+        if name not in taken:
+            return name
+        return next(f"{name}{i}" for i in itertools.count(1) if f"{name}{i}" not in taken)
 
     def install_shape_guards(self) -> None:
         """The ShapeEnv's guards on symbolic inputs, as text on sources and as expressions."""

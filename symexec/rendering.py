@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .source import display
+
 _NULL = "<NULL>"
 # What a temporary may stand for in the text without hiding an evaluation order that matters.
 _SIMPLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|-?[0-9.]+|'[^']*'|\"[^\"]*\"|None|True|False|___graph_out\[[0-9]+\]")
@@ -22,12 +24,14 @@ def const_text(value: Any, names: dict[int, str]) -> str:
     name = names.get(id(value))
     if name is not None:
         return name
-    if value is None or isinstance(value, (bool, int, float, str, bytes, complex)):
+    if value is None or type(value) in (bool, int, float, str, bytes, complex):
         text = repr(value)
         return text if len(text) <= 60 else text[:57] + "..."
-    if isinstance(value, tuple):
+    if type(value) is tuple:
         inner = ", ".join(const_text(v, names) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, (str, bytes, int, float, complex, tuple)):  # a subclass: its __repr__ is user code
+        return display(value)
     qualname = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if qualname is not None:
         return str(qualname)

@@ -14,11 +14,15 @@ for the same object.
 
 from __future__ import annotations
 
+import enum
 import keyword
+import math
 import re
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import torch
 import torch._guards
 from torch._guards import GuardSource
 
@@ -133,12 +137,23 @@ class AttrSource(Source):
     base: Source
     member: str
 
+    def __post_init__(self) -> None:
+        if type(self.member) is not str and isinstance(self.member, str):
+            # A str subclass: getattr reads it by value; its methods are the user's code.
+            object.__setattr__(self, "member", str.__str__(self.member))
+
     @property
     def name(self) -> str:
-        return f"{self.base.name}.{self.member}"
+        if is_plain_attribute(self.member):
+            return f"{self.base.name}.{self.member}"
+        return f"getattr({self.base.name}, {self.member!r})"
 
     def expr(self) -> str:
-        return f"{self.base.expr()}.{self.member}"
+        # User data never becomes source text: an attribute name that is not a plain
+        # identifier goes in as the escaped literal of an exact str.
+        if is_plain_attribute(self.member):
+            return f"{self.base.expr()}.{self.member}"
+        return f"___getattr({self.base.expr()}, {self.member!r})"
 
     def emit_load(self, cg: LoadEmitter) -> None:
         self.base.emit_load(cg)
@@ -153,12 +168,18 @@ class GetItemSource(Source):
     base: Source
     index: Any  # a hashable constant: int, str, ...
 
+    def __post_init__(self) -> None:
+        if literal(self.index) is None:
+            _keep(self, self.index)
+
     @property
     def name(self) -> str:
-        return f"{self.base.name}[{self.index!r}]"
+        return f"{self.base.name}[{display(self.index)}]"
 
     def expr(self) -> str:
-        return f"{self.base.expr()}[{self.index!r}]"
+        # An index of an exact builtin type is an escaped literal; any other (an Enum, a
+        # torch.device, inf, a str subclass whose repr is the user's code) a constant.
+        return f"{self.base.expr()}[{const_expr(self.index)}]"
 
     def emit_load(self, cg: LoadEmitter) -> None:
         self.base.emit_load(cg)
@@ -219,15 +240,133 @@ class IteratorItemSource(Source):
         return self.base.root()
 
 
+def is_plain_attribute(name: str) -> bool:
+    """Whether ``.name`` in Python source reads the attribute ``name``: an ASCII identifier
+    (source text NFKC-normalises other identifiers) that is not a keyword."""
+    return type(name) is str and name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+
+
+# Names of the generated functions' namespaces that a parameter must not shadow: every name
+# that starts with ``___`` (but the ``___stackN`` arguments of continuations), math and torch.
+_RESUME_ARG = re.compile(r"___stack[0-9]+")
+
+
 def safe_name(name: str) -> str:
     """A local's name as a parameter of generated Python source (CPython allows any string,
-    e.g. pytest's ``@py_assert1``; Python source does not)."""
-    if name.isidentifier() and not keyword.iskeyword(name):
+    e.g. pytest's ``@py_assert1``; Python source does not).
+
+    One-to-one: a plain name stays as it is; any other, and any name that could shadow a name
+    of the generated namespace, becomes ``___local_`` and its escaped characters (ASCII
+    letters and digits as they are, any other character, ``_`` included, as ``_<hex>_``).
+    """
+    if (is_plain_attribute(name) and name not in ("math", "torch")
+            and (not name.startswith("___") or _RESUME_ARG.fullmatch(name))):
         return name
-    return "___local_" + "".join(c if c.isalnum() else f"_{ord(c):x}_" for c in name)
+    return "___local_" + "".join(c if c.isascii() and c.isalnum() else f"_{ord(c):x}_" for c in name)
 
 
-_CONSTANTS: dict[int, Any] = {}  # objects ConstSource names, kept alive: functions and classes
+def literal(value: Any) -> str | None:
+    """A repr that evaluates back to an equal value of the same type, or None. Only exact
+    builtin types: the repr of a subclass is the user's code."""
+    if value is None or type(value) in (bool, int, str, bytes):
+        return repr(value)
+    if type(value) is float:
+        return repr(value) if math.isfinite(value) else None
+    if type(value) is tuple:
+        parts = [literal(v) for v in value]
+        if all(p is not None for p in parts):
+            return "(" + "".join(p + ", " for p in parts) + ")"  # type: ignore[operator]
+    return None
+
+
+def display(value: Any) -> str:
+    """``value`` as guard text (what users read), without running any of the user's code."""
+    text = literal(value)
+    if text is not None:
+        return text
+    cls = type(value)
+    if cls is float or cls is torch.device or cls is torch.dtype:
+        return repr(value)
+    if cls is tuple:
+        return "(" + "".join(display(v) + ", " for v in value) + ")"
+    if isinstance(value, enum.Enum):
+        return f"{cls.__qualname__}.{object.__getattribute__(value, '_name_')}"
+    for base in (str, bytes, int, float):
+        if isinstance(value, base):
+            return f"{cls.__qualname__}({getattr(base, '__repr__')(value)})"
+    return f"<{cls.__qualname__} object at {id(value):#x}>"
+
+
+class _Box:
+    """Holds one interned constant; the registry refers to it weakly."""
+
+    __slots__ = ("value", "__weakref__")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+class _Constants:
+    """``___const``: the objects that rendered sources name as ``___const[<id>]``.
+
+    An object stays here while a source that names it is alive (the source holds its box),
+    and no longer: a compiled guard function copies what its text names into a dict of its
+    own, freed with its cache entry (``guards.compile_guards``).
+    """
+
+    def __init__(self) -> None:
+        self._boxes: "weakref.WeakValueDictionary[int, _Box]" = weakref.WeakValueDictionary()
+
+    def box(self, value: Any) -> _Box:
+        box = self._boxes.get(id(value))
+        if box is None or box.value is not value:
+            box = self._boxes[id(value)] = _Box(value)
+        return box
+
+    def __getitem__(self, key: int) -> Any:
+        return self._boxes[key].value
+
+    def get(self, key: int, default: Any = None) -> Any:
+        box = self._boxes.get(key)
+        return default if box is None else box.value
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._boxes
+
+    def __len__(self) -> int:
+        return len(self._boxes)
+
+
+_CONSTANTS = _Constants()
+
+
+def _keep(owner: Any, value: Any) -> None:
+    """Make ``owner`` (a source) keep ``value`` named in ``___const``."""
+    boxes = owner.__dict__.get("_const_boxes")
+    if boxes is None:
+        boxes = []
+        object.__setattr__(owner, "_const_boxes", boxes)
+    boxes.append(_CONSTANTS.box(value))
+
+
+def const_expr(value: Any) -> str:
+    """``value`` as Python source: an escaped literal of an exact builtin type, or
+    ``___const[<id>]`` (the caller's source keeps it named: ``_keep``)."""
+    text = literal(value)
+    return text if text is not None else f"___const[{id(value)}]"
+
+
+def value_of(source: "Source") -> Any:
+    """The object a source rooted at a constant reaches (no frame needed)."""
+    if isinstance(source, ConstSource):
+        return source.value
+    if isinstance(source, AttrSource):
+        return getattr(value_of(source.base), source.member)
+    if isinstance(source, GetItemSource):
+        return value_of(source.base)[source.index]
+    if isinstance(source, IteratorItemSource):
+        return peek(value_of(source.base), source.index)
+    raise ValueError(f"{source.name} is not reachable without a frame")
 
 
 
@@ -238,22 +377,27 @@ class ConstSource(Source):
     (``__globals__`` of a function) where nothing else would."""
 
     object_id: int
+    # The object itself, held by the source (and so by the guards and entries that use it):
+    # freed with them, not kept for ever.
+    value: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        _keep(self, self.value)
 
     @classmethod
     def of(cls, value: Any) -> "ConstSource":
-        _CONSTANTS[id(value)] = value
-        return cls(id(value))
+        return cls(id(value), value)
 
     @property
     def name(self) -> str:
-        value = _CONSTANTS[self.object_id]
-        return f"<{getattr(value, '__qualname__', type(value).__name__)}>"
+        qualname = getattr(self.value, "__qualname__", None)
+        return f"<{qualname if type(qualname) is str else type(self.value).__name__}>"
 
     def expr(self) -> str:
         return f"___const[{self.object_id}]"
 
     def emit_load(self, cg: LoadEmitter) -> None:
-        cg.load_const(_CONSTANTS[self.object_id])
+        cg.load_const(self.value)
 
 
 @dataclass(frozen=True)
@@ -265,7 +409,7 @@ class PrivateObjectSource(ConstSource):
 
     @property
     def name(self) -> str:
-        return f"<private {type(_CONSTANTS[self.object_id]).__name__}>"
+        return f"<private {type(self.value).__name__}>"
 
     def emit_load(self, cg: LoadEmitter) -> None:
-        cg.load_private(_CONSTANTS[self.object_id])  # type: ignore[attr-defined]
+        cg.load_private(self.value)  # type: ignore[attr-defined]

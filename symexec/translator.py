@@ -18,7 +18,7 @@ from typing import Any
 
 from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
-from . import logs
+from . import faults, logs
 from .config import Config
 from .exc import InternalError, TracedException, Unsupported
 from .guards import GuardSet
@@ -213,6 +213,7 @@ class InstructionTranslator:
         if isinstance(f_builtins, types.ModuleType):
             f_builtins = f_builtins.__dict__
         if name in f_builtins:
+            self.guards.not_a_global(self.globals_source, name)  # a module global `abs = ...` set later shadows it
             return self.wrap(f_builtins[name], BuiltinSource(name) if self.globals_source is None else None)
         raise Unsupported(f"NameError: name {name!r} is not defined")
 
@@ -289,6 +290,7 @@ class InstructionTranslator:
         try:
             if spec is None:
                 raise Unsupported(f"the {inst.name} instruction is not supported yet")
+            faults.hit("handler")
             pops, _ = spec.effect(inst.arg)
             if pops:
                 if len(self.stack) < pops:
@@ -315,6 +317,7 @@ class InstructionTranslator:
             raise InternalError(f"{type(e).__name__} in {inst.name} at {filename}:{lineno}: {e}") from e
         if result is None:
             return
+        faults.hit("tracker")
         if type(result) is tuple:
             self.stack.extend(result)
         else:

@@ -21,6 +21,7 @@ import symexec
 __all__ = [
     "CountingBackend",
     "check",
+    "check_sequence",
     "copy_args",
     "assert_same",
     "dynamo_graphs",
@@ -64,6 +65,8 @@ def copy_args(value, memo=None):
         result = tuple(copy_args(item, memo) for item in value)
     elif type(value) is set:
         result = {copy_args(item, memo) for item in value}
+    elif isinstance(value, (types.ModuleType, types.FunctionType, type)):
+        result = value  # shared, as a program shares them
     else:
         result = copy.deepcopy(value, memo)
     memo[key] = result
@@ -395,3 +398,19 @@ def assert_same_graphs_as_dynamo(fn, *args, **kwargs):
         + "\n".join(gm.code for gm in dynamo.graphs)
     )
     return ours, dynamo
+
+
+def check_sequence(fn, *steps, dynamic=None, backend="eager"):
+    """One compiled function called once per step, each call compared with eager on fresh
+    copies (as `check` does). A step is a list of positional arguments, or a callable run
+    between calls (it changes the world both see: a global, a class, a function's defaults).
+    This is how a missing guard shows: a later call reuses an entry it should not."""
+    compiled = symexec.compile(fn, backend=backend, dynamic=dynamic)
+    for number, step in enumerate(steps, 1):
+        if callable(step):
+            step()
+            continue
+        eager_args, _ = copy_args((list(step), {}))
+        compiled_args, _ = copy_args((list(step), {}))
+        _compare(_run(fn, eager_args, {}), _run(compiled, compiled_args, {}), number)
+    return compiled

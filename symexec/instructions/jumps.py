@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..exc import Unsupported
 from ..variables import ConstantVariable, IteratorVariable, identical
 from .registry import instruction
 
@@ -28,9 +29,9 @@ _register_pop_jump(("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "PO
 _register_pop_jump(("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_FALSE"),
                    lambda tx, v: not v.truth(tx))
 _register_pop_jump(("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_IF_NONE"),
-                   lambda tx, v: identical(v, _NONE))
+                   lambda tx, v: identical(v, _NONE, tx))
 _register_pop_jump(("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE"),
-                   lambda tx, v: not identical(v, _NONE))
+                   lambda tx, v: not identical(v, _NONE, tx))
 
 
 @instruction("JUMP_IF_TRUE_OR_POP", pops=1)
@@ -56,6 +57,8 @@ def GET_ITER(tx: Any, inst: Any, iterable: Any) -> Any:
 
 @instruction("FOR_ITER", pops=1, pushes=2)
 def FOR_ITER(tx: Any, inst: Any, iterator: Any) -> Any:
+    if not isinstance(iterator, IteratorVariable):
+        raise Unsupported(f"iterating {iterator.describe()} passed in (a {iterator.python_type().__name__})")
     item = iterator.next_item()
     if item is None:  # exhausted: pop the iterator and leave the loop
         tx.jump(inst.arg)

@@ -54,9 +54,10 @@ class VariableBuilder:
         cache = output.input_trackers
         if source is not None and source in cache:
             return cache[source]
-        mutable = isinstance(value, (list, dict)) or type(value).__module__ not in ("builtins", "torch")
+        mutable = isinstance(value, (list, dict)) or not isinstance(value, _VALUE_TYPES) and type(value).__module__ != "torch"
         if mutable and source is not None:
-            known = output.objects_by_id.get(id(value))
+            value_and_var = output.objects_by_id.get(id(value))
+            known = value_and_var[1] if value_and_var is not None and value_and_var[0] is value else None
             if known is not None and known.source is not None:
                 # One object reached through two sources: one tracker, so mutations agree.
                 self.guards.alias(source, known.source)
@@ -68,6 +69,8 @@ class VariableBuilder:
                 break
         else:
             wrapper = _wrap_object
+        if cls is not type(value) and cls in _CONTAINERS and _overrides_protocol(type(value), cls):
+            wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
         if isinstance(value, _TORCH_CALLABLE_TYPES) and is_torch_object(value):
             wrapper = _wrap_torch_callable
         try:
@@ -81,8 +84,56 @@ class VariableBuilder:
         if source is not None:
             cache[source] = var
             if mutable and isinstance(var, (ListVariable, ConstDictVariable, UserDefinedObjectVariable)):
-                output.objects_by_id[id(value)] = var
+                output.objects_by_id[id(value)] = (value, var)  # (held: an id is unique only while alive)
+            if var.source == source and _identity_matters(value, source):
+                self.guards.distinct(source)
         return var
+
+
+_CONTAINERS = (dict, list, tuple, set, frozenset)
+# What a container tracker models of its type; a subclass that overrides one in Python is an object.
+_PROTOCOL = frozenset({
+    "__getitem__", "__setitem__", "__delitem__", "__iter__", "__len__", "__contains__", "__missing__",
+    "__eq__", "__ne__", "__hash__", "__bool__", "__add__", "__iadd__", "__or__", "__ior__", "__reversed__",
+    "keys", "values", "items", "get", "pop", "popitem", "setdefault", "update", "clear", "copy",
+    "append", "extend", "insert", "remove", "index", "count", "sort", "reverse", "add", "discard",
+})
+
+
+# A dict subclass's Python methods called by name, and __getitem__, run through its tracker
+# (``ConstDictVariable.call_method``); these it does not dispatch.
+_DICT_PROTOCOL = frozenset({"__missing__", "__iter__", "__eq__", "__ne__", "__hash__", "__bool__", "__reversed__"})
+
+
+def _overrides_protocol(cls: type, base: type) -> bool:
+    protocol = _DICT_PROTOCOL if base is dict else _PROTOCOL
+    for klass in cls.__mro__:
+        if klass is base:
+            return False
+        for name in protocol.intersection(klass.__dict__):
+            if not isinstance(klass.__dict__[name], (types.BuiltinFunctionType, types.MethodDescriptorType,
+                                                     types.WrapperDescriptorType)) and klass.__module__ != "collections":
+                return True
+    return False
+
+
+# Values whose identity the trace never relies on, or pins with an identity guard anyway.
+_VALUE_TYPES = (*LITERAL_TYPES, tuple, frozenset, range, slice, type, types.ModuleType, types.FunctionType,
+                types.BuiltinFunctionType, types.MethodType, functools.partial)
+
+
+def _identity_matters(value: Any, source: Source) -> bool:
+    """Whether passing this object twice instead of two objects could change what the trace
+    does (mutations seen through both, ``a is b``): tensors, lists, dicts, sets and objects
+    reached from arguments, globals and cells through items. Objects reached through
+    attributes (a module's parameters and submodules) are guarded by the alias guard where
+    they are one object, not for distinctness: their number would make every cache hit pay."""
+    if not isinstance(value, (torch.Tensor, list, dict, set)) and (
+            type(value).__module__ == "builtins" or isinstance(value, (type, types.ModuleType, types.FunctionType))):
+        return False
+    while isinstance(source, (GetItemSource, IteratorItemSource)):
+        source = source.base
+    return isinstance(source, (LocalSource, GlobalSource, ClosureSource))
 
 
 @wraps(*LITERAL_TYPES)
@@ -156,8 +207,12 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
         raise Unsupported("a dict whose keys are not constants (str, int, ...)")
     if source is not None:
         b.guards.type_match(source, value)
-        b.guards.add(GuardKind.EQUALS_MATCH, f"list({source.name}.keys()) == {keys!r}",
-                     f"___list({source.expr()}) == {keys!r}", source)
+        # The keys go in as a constant of the guard function, never as source text (their
+        # reprs may be the user's code, or not evaluate back: Enum, torch.device, inf).
+        from ..source import display
+        shown = "[" + ", ".join(display(k) for k in keys) + "]"
+        b.guards.add(GuardKind.EQUALS_MATCH, f"list({source.name}.keys()) == {shown}",
+                     f"___list({source.expr()}) == {b.guards.constant(list(keys))}", source)
     items = {k: b(v, GetItemSource(source, k) if source is not None else None) for k, v in value.items()}
     return ConstDictVariable(items, source, user_cls=type(value))
 
@@ -183,12 +238,12 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
 @wraps(types.FunctionType)
 def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source | None) -> VariableTracker:
     if source is not None:
-        if value.__closure__:
-            # A closure is made anew by each call of its maker: what must stay is its code;
-            # what it closes over is guarded where the trace reads it.
-            b.guards.id_match(AttrSource(source, "__code__"), value.__code__)
-        else:
+        if not value.__closure__:
+            # (A closure is made anew by each call of its maker: what must stay is its code;
+            # what it closes over is guarded where the trace reads it.)
             b.guards.id_match(source, value)
+        # The code runs inlined: pinned even on the same function object (%autoreload swaps it).
+        b.guards.id_match(AttrSource(source, "__code__"), value.__code__)
     if getattr(value, "_symexec_graph_break", False):
         return GraphBreakVariable(value, source)
     if getattr(value, "_symexec_allow_in_graph", False):  # one node in the graph, not traced into
@@ -204,7 +259,22 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
 @wraps(types.BuiltinFunctionType, types.BuiltinMethodType)
 def _wrap_builtin(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
     # Calls fold or hit a handler (builtins.py); any other builtin is unsupported when called.
+    if source is not None:
+        _pin_callable(b, value, source)
     return BuiltinVariable(value, source)
+
+
+def _pin_callable(b: VariableBuilder, value: Any, source: Source) -> None:
+    """The trace runs this callable's behaviour: pin which one it is. A builtin bound to an
+    object (``lst.append``) is a new object at each attribute read: its object and name."""
+    owner = getattr(value, "__self__", None)
+    if owner is None or isinstance(owner, types.ModuleType) or not isinstance(
+            value, (types.BuiltinMethodType, types.MethodWrapperType)):
+        b.guards.id_match(source, value)
+        return
+    b.guards.type_match(source, value)
+    b.guards.id_match(AttrSource(source, "__self__"), owner)
+    b.guards.equals_match(AttrSource(source, "__name__"), value.__name__)
 
 
 @wraps(type)
@@ -249,10 +319,12 @@ def _wrap_partial(b: VariableBuilder, value: functools.partial, source: Source |
     b.guards.type_match(source, value)
     args = [b(a, GetItemSource(AttrSource(source, "args"), i)) for i, a in enumerate(value.args)]
     kwargs = {k: b(v, GetItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()}
-    return PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs)
+    return PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs, source=source, cls=type(value))
 
 
 def _wrap_torch_callable(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is not None:
+        _pin_callable(b, value, source)
     return TorchVariable(value, source)
 
 

@@ -7,6 +7,7 @@ constants; anything else is unsupported (a graph break).
 
 from __future__ import annotations
 
+import abc
 import builtins
 import collections
 import copy
@@ -17,13 +18,16 @@ import math
 import operator
 from typing import Any, Callable
 
+import torch
+
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import _CONSTANTS, PrivateObjectSource, Source
+from ..source import AttrSource, PrivateObjectSource, Source, value_of
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal, wrap_constant
-from .dicts import ConstDictVariable
-from .lists import BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, sort_keys
+from .dicts import ConstDictVariable, DictViewVariable
+from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, iterator_type,
+                    sort_keys)
 from .functions import UserMethodVariable
 from .misc import SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, TensorVariable, record_call
@@ -148,6 +152,8 @@ def _make_binary(fn: Any) -> Handler:
             if isinstance(b, ObjectVariableBase) and b.has_python_method(reflected):
                 return b.call_method(tx, reflected, [a], {})
         if fn in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
+            if isinstance(a, (SetVariable, DictViewVariable)) or isinstance(b, (SetVariable, DictViewVariable)):
+                return None  # a set equals a frozenset, dict_keys a set: by value, or unsupported
             if type(a) is not type(b) and not (isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable)):
                 # Different families never compare equal (tensors were handled above).
                 return ConstantVariable(fn is operator.ne)
@@ -165,12 +171,43 @@ def _make_inplace(inplace: Any, plain: Any) -> Handler:
             result = record_call(tx, "call_function", inplace, [a, b], {})
             # x += 1 mutates x and keeps its identity; x @= y has no in-place form and rebinds.
             return a if getattr(result, "example", None) is a.example else result
-        if isinstance(a, ListVariable) and inplace is operator.iadd:
-            return a.call_method(tx, "__iadd__", [b], {})
+        if isinstance(a, ListVariable) and type(a) is ListVariable:
+            if inplace in (operator.iadd, operator.iconcat):
+                return a.call_method(tx, "__iadd__", [b], {})
+            if inplace is operator.imul:
+                return a.call_method(tx, "__imul__", [b], {})
+        elif isinstance(a, SetVariable) and not a.frozen and inplace in _SET_INPLACE:
+            if not isinstance(b, SetVariable):
+                raise Unsupported(f"{inplace.__name__} of a set and {b.describe()}")
+            a.call_method(tx, _SET_INPLACE[inplace], [b], {})
+            return a
+        elif isinstance(a, ConstDictVariable) and inplace is operator.ior:
+            if a.python_type() not in (dict, collections.OrderedDict, collections.defaultdict) or not isinstance(
+                    b, ConstDictVariable):
+                raise Unsupported(f"|= of {a.describe()} and {b.describe()}")
+            a.call_method(tx, "update", [b], {})
+            return a
+        dunder = "__i" + inplace.__name__.removeprefix("i").rstrip("_") + "__"
+        if isinstance(a, ObjectVariableBase):
+            if a.has_python_method(dunder):
+                result = a.call_method(tx, dunder, [b], {})
+                if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                    return result
+            elif getattr(a.python_type(), dunder, None) is not None:
+                raise Unsupported(f"{a.describe()} has a builtin {dunder}")
+        elif not isinstance(a, (ConstantVariable, TupleVariable, RangeVariable, SymNodeVariable)) or (
+                isinstance(a, ConstantVariable) and getattr(type(a.as_python_constant()), dunder, None) is not None):
+            # A mutable value whose in-place form is not modelled: `a = a + b` would be wrong.
+            raise Unsupported(f"{inplace.__name__} of {a.describe()}")
+        if inplace is operator.iconcat:
+            return BuiltinVariable(operator.concat).call_function(tx, [a, b], {})
         return BuiltinVariable(plain).call_function(tx, [a, b], {})
     return inplace_op
 
 
+_SET_INPLACE = {operator.ior: "update", operator.iand: "intersection_update", operator.isub: "difference_update",
+                operator.ixor: "symmetric_difference_update"}
+INPLACE_OPERATORS[operator.iconcat] = operator.concat
 for _inplace, _plain in INPLACE_OPERATORS.items():
     HANDLERS[_inplace] = _make_inplace(_inplace, _plain)
 
@@ -197,7 +234,7 @@ def _bool(tx: Any, a: VariableTracker | None = None) -> VariableTracker:
     return ConstantVariable(False if a is None else a.truth(tx))
 
 
-def identical(a: VariableTracker, b: VariableTracker) -> bool:
+def identical(a: VariableTracker, b: VariableTracker, tx: Any = None) -> bool:
     """``a is b`` for trackers: the same tracker, the same source, or constants that are."""
     if a is b or (a.source is not None and a.source == b.source):
         return True
@@ -211,24 +248,28 @@ def identical(a: VariableTracker, b: VariableTracker) -> bool:
     # and everything else without a shared source was created separately.
     if a.is_python_constant() and b.is_python_constant() and not isinstance(a, BaseListVariable | ConstDictVariable | SetVariable):
         return a.as_python_constant() is b.as_python_constant()
+    if a.source is not None and b.source is not None:  # two inputs, distinct now: pinned so
+        if tx is None:
+            raise Unsupported("`is` between two inputs whose identity cannot be guarded here")
+        tx.guards.not_identical(a.source, b.source)
     return False
 
 
-HANDLERS[operator.is_] = lambda tx, a, b: ConstantVariable(identical(a, b))
-HANDLERS[operator.is_not] = lambda tx, a, b: ConstantVariable(not identical(a, b))
+HANDLERS[operator.is_] = lambda tx, a, b: ConstantVariable(identical(a, b, tx))
+HANDLERS[operator.is_not] = lambda tx, a, b: ConstantVariable(not identical(a, b, tx))
 
 
 @handler(operator.contains)
 def _contains(tx: Any, container: VariableTracker, item: VariableTracker) -> VariableTracker | None:
     if isinstance(container, ObjectVariableBase) and container.has_python_method("__contains__"):
         return ConstantVariable(container.call_method(tx, "__contains__", [item], {}).truth(tx))
-    if isinstance(container, (ConstDictVariable, SetVariable)):
+    if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if is_tensor(container) or is_tensor(item) and not isinstance(container, BaseListVariable):
         return None
     if isinstance(container, BaseListVariable) and not isinstance(container, RangeVariable):
         for candidate in container.items:
-            if identical(candidate, item):
+            if identical(candidate, item, tx):
                 return ConstantVariable(True)
             if is_tensor(candidate) or is_tensor(item):
                 raise Unsupported("`in` compares a tensor by value: data-dependent")
@@ -242,8 +283,10 @@ def _contains(tx: Any, container: VariableTracker, item: VariableTracker) -> Var
 def _getitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableTracker | None:
     if is_tensor(obj):
         return record_call(tx, "call_function", operator.getitem, [obj, index], {})
-    if isinstance(obj, (BaseListVariable, ConstDictVariable)):
+    if isinstance(obj, BaseListVariable):
         return obj.getitem(tx, index)
+    if isinstance(obj, ConstDictVariable):  # a subclass's own __getitem__ runs
+        return obj.call_method(tx, "__getitem__", [index], {})
     if isinstance(obj, ConstantVariable):
         return None  # fold: "abc"[1]
     return obj.call_method(tx, "__getitem__", [index], {})
@@ -297,26 +340,56 @@ def _super(tx: Any, *args: VariableTracker) -> VariableTracker:
 
 @handler(functools.partial)
 def _partial(tx: Any, fn: VariableTracker, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
-    return PartialVariable(fn, list(args), kwargs)
+    if isinstance(fn, PartialVariable) and fn.cls is functools.partial and fn.source is None:
+        # partial(partial(f, a), b) flattens, as CPython's does for plain partials.
+        return PartialVariable(fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, cls=functools.partial)
+    return PartialVariable(fn, list(args), kwargs, cls=functools.partial)
 
 
 class PartialVariable(VariableTracker):
-    """``functools.partial(fn, *args, **kwargs)`` made while tracing."""
+    """``functools.partial(fn, *args, **kwargs)``: made while tracing (``cls`` is then
+    functools.partial), or passed in (then it has a source, and generated code re-fetches the
+    object itself, whatever subclass of partial it is)."""
 
-    def __init__(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> None:
-        super().__init__()
+    def __init__(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+                 source: Source | None = None, cls: type | None = None) -> None:
+        super().__init__(source)
         self.fn, self.args, self.kwargs = fn, args, kwargs
+        if source is None and cls is None:
+            # Built from a real partial (builder.py): its items were read through `<p>.func`,
+            # `<p>.args[i]` and `<p>.keywords[k]`: that object is what generated code loads.
+            fn_source = fn.source
+            if isinstance(fn_source, AttrSource) and fn_source.member == "func":
+                self.source = fn_source.base
+        self.cls = cls  # None: some subclass of partial, not known here
 
     def python_type(self) -> type:
-        return functools.partial
+        if self.cls is None:
+            raise Unsupported("the type of a functools.partial passed in")
+        return self.cls
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name == "func":
+            return self.fn
+        if name == "args":
+            return TupleVariable(list(self.args))
+        if name == "keywords":
+            return ConstDictVariable(dict(self.kwargs))
+        return super().var_getattr(tx, name)
 
     def subvalues(self) -> list[VariableTracker]:
         return [self.fn, *self.args, *self.kwargs.values()]
 
     def reconstruct(self, cg: Any) -> None:
+        if self.source is not None:
+            self.source.emit_load(cg)
+            return
+        if self.cls is not functools.partial:
+            raise Unsupported("re-creating a functools.partial passed in without a source")
+
         def arguments() -> list[None]:
             cg.reconstruct(self.fn)
             for arg in self.args:
@@ -324,15 +397,21 @@ class PartialVariable(VariableTracker):
             return [None] * (1 + len(self.args))
 
         if self.kwargs:
-            raise Unsupported("re-creating a functools.partial with keyword arguments")
+            cg.call_const(_make_partial, lambda: [cg.reconstruct(self.fn), cg.reconstruct(TupleVariable(list(self.args))),
+                                                  cg.reconstruct(ConstDictVariable(dict(self.kwargs)))])
+            return
         cg.call_const(functools.partial, arguments)
+
+
+def _make_partial(fn: Any, args: tuple, keywords: dict) -> functools.partial:
+    return functools.partial(fn, *args, **keywords)
 
 
 def _private_value(var: VariableTracker) -> Any:
     """The real object behind a tracker reached from an object private to the trace."""
     if var.source is None or not isinstance(var.source.root(), PrivateObjectSource):
         raise Unsupported(f"{var.describe()} is not the trace's own object")
-    return eval(var.source.expr(), {"___const": _CONSTANTS})  # noqa: S307 - our own expression
+    return value_of(var.source)
 
 
 def _real_value(var: VariableTracker) -> Any:
@@ -392,15 +471,81 @@ def _run_pure(tx: Any, fn: Any, args: tuple, kwargs: dict) -> VariableTracker:
     return tx.wrap(value, PrivateObjectSource.of(value))
 
 
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)  # torch.FloatTensor, torch.cuda.HalfTensor...
+
+
+def _flat_classes(cls: Any) -> list[Any]:
+    if isinstance(cls, tuple):
+        return [c for item in cls for c in _flat_classes(item)]
+    return [cls]
+
+
+def _instancecheck(obj: VariableTracker, cls: Any) -> bool:
+    """``isinstance(obj, cls)`` for one class, as its metaclass's __instancecheck__ decides."""
+    check = getattr(type(cls), "__instancecheck__", None)
+    if check is None or check is type.__instancecheck__ or not isinstance(cls, type):
+        # A plain class, or a typing alias (whose check is a subclass check of the type).
+        return issubclass(obj.python_type(), cls)
+    if isinstance(cls, type) and isinstance(type(cls), type) and issubclass(type(cls), abc.ABCMeta) and (
+            type(cls).__instancecheck__ is abc.ABCMeta.__instancecheck__):
+        # ABCMeta checks the type (and __class__, the same for the objects trackers model).
+        return issubclass(obj.python_type(), cls)
+    if type(cls) is _LEGACY_TENSOR_TYPE:
+        # torch.FloatTensor: the dtype and the device (guarded on inputs, derived in the graph).
+        if is_tensor(obj):
+            return isinstance(obj.example, cls)
+        return False if isinstance(obj, (ConstantVariable, BaseListVariable, ConstDictVariable, SetVariable)) else \
+            _unsupported_check(cls)
+    if cls is torch.nn.Parameter:
+        # _ParameterMeta: a Parameter, or a plain tensor marked `_is_param` (never a graph
+        # intermediate; an input tensor would have to be asked for real).
+        if issubclass(obj.python_type(), cls):
+            return True
+        if is_tensor(obj) and obj.source is not None:
+            raise Unsupported("isinstance(input tensor, nn.Parameter) reads its `_is_param` mark")
+        return False
+    if obj.is_python_constant() and isinstance(obj, ConstantVariable):
+        return isinstance(obj.as_python_constant(), cls)  # a constant: the real check on the real value
+    return _unsupported_check(cls)
+
+
+def _unsupported_check(cls: Any) -> bool:
+    raise Unsupported(f"isinstance with {getattr(cls, '__qualname__', cls)!r}, whose metaclass "
+                      f"{type(cls).__qualname__} has its own __instancecheck__")
+
+
 @handler(isinstance)
 def _isinstance(tx: Any, obj: VariableTracker, classes: VariableTracker) -> VariableTracker:
     cls = _real_value(classes)  # a class, a tuple of them, or a typing alias
-    return ConstantVariable(issubclass(obj.python_type(), cls))
+    return ConstantVariable(any(_instancecheck(obj, c) for c in _flat_classes(cls)))
 
 
 @handler(issubclass)
 def _issubclass(tx: Any, cls: VariableTracker, classes: VariableTracker) -> VariableTracker:
-    return ConstantVariable(issubclass(cls.as_python_constant(), classes.as_python_constant()))
+    # Classes are constants of the trace: the real check (their metaclass's __subclasscheck__).
+    try:
+        return ConstantVariable(issubclass(cls.as_python_constant(), classes.as_python_constant()))
+    except TypeError as e:
+        raise TracedException(e) from e
+
+
+@handler(setattr)
+def _setattr(tx: Any, obj: VariableTracker, name: VariableTracker, value: VariableTracker) -> VariableTracker:
+    # The same path as STORE_ATTR: later reads of the attribute see the write.
+    attr = name.as_python_constant()
+    if type(attr) is not str:
+        raise Unsupported("setattr() with a name that is not a str")
+    obj.store_attr(tx, attr, value)
+    return ConstantVariable(None)
+
+
+@handler(delattr)
+def _delattr(tx: Any, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+    attr = name.as_python_constant()
+    if type(attr) is not str:
+        raise Unsupported("delattr() with a name that is not a str")
+    obj.store_attr(tx, attr, None)  # DELETE_ATTR's path
+    return ConstantVariable(None)
 
 
 @handler(type)
@@ -412,8 +557,6 @@ def _type(tx: Any, obj: VariableTracker, *rest: VariableTracker) -> VariableTrac
 
 def _lookup(tx: Any, obj: VariableTracker, attr: str) -> VariableTracker | None:
     """``obj.attr``, or None when it does not exist (then, for an input, guarded absent)."""
-    if is_tensor(obj) and not hasattr(obj.example, attr):
-        return None
     try:
         return obj.var_getattr(tx, attr)
     except AttributeMissing:
@@ -449,9 +592,29 @@ def _slice(tx: Any, *args: VariableTracker) -> VariableTracker:
     return SliceVariable(*parts)
 
 
+def _iter_type(obj: VariableTracker) -> type | None:
+    """The type of ``iter(obj)``, where it is known exactly (None otherwise)."""
+    if isinstance(obj, RangeVariable):
+        return type(iter(obj.value))
+    if isinstance(obj, ConstantVariable):
+        return iterator_type(None, obj.as_python_constant())
+    if isinstance(obj, DictViewVariable):
+        return obj.iterator_type()
+    if isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
+        try:
+            return iterator_type(obj.python_type())
+        except Unsupported:
+            return None
+    return None
+
+
 @handler(iter)
-def _iter(tx: Any, obj: VariableTracker) -> VariableTracker:
-    return obj if isinstance(obj, IteratorVariable) else IteratorVariable(obj.unpack(tx))
+def _iter(tx: Any, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker:
+    if rest:
+        raise Unsupported("iter(callable, sentinel)")
+    if isinstance(obj, IteratorVariable):
+        return obj
+    return IteratorVariable(obj.unpack(tx), _iter_type(obj))
 
 
 @handler(next)
@@ -469,7 +632,8 @@ def _next(tx: Any, it: VariableTracker, default: VariableTracker | None = None) 
 @handler(enumerate)
 def _enumerate(tx: Any, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
     first = start.as_python_constant() if start is not None else 0
-    return IteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(iterable.unpack(tx))])
+    return IteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(iterable.unpack(tx))],
+                            enumerate)
 
 
 @handler(zip)
@@ -477,14 +641,26 @@ def _zip(tx: Any, *iterables: VariableTracker, strict: VariableTracker | None = 
     columns = [it.unpack(tx) for it in iterables]
     if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
         raise Unsupported("zip(strict=True) with iterables of different lengths")
-    return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)])
+    return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)], zip)
 
 
 @handler(reversed)
 def _reversed(tx: Any, seq: VariableTracker) -> VariableTracker:
-    if not isinstance(seq, (BaseListVariable, ConstDictVariable)) and not isinstance(seq, ConstantVariable):
+    if isinstance(seq, ObjectVariableBase) or not isinstance(
+            seq, (BaseListVariable, ConstDictVariable, ConstantVariable, DictViewVariable)):
         raise Unsupported(f"reversed() of {seq.describe()}")
-    return IteratorVariable(list(reversed(seq.unpack(tx))))
+    if isinstance(seq, ConstantVariable):
+        cls = type(reversed(seq.as_python_constant()))
+    elif isinstance(seq, RangeVariable):
+        cls = type(reversed(seq.value))
+    elif isinstance(seq, DictViewVariable):
+        cls = seq.reversed_type()
+    else:
+        real = seq.python_type()
+        if real not in (list, tuple, dict, collections.OrderedDict, torch.Size):  # a subclass may define __reversed__
+            raise Unsupported(f"reversed() of a {real.__name__}")
+        cls = type(reversed(real()))
+    return IteratorVariable(list(reversed(seq.unpack(tx))), cls)
 
 
 HANDLERS[list] = lambda tx, iterable=None: ListVariable(iterable.unpack(tx) if iterable is not None else [])
@@ -594,15 +770,74 @@ def _sorted(tx: Any, iterable: VariableTracker, *, key: VariableTracker | None =
 
 @handler(map)
 def _map(tx: Any, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
-    columns = [it.unpack(tx) for it in iterables]
-    return IteratorVariable([fn.call_function(tx, list(row), {}) for row in zip(*columns)])
+    if not iterables:
+        raise Unsupported("TypeError: map() must have at least two arguments.")
+    return LazyIteratorVariable(tx, map, fn, [_iter(tx, it) for it in iterables])
 
 
 @handler(filter)
 def _filter(tx: Any, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
-    keep_truthy = fn.is_python_constant() and fn.as_python_constant() is None
-    items = iterable.unpack(tx)
-    return IteratorVariable([i for i in items if (i if keep_truthy else fn.call_function(tx, [i], {})).truth(tx)])
+    return LazyIteratorVariable(tx, filter, fn, [_iter(tx, iterable)])
+
+
+class LazyIteratorVariable(IteratorVariable):
+    """``map(fn, ...)`` or ``filter(fn, ...)``: lazy, as in CPython. ``fn`` runs when an item
+    is asked for, so what it does (appending to a list...) happens when eager does it."""
+
+    def __init__(self, tx: Any, cls: type, fn: VariableTracker, sources: list[IteratorVariable]) -> None:
+        super().__init__([], cls)
+        self.tx, self.fn, self.sources = tx, fn, sources
+        self.keep_truthy = cls is filter and fn.is_python_constant() and fn.as_python_constant() is None
+        self.exhausted = False
+        if self.keep_truthy or (isinstance(fn, BuiltinVariable) and fn.fn in FOLDABLE):
+            # A pure function: computing every item now is the same as computing them later.
+            while self._pull(tx):
+                pass
+
+    def _pull(self, tx: Any) -> bool:
+        """Compute one more item; False when the sources are exhausted."""
+        if self.exhausted:
+            return False
+        while True:
+            row = []
+            for source in self.sources:
+                item = source.next_item()
+                if item is None:
+                    self.exhausted = True
+                    return False
+                row.append(item)
+            if self.cls is map:
+                self.items.append(self.fn.call_function(tx, row, {}))
+                return True
+            test = row[0] if self.keep_truthy else self.fn.call_function(tx, row, {})
+            if test.truth(tx):
+                self.items.append(row[0])
+                return True
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items) and not self._pull(self.tx):
+            return None
+        return super().next_item()
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        while self._pull(tx):
+            pass
+        return super().unpack(tx)
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [*self.items[self.index:], self.fn, *self.sources]
+
+    def reconstruct(self, cg: Any) -> None:
+        if self.exhausted:  # every item is known: a tuple iterator over those still to come
+            super().reconstruct(cg)
+            return
+        # ``map(fn, *sources)`` rebuilt for real would be exact, but a loop continuation cannot
+        # iterate one yet (builder.py wraps list, tuple and range iterators only, and FOR_ITER
+        # fails on anything else): break instead.
+        raise Unsupported(f"a {self.cls.__name__} object not yet consumed at a graph break")
+
+    def __repr__(self) -> str:
+        return f"LazyIteratorVariable({self.cls.__name__}, {self.index} read)"
 
 
 @handler(functools.reduce)

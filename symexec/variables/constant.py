@@ -42,6 +42,8 @@ class ConstantVariable(VariableTracker):
         return self._value
 
     def python_type(self) -> type:
+        if self._guards is not None:  # the trace branches on the type (isinstance, type(v) is T)
+            self._guards.type_match(self.source, self._value)
         return type(self._value)
 
     def describe(self) -> str:

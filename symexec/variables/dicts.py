@@ -81,14 +81,14 @@ class ConstDictVariable(VariableTracker):
         if name == "get" and 1 <= len(args) <= 2:
             default = args[1] if len(args) == 2 else ConstantVariable(None)
             return items.get(_key(args[0]), default)
-        if name == "keys":
-            return ListVariable([ConstantVariable(k) for k in items])  # iteration only
-        if name == "values":
-            return ListVariable(list(items.values()))
-        if name == "items":
-            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in items.items()])
-        if name == "copy":
-            return ConstDictVariable(items, user_cls=self.user_cls)
+        if name in ("keys", "values", "items") and not args and not kwargs:
+            return DictViewVariable(self, name)  # live: it sees later changes of the dict
+        if name == "copy" and not args and not kwargs:
+            if self.user_cls not in (dict, collections.OrderedDict, collections.defaultdict):
+                if issubclass(self.user_cls, (collections.OrderedDict, collections.defaultdict)):
+                    raise Unsupported(f"{self.user_cls.__qualname__}.copy() calls the subclass")
+                return ConstDictVariable(items)  # dict.copy of a subclass: a plain dict
+            return ConstDictVariable(items, user_cls=self.user_cls, default_factory=self.default_factory)
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear", "popitem"):
             tx.output.side_effects.mutate(self)
             if name == "__setitem__":
@@ -111,7 +111,11 @@ class ConstDictVariable(VariableTracker):
                     return args[1]
                 raise TracedException(KeyError(k))
             elif name == "setdefault":
-                return items.setdefault(_key(args[0]), args[1] if len(args) > 1 else ConstantVariable(None))
+                k = _key(args[0])
+                if k in items:
+                    return items[k]
+                items[k] = args[1] if len(args) > 1 else ConstantVariable(None)
+                return items[k]
             elif name == "__delitem__":
                 del items[_key(args[0])]
             elif name == "clear":
@@ -142,6 +146,118 @@ class ConstDictVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"ConstDictVariable({list(self.items)[:6]!r})"
+
+
+class DictViewVariable(VariableTracker):
+    """``d.keys()``, ``d.values()`` or ``d.items()``: a live view of the dict tracker ``d``
+    (it reads the dict's items whenever it is used, so it sees later insertions and
+    deletions, as CPython's views do)."""
+
+    def __init__(self, dict_var: ConstDictVariable, kind: str) -> None:
+        super().__init__()
+        self.dict_var = dict_var
+        self.kind = kind  # "keys", "values" or "items"
+
+    def _base(self) -> type:
+        """The builtin dict class whose view this is (dict or OrderedDict)."""
+        cls = self.dict_var.user_cls
+        method = getattr(cls, self.kind, None)
+        if method is getattr(collections.OrderedDict, self.kind):
+            return collections.OrderedDict
+        if method is getattr(dict, self.kind):
+            return dict
+        raise Unsupported(f"{cls.__qualname__}.{self.kind} is not dict's")
+
+    def python_type(self) -> type:
+        return type(getattr(self._base()(), self.kind)())
+
+    def iterator_type(self) -> type:
+        return type(iter(getattr(self._base()(), self.kind)()))
+
+    def reversed_type(self) -> type:
+        return type(reversed(getattr(self._base()(), self.kind)()))
+
+    def describe(self) -> str:
+        return f"dict_{self.kind} of {self.dict_var.describe()}"
+
+    def _items(self) -> dict[Any, VariableTracker]:
+        items = self.dict_var.items
+        if self.kind != "values" and any(isinstance(k, Identity) for k in items):
+            raise Unsupported("a view of a dict keyed by objects")
+        return items
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        items = self._items()
+        if self.kind == "keys":
+            return [ConstantVariable(k) for k in items]
+        if self.kind == "values":
+            return list(items.values())
+        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.dict_var]
+
+    def truth(self, tx: Any) -> bool:
+        return bool(self.dict_var.items)
+
+    def as_python_constant(self) -> Any:
+        # A view of an equal dict: it compares, hashes and combines (``&``, ``|``) the same.
+        return getattr(self.dict_var.as_python_constant(), self.kind)()
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name == "mapping":
+            raise Unsupported("reading the mapping of a dict view")
+        return super().var_getattr(tx, name)
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        self._base()
+        if name == "__len__" and not args and not kwargs:
+            return ConstantVariable(len(self.dict_var.items))
+        if name == "__iter__" and not args and not kwargs:
+            from .lists import IteratorVariable
+            return IteratorVariable(self.unpack(tx), self.iterator_type())
+        if name == "__contains__" and len(args) == 1 and not kwargs:
+            if self.kind == "keys":
+                return ConstantVariable(_key(args[0]) in self.dict_var.items)
+            if self.kind == "items":
+                pair = args[0]
+                if not isinstance(pair, TupleVariable) or len(pair.items) != 2:
+                    raise Unsupported("`in` a dict_items with something other than a pair")
+                k = _key(pair.items[0])
+                if k not in self.dict_var.items:
+                    return ConstantVariable(False)
+                value, other = self.dict_var.items[k], pair.items[1]
+                if value is other:
+                    return ConstantVariable(True)
+                return ConstantVariable(value.as_python_constant() == other.as_python_constant())
+        if not kwargs:  # comparisons and set operations of views of constants: run for real
+            try:
+                const_args = [a.as_python_constant() for a in args]
+                view = self.as_python_constant()
+            except Unsupported:
+                pass
+            else:
+                method = getattr(type(view), name, None)
+                if method is not None and name in _VIEW_PURE_METHODS:
+                    try:
+                        result = method(view, *const_args)
+                    except Exception as e:
+                        raise TracedException(e) from e
+                    return wrap_constant(result)
+        raise Unsupported(f"method {name!r} of {self.describe()}")
+
+    def reconstruct(self, cg: Any) -> None:
+        base = self._base()
+        cg.call_const(getattr(base, self.kind), lambda: [cg.reconstruct(self.dict_var)])
+
+    def __repr__(self) -> str:
+        return f"DictViewVariable({self.kind}, {self.dict_var!r})"
+
+
+_VIEW_PURE_METHODS = frozenset({
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__rand__", "__or__", "__ror__",
+    "__sub__", "__rsub__", "__xor__", "__rxor__", "isdisjoint",
+})
 
 
 def python_override(cls: type, base: type, name: str) -> types.FunctionType | None:

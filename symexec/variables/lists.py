@@ -163,7 +163,8 @@ class ListVariable(BaseListVariable):
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         items = self.items
-        if name in ("append", "extend", "insert", "pop", "clear", "reverse", "remove", "__setitem__", "__delitem__", "sort", "__iadd__"):
+        if name in ("append", "extend", "insert", "pop", "clear", "reverse", "remove", "__setitem__", "__delitem__", "sort", "__iadd__",
+                    "__imul__"):
             tx.output.side_effects.mutate(self)
         if kwargs and name != "sort":
             return super().call_method(tx, name, args, kwargs)
@@ -172,6 +173,9 @@ class ListVariable(BaseListVariable):
         elif name in ("extend", "__iadd__") and len(args) == 1:
             items.extend(args[0].unpack(tx))
             return self if name == "__iadd__" else ConstantVariable(None)
+        elif name == "__imul__" and len(args) == 1:
+            items[:] = items * operator.index(args[0].as_python_constant())
+            return self
         elif name == "insert" and len(args) == 2:
             items.insert(args[0].as_python_constant(), args[1])
         elif name == "pop" and len(args) <= 1:
@@ -257,15 +261,23 @@ class SliceVariable(VariableTracker):
 
 
 class IteratorVariable(VariableTracker):
-    """An iterator over items known while tracing; ``next`` advances it in place."""
+    """An iterator over items known while tracing; ``next`` advances it in place.
 
-    def __init__(self, items: list[VariableTracker]) -> None:
+    ``cls`` is the type of the real iterator (``list_iterator``, ``range_iterator``, ``map``,
+    ``zip``...), or None where the tracer made it for its own use (GET_ITER of a ``for`` loop):
+    then its type is unknown and asking for it is unsupported, never a guess.
+    """
+
+    def __init__(self, items: list[VariableTracker], cls: type | None = None) -> None:
         super().__init__()
         self.items = items
         self.index = 0
+        self.cls = cls
 
     def python_type(self) -> type:
-        return type(iter([]))
+        if self.cls is None:
+            raise Unsupported("the type of an iterator made by the tracer")
+        return self.cls
 
     def subvalues(self) -> list[VariableTracker]:
         return self.items[self.index:]
@@ -281,14 +293,62 @@ class IteratorVariable(VariableTracker):
         self.index = len(self.items)
         return rest
 
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "__iter__" and not args and not kwargs:
+            return self
+        if name == "__next__" and not args and not kwargs:
+            item = self.next_item()
+            if item is None:
+                raise TracedException(StopIteration())
+            return item
+        raise Unsupported(f"method {name!r} of an iterator")
+
     def reconstruct(self, cg: Any) -> None:
-        for item in self.items[self.index:]:
-            cg.reconstruct(item)
-        cg.build(tuple, len(self.items) - self.index)
-        cg.get_iter()
+        def remaining() -> list[None]:
+            for item in self.items[self.index:]:
+                cg.reconstruct(item)
+            cg.build(tuple, len(self.items) - self.index)
+            return [None]
+
+        if self.cls in _REBUILDERS:
+            cg.call_const(_REBUILDERS[self.cls], remaining)
+        else:
+            remaining()
+            cg.get_iter()
 
     def __repr__(self) -> str:
         return f"IteratorVariable({self.index}/{len(self.items)})"
+
+
+def _rebuild_range_iterator(items: tuple) -> Any:
+    if len(items) < 2:
+        return iter(range(items[0], items[0] + 1) if items else range(0))
+    step = items[1] - items[0]
+    return iter(range(items[0], items[-1] + step, step))
+
+
+_TUPLE_ITERATOR = type(iter(()))
+# Iterators re-created with their own type from the items still to come (generated code):
+# the types a continuation can take back (builder.py wraps list, tuple and range iterators).
+# Others (enumerate, zip, reversed, dict iterators) are re-created as a tuple iterator over
+# their remaining items, which a loop continuation iterates the same way.
+_REBUILDERS: dict[type, Any] = {
+    type(iter([])): lambda items: iter(list(items)),
+    type(iter(range(0))): _rebuild_range_iterator,
+}
+
+
+def iterator_type(value_type: type | None, example: Any = None) -> type | None:
+    """The type of ``iter(obj)`` for an ``obj`` of ``value_type`` (None when unknown)."""
+    if example is not None:
+        try:
+            return type(iter(example))
+        except TypeError:
+            return None
+    for base in (list, tuple, range, dict, set, frozenset):
+        if value_type is base:
+            return type(iter(base()))
+    return None
 
 
 class InputIteratorVariable(IteratorVariable):

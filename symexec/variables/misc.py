@@ -115,8 +115,22 @@ class SetVariable(VariableTracker):
         return bool(self.items)
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name in ("add", "update", "remove", "discard", "pop", "clear") and not self.frozen:
+        if name in ("add", "update", "remove", "discard", "pop", "clear", "intersection_update", "difference_update",
+                    "symmetric_difference_update") and not self.frozen:
             tx.output.side_effects.mutate(self)
+        if name in ("intersection_update", "difference_update", "symmetric_difference_update") and not self.frozen \
+                and len(args) == 1 and isinstance(args[0], SetVariable) and not kwargs:
+            other = args[0].items
+            if name == "intersection_update":
+                keep = {k: v for k, v in self.items.items() if k in other}
+            elif name == "difference_update":
+                keep = {k: v for k, v in self.items.items() if k not in other}
+            else:
+                keep = {k: v for k, v in self.items.items() if k not in other}
+                keep.update((k, v) for k, v in other.items() if k not in self.items)
+            self.items.clear()
+            self.items.update(keep)
+            return ConstantVariable(None)
         if name == "add" and len(args) == 1 and not self.frozen:
             self.add(args[0])
             return ConstantVariable(None)

@@ -18,16 +18,22 @@ from ..source import AttrSource, GetItemSource, Source
 from .base import DELETED, VariableTracker
 from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
-from .user_objects import UserDefinedObjectVariable, class_attribute
+from .user_objects import UserDefinedObjectVariable, class_attribute, lookup_on_class
 
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
-def _global_hooks() -> bool:
+_GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                      "_global_backward_pre_hooks", "_global_forward_hooks_always_called")
+
+
+def _global_hooks(tx: Any) -> bool:
+    """Whether a global module hook is registered now; guarded either way."""
     module = torch.nn.modules.module
-    return any(getattr(module, name, None) for name in (
-        "_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
-        "_global_backward_pre_hooks", "_global_forward_hooks_always_called"))
+    dicts = [getattr(module, name) for name in _GLOBAL_HOOK_DICTS if isinstance(getattr(module, name, None), dict)]
+    tx.guards.add(GuardKind.GLOBAL_STATE, "no global nn.Module hooks",
+                  " and ".join(f"not {tx.guards.constant(d)}" for d in dicts) or "True")
+    return any(dicts)
 
 
 class NNModuleVariable(UserDefinedObjectVariable):
@@ -60,7 +66,10 @@ class NNModuleVariable(UserDefinedObjectVariable):
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         mod = self.module
-        if any(getattr(mod, hooks, None) for hooks in _HOOK_DICTS) or _global_hooks():
+        _, call = lookup_on_class(tx, self.cls, "__call__")
+        if call is not torch.nn.Module.__call__:  # the class's own __call__ runs, as in eager
+            return super().call_function(tx, args, kwargs)
+        if any(getattr(mod, hooks, None) for hooks in _HOOK_DICTS) or _global_hooks(tx):
             raise Unsupported(f"calling {self.describe()}, which has hooks", hint="CPython runs it, hooks and all")
         if self.source is not None:
             checks = " and ".join(f"not {self.source.expr()}.{h}" for h in _HOOK_DICTS)
@@ -70,6 +79,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
 
     def _children(self, tx: Any) -> list[tuple[Any, VariableTracker]]:
         mod = self.module
+        self._guard_children(tx)
         if isinstance(mod, torch.nn.ModuleDict):
             return [(k, tx.wrap(m, GetItemSource(self.source, k))) for k, m in mod.items()]
         if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
@@ -82,9 +92,17 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return [ConstantVariable(k) for k, _ in children]
         return [v for _, v in children]
 
+    def _guard_children(self, tx: Any) -> None:
+        """The container's children, as the trace enumerates them: their names, in order
+        (a ModuleList appended to later retraces)."""
+        store = "_parameters" if isinstance(self.module, torch.nn.ParameterList) else "_modules"
+        if self.source is not None:
+            tx.guards.keys_match(AttrSource(self.source, store), list(getattr(self.module, store)))
+
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         mod = self.module
         if name == "__len__" and isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)):
+            self._guard_children(tx)
             return ConstantVariable(len(mod))
         if name == "__getitem__" and len(args) == 1:
             key = args[0].as_python_constant()
@@ -104,6 +122,12 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in children])
         if name in ("parameters", "buffers", "children") and not args:
             store = {"parameters": mod.named_parameters, "buffers": mod.named_buffers, "children": mod.named_children}[name]
+            if self.source is None:
+                raise Unsupported(f"{name}() of a module without a source")
+            for path, sub in mod.named_modules():  # what the enumeration walks: every module's dicts
+                for part in ("_modules", "_parameters", "_buffers"):
+                    tx.guards.keys_match(AttrSource(_dotted(self.source, path) if path else self.source, part),
+                                         list(getattr(sub, part)))
             return ListVariable([tx.wrap(value, _dotted(self.source, key)) for key, value in store()])
         if name == "__iter__":
             return ListVariable(self.unpack(tx))

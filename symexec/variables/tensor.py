@@ -17,17 +17,24 @@ from typing import Any
 import torch
 import torch.fx
 
-from ..exc import Unsupported
-from ..source import Source
+from ..exc import AttributeMissing, Unsupported
+from ..source import AttrSource, Source
 from .base import BoundMethodVariable, VariableTracker, as_proxy
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
-# Tensor attributes that are facts of the fake tensor: constants for the trace.
+# Tensor attributes that are facts of the fake tensor: constants for the trace. For an input,
+# the tensor guard pins dtype, device, requires_grad and the dimensions; every other fact is
+# read from the real tensor and guarded when the trace reads it (``input_fact``).
 _METADATA_ATTRS = frozenset({
     "dtype", "device", "layout", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_sparse",
     "is_quantized", "is_meta", "is_leaf", "is_complex_attr", "is_nested", "is_mkldnn",
 })
+_PINNED_BY_TENSOR_GUARD = frozenset({"dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "dim",
+                                     "ndimension", "is_floating_point", "is_complex", "is_signed",
+                                     "element_size", "get_device", "type"})
+# Methods that read a fact no tensor guard pins: read from an input for real, and guarded.
+_FACT_METHODS = frozenset({"is_conj", "is_neg", "is_inference", "storage_offset"})
 # Tensor attributes that compute a new tensor: recorded as getattr nodes.
 _COMPUTED_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag"})
 # Methods whose result is a fact of the metadata, computed on the fake tensor.
@@ -76,6 +83,8 @@ class TensorVariable(VariableTracker):
         if name == "shape":
             return self.call_method(tx, "size", [], {})
         if name in _METADATA_ATTRS:
+            if self.source is not None and name not in _PINNED_BY_TENSOR_GUARD:
+                return self.input_fact(tx, name, f".{name}", lambda t: getattr(t, name))
             return ConstantVariable(getattr(self.example, name))
         if name in _COMPUTED_ATTRS:
             return record_call(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
@@ -83,11 +92,46 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"reading tensor.{name}")
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethodVariable(self, name)
-        raise Unsupported(f"reading attribute {name!r} of a tensor")
+        if hasattr(torch.Tensor, name):
+            raise Unsupported(f"reading attribute {name!r} of a tensor")
+        return self.python_attribute(tx, name)
+
+    def real_value(self, tx: Any) -> torch.Tensor:
+        """The input tensor of this call (only for a tracker with a source)."""
+        real = tx.output.real_input(self.source)
+        if real is None:
+            raise Unsupported(f"the real tensor behind {self.source.name} is gone")  # type: ignore[union-attr]
+        return real
+
+    def input_fact(self, tx: Any, text: str, suffix: str, read: Any) -> VariableTracker:
+        """A fact of an input tensor that no tensor guard pins (``is_leaf``, ``is_conj()``,
+        ``storage_offset()``): read from the real tensor, and guarded in the same call."""
+        value = read(self.real_value(tx))
+        if not is_literal(value):
+            raise Unsupported(f"tensor.{text} gave a {type(value).__name__}")
+        tx.guards.tensor_fact(self.source, suffix, value)
+        return ConstantVariable(value)
+
+    def python_attribute(self, tx: Any, name: str) -> VariableTracker:
+        """An attribute user code set on a tensor (``x.scale = 2``): the input's own, read
+        and guarded through its source; absent is guarded too (``getattr(x, "scale", 1)``)."""
+        if self.source is None:  # made by an operation of the trace: no attributes of its own
+            raise AttributeMissing(f"AttributeError: 'Tensor' object has no attribute {name!r}")
+        real = self.real_value(tx)
+        if name in getattr(real, "__dict__", {}):
+            return tx.wrap(real.__dict__[name], AttrSource(self.source, name))
+        tx.guards.hasattr_match(self.source, name, False)
+        raise AttributeMissing(f"AttributeError: 'Tensor' object has no attribute {name!r}")
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name in _BREAKING_METHODS:
             raise Unsupported(f"Tensor.{name}() {_BREAKING_METHODS[name]}", hint="move it out of the compiled function")
+        if name in _FACT_METHODS and self.source is not None and not (
+                name == "storage_offset" and is_symbolic(self.example.storage_offset())):
+            const_args = [a.as_python_constant() for a in args]
+            const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+            if not const_args and not const_kwargs:
+                return self.input_fact(tx, f"{name}()", f".{name}()", lambda t: getattr(t, name)())
         if name in _METADATA_METHODS or name == "size":
             value = getattr(self.example, name)(*[a.as_python_constant() for a in args],
                                                 **{k: v.as_python_constant() for k, v in kwargs.items()})

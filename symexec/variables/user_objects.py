@@ -28,10 +28,10 @@ def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVari
     return UserFunctionVariable(fn, source if source is not None else ConstSource.of(fn))
 
 
-def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, start_after: type | None = None,
-                    class_source: Source | None = None) -> VariableTracker:
-    """``name`` looked up on ``cls`` (after ``start_after`` in its MRO, for super()), bound to
-    ``obj`` when it is an instance attribute access."""
+def lookup_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type, Any]:
+    """Where ``name`` is found along ``cls``'s MRO (after ``start_after``, for super()), and
+    what: ``(klass, klass.__dict__[name])``, guarded so that a method or property replaced
+    on the class, or added to a class before ``klass``, retraces."""
     mro = cls.__mro__
     if start_after is not None:
         if start_after not in mro:
@@ -43,6 +43,15 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
             break
     else:
         raise AttributeMissing(f"AttributeError: {cls.__qualname__} has no attribute {name!r}")
+    tx.guards.class_lookup(cls, mro, name, klass, static)
+    return klass, static
+
+
+def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, start_after: type | None = None,
+                    class_source: Source | None = None) -> VariableTracker:
+    """``name`` looked up on ``cls`` (after ``start_after`` in its MRO, for super()), bound to
+    ``obj`` when it is an instance attribute access."""
+    klass, static = lookup_on_class(tx, cls, name, start_after)
     # `type(obj).name` re-fetches it through the MRO; without a source for the class, the
     # class that holds it is a constant of the trace.
     if class_source is not None and start_after is None:
@@ -159,11 +168,13 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         is_data_descriptor = hasattr(static, "__set__") or hasattr(static, "__delete__")
         if is_data_descriptor and not isinstance(static, property):
             raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name}")
-        instance_dict = getattr(self.value, "__dict__", {})
-        if name in instance_dict and not is_data_descriptor:
+        instance_dict = getattr(self.value, "__dict__", None)
+        if instance_dict is not None and name in instance_dict and not is_data_descriptor:
             return tx.wrap(instance_dict[name], AttrSource(self.source, name))
-        if static is None and name not in instance_dict:
+        if static is None:
             return self.missing_attribute(tx, name)
+        if instance_dict is not None and not is_data_descriptor:  # an instance attribute set later shadows it
+            tx.guards.not_in_instance_dict(self.source, name)
         return class_attribute(tx, self, cls, name, class_source=self._class_source())
 
     def missing_attribute(self, tx: Any, name: str) -> VariableTracker:
@@ -252,7 +263,17 @@ class NewObjectVariable(ObjectVariableBase):
             cg.build(dict, len(self.attributes))
             return [None, None]
 
+        # One object however many times the code needs it (a local and a stack slot at a
+        # graph break, two list items): built once, then reloaded from a temporary.
+        built = getattr(cg, "_built", None)
+        if built is not None and id(self) in built:
+            cg.load_fast(built[id(self)])
+            return
         cg.call_const(make_object, arguments)
+        if built is not None:
+            temp = built[id(self)] = cg.new_temp()
+            cg.emit("COPY", 1)
+            cg.store_fast(temp)
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__}, {list(self.attributes)})"

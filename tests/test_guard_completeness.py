@@ -1,0 +1,397 @@
+"""Every fact a trace reads from a real object is guarded (GUARDS.md): a later call that differs
+in that fact retraces instead of reusing a stale entry. Each test is a sequence of calls of one
+compiled function compared with eager; each failed before its guard existed."""
+
+import collections
+import functools
+import math
+import types
+
+import pytest
+import torch
+
+import symexec
+from helpers import check_sequence
+
+X = torch.arange(4.0) - 1.5
+
+
+# -- callables ---------------------------------------------------------------------------------
+def _call_arg(x, f):
+    return f(x)
+
+
+@pytest.mark.parametrize("first, second", [
+    (torch.sin, torch.cos), (torch.sin, lambda t: t + 1), (torch.Tensor.exp, torch.Tensor.neg),
+])
+def test_callable_argument_is_pinned(first, second):
+    check_sequence(_call_arg, [X, first], [X, second], [X, first])
+
+
+@pytest.mark.parametrize("first, second, args", [
+    (max, min, (3, 5)), (abs, int, (-3.5,)), (math.sqrt, math.exp, (4.0,)),
+])
+def test_builtin_argument_is_pinned(first, second, args):
+    def fn(x, f):
+        return x * f(*args)
+
+    check_sequence(fn, [X, first], [X, second])
+
+
+def test_callable_in_tuple_and_partial_is_pinned():
+    check_sequence(lambda x, t: t[0](x), [X, (torch.sin,)], [X, (torch.cos,)])
+    check_sequence(_call_arg, [X, functools.partial(torch.add, other=1)],
+                   [X, functools.partial(torch.mul, other=2)], [X, functools.partial(torch.add, X)])
+
+
+def test_bound_builtin_method_is_pinned_on_its_object():
+    def fn(x, append):
+        append(1)
+        return x
+
+    a, b = [], []
+    compiled = symexec.compile(fn)
+    compiled(X, a.append)
+    compiled(X, b.append)
+    assert a == [1] and b == [1]
+
+
+_G = torch.sin
+
+
+def _uses_global(x):
+    return _G(x)
+
+
+def test_global_callable_rebound():
+    def rebind():
+        global _G
+        _G = torch.cos
+
+    try:
+        check_sequence(_uses_global, [X], rebind, [X])
+    finally:
+        globals()["_G"] = torch.sin
+
+
+def test_closure_cell_and_module_attribute_callables():
+    def make(f):
+        return lambda t: f(t)
+
+    check_sequence(_call_arg, [X, make(torch.sin)], [X, make(torch.cos)])
+    m1, m2 = types.ModuleType("m1"), types.ModuleType("m2")
+    m1.f, m2.f = torch.sin, torch.cos
+    check_sequence(lambda x, mod: mod.f(x), [X, m1], [X, m2])
+
+
+# -- types of arguments ------------------------------------------------------------------------
+def _by_type(x, v):
+    if v is None:
+        return x
+    if type(v) is bool:
+        return x + 4
+    if type(v) is int:
+        return x + 1
+    if isinstance(v, float):
+        return x + 2
+    if isinstance(v, str):
+        return x + 3
+    if isinstance(v, bytes):
+        return x + 5
+    return x * v
+
+
+@pytest.mark.parametrize("first, second", [
+    (None, torch.ones(4) * 3), (1, 1.5), (3, "a"), (1, True), ("a", b"a"),
+])
+def test_type_checks_are_guarded(first, second):
+    check_sequence(_by_type, [X, first], [X, second], [X, first])
+
+
+# -- the compiled function and its callees -----------------------------------------------------
+def test_defaults_kwdefaults_and_code_changed_after_compiling():
+    def fn(x, k=1, *, j=2):
+        return x * k + j
+
+    def set_defaults():
+        fn.__defaults__ = (5,)
+
+    def set_kwdefaults():
+        fn.__kwdefaults__ = {"j": 7}
+
+    def change_kwdefaults_in_place():
+        fn.__kwdefaults__["j"] = 9
+
+    def swap_code():
+        fn.__code__ = (lambda x, k=1, *, j=2: x - k - j).__code__
+
+    check_sequence(fn, [X], set_defaults, [X], set_kwdefaults, [X], change_kwdefaults_in_place, [X], swap_code, [X])
+
+
+def _callee(x):
+    return x + 1
+
+
+def test_callee_code_swapped():
+    original = _callee.__code__
+
+    def swap():
+        _callee.__code__ = (lambda x: x + 3).__code__
+
+    try:
+        check_sequence(lambda x: _callee(x), [X], swap, [X])
+    finally:
+        _callee.__code__ = original
+
+
+# -- aliasing ------------------------------------------------------------------------------------
+def test_aliasing_between_arguments():
+    def lists(a, b):
+        a.append(1)
+        return len(b)
+
+    shared = []
+    check_sequence(lists, [[], []], [shared, shared], [[], []])
+
+    def dicts(a, b):
+        a["k"] = 1
+        return len(b)
+
+    d = {}
+    check_sequence(dicts, [{}, {}], [d, d])
+
+    def identity(a, b):
+        return 1 if a is b else 2
+
+    class Obj:
+        pass
+
+    o = Obj()
+    check_sequence(identity, [o, Obj()], [o, o], [o, Obj()])
+
+    def tensors(a, b):
+        a.add_(1)
+        return b * 2
+
+    t = torch.ones(3)
+    check_sequence(tensors, [torch.ones(3), torch.ones(3)], [t, t])
+
+
+# -- tensor facts beyond the tensor guard ----------------------------------------------------------
+def test_tensor_facts_read_by_the_trace_are_guarded():
+    z = torch.randn(3, dtype=torch.complex64)
+    check_sequence(lambda x: x.is_conj(), [z], [z.conj()])
+    check_sequence(lambda x: x.is_neg(), [z], [z.conj().imag])
+    leaf = torch.randn(3, requires_grad=True)
+    check_sequence(lambda x: x.is_leaf, [leaf], [leaf * 2])
+    base = torch.randn(10)
+    check_sequence(lambda x: x.storage_offset(), [base[0:3]], [base[2:5]])
+    with torch.inference_mode():
+        inference = torch.randn(3)
+    check_sequence(lambda x: x.is_inference(), [torch.randn(3)], [inference])
+
+
+def test_python_attribute_of_a_tensor():
+    scaled = torch.randn(3)
+    scaled.scale = 5
+    check_sequence(lambda x: x * getattr(x, "scale", 1), [torch.randn(3)], [scaled], [torch.randn(3)])
+
+
+# -- floats -------------------------------------------------------------------------------------------
+def test_negative_zero_is_not_zero():
+    check_sequence(lambda x, f: str(f), [X, 0.0], [X, -0.0])
+    check_sequence(lambda x, f: x * math.copysign(1, f), [X, 0.0], [X, -0.0])
+
+
+@pytest.mark.parametrize("dynamic", [None, True])
+def test_inf_and_nan_after_a_float_became_dynamic(dynamic):
+    def fn(x, f):
+        if f > 0:
+            return x * f
+        return x - 1
+
+    check_sequence(fn, [X, 1.0], [X, 2.0], [X, float("inf")], [X, float("nan")], [X, -float("inf")], dynamic=dynamic)
+
+
+# -- torch's global state ---------------------------------------------------------------------------
+def test_default_dtype_and_deterministic_algorithms():
+    def dtype(x):
+        return torch.ones(2).dtype
+
+    compiled = symexec.compile(dtype)
+    compiled(X)
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert compiled(X) is torch.float64
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+    def det(x):
+        return x + (1 if torch.are_deterministic_algorithms_enabled() else 2)
+
+    compiled = symexec.compile(det)
+    compiled(X)
+    torch.use_deterministic_algorithms(True)
+    try:
+        assert torch.equal(compiled(X), X + 1)
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_enclosing_autocast():
+    def fn(x):
+        return x @ x.T
+
+    compiled = symexec.compile(fn)
+    m = torch.randn(3, 3)
+    assert compiled(m).dtype is torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert compiled(m).dtype == fn(m).dtype == torch.bfloat16
+    assert compiled(m).dtype is torch.float32
+
+
+# -- classes -------------------------------------------------------------------------------------------
+def test_method_and_property_replaced_on_the_class():
+    class A:
+        def m(self, x):
+            return x + 1
+
+        @property
+        def p(self):
+            return 1
+
+    def fn(o, x):
+        return o.m(x) * o.p
+
+    a = A()
+
+    def replace_method():
+        A.m = lambda self, x: x + 2
+
+    def replace_property():
+        A.p = property(lambda self: 3)
+
+    check_sequence(fn, [a, X], replace_method, [a, X], replace_property, [a, X])
+
+
+def test_method_replaced_on_a_base_reached_through_super():
+    class Base:
+        def m(self, x):
+            return x + 1
+
+    class Child(Base):
+        def m(self, x):
+            return super().m(x) * 2
+
+    def replace():
+        Base.m = lambda self, x: x + 5
+
+    check_sequence(lambda o, x: o.m(x), [Child(), X], replace, [Child(), X])
+
+
+def test_instance_attribute_shadows_class_attribute_and_method():
+    class S:
+        k = 1
+
+        def m(self, x):
+            return x + 1
+
+    s = S()
+
+    def shadow():
+        s.k = 4
+        s.m = lambda x: x + 9
+
+    check_sequence(lambda o, x: o.m(x) * o.k, [s, X], shadow, [s, X])
+
+
+def test_getattr_default_after_the_attribute_was_deleted():
+    class G:
+        pass
+
+    g = G()
+    g.w = 3
+
+    def delete():
+        del g.w
+
+    check_sequence(lambda o, x: x * getattr(o, "w", 1), [g, X], delete, [g, X])
+
+
+# -- containers and modules ------------------------------------------------------------------------
+def test_dict_subclass_overriding_getitem():
+    class D(dict):
+        def __getitem__(self, key):
+            return 10
+
+    check_sequence(lambda d, x: x * d["a"], [D(a=1), X])
+
+    class Missing(dict):
+        def __missing__(self, key):
+            return 7
+
+    check_sequence(lambda d, x: x * d["b"], [Missing(a=1), X])
+
+
+def test_module_list_appended_after_compiling():
+    layers = torch.nn.ModuleList([torch.nn.Linear(4, 4)])
+
+    def fn(m, x):
+        for layer in m:
+            x = layer(x)
+        return x * len(m)
+
+    check_sequence(fn, [layers, X], lambda: layers.append(torch.nn.ReLU()), [layers, X])
+
+
+def test_module_global_shadowing_a_builtin():
+    def fn(x):
+        return x * abs(-2)
+
+    compiled = symexec.compile(fn)
+    compiled(X)
+    globals()["abs"] = lambda v: 10
+    try:
+        assert torch.equal(compiled(X), X * 10)
+    finally:
+        del globals()["abs"]
+    assert torch.equal(compiled(X), X * 2)
+
+
+def test_global_forward_hook_registered_after_compiling_reaches_inlined_submodules():
+    class Outer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.inner(x) + 1
+
+    model = Outer()
+    compiled = symexec.compile(model)
+    compiled(X)
+    handle = torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: o * 0)
+    try:
+        assert torch.equal(compiled(X), model(X))
+    finally:
+        handle.remove()
+
+
+def test_module_overriding_call():
+    class CallM(torch.nn.Module):
+        def forward(self, x):
+            return x + 1
+
+        def __call__(self, x):
+            return x * 100
+
+    check_sequence(lambda m, x: m(x), [CallM(), X])
+
+
+def test_namedtuple_and_counter_inputs_keep_their_behaviour():
+    class Pair(collections.namedtuple("Pair", "a b")):
+        def total(self):
+            return self.a + self.b
+
+    check_sequence(lambda p, x: x * p.total(), [Pair(1, 2), X], [Pair(3, 4), X])
+    check_sequence(lambda c, x: x * c["missing"], [collections.Counter(a=1), X])

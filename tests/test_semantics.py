@@ -1,0 +1,533 @@
+"""Trackers model their Python type exactly, or break: each case here was once a wrong result
+on the first call (compiled differed from eager). ``expect_traced=False`` marks cases where a
+graph break (or falling back) is the correct outcome."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import operator
+
+import torch
+from helpers import check
+
+import symexec
+
+
+def _t():
+    return torch.randn(3)
+
+
+# -- 1. dict views are live ----------------------------------------------------------------------
+def test_dict_keys_view_sees_later_insertions():
+    def f(x):
+        d = {"a": 1}
+        k = d.keys()
+        d["b"] = 2
+        return x * len(k)
+
+    check(f, _t())
+
+
+def test_dict_values_view_sees_later_insertions():
+    def f(x):
+        d = {"a": 1}
+        v = d.values()
+        d["b"] = 2
+        return x * sum(v)
+
+    check(f, _t())
+
+
+def test_dict_items_view_sees_later_insertions():
+    def f(x):
+        d = {"a": 1}
+        it = d.items()
+        d["b"] = 2
+        d.pop("a")
+        return x * len(it), [kv for kv in it]
+
+    check(f, _t())
+
+
+def test_dict_view_ops():
+    def f(x):
+        d = {"a": 1, "b": 2}
+        k, v, it = d.keys(), d.values(), d.items()
+        d.setdefault("c", 3)
+        r = ["c" in k, 3 in v, ("c", 3) in it, list(reversed(k)), list(k), list(v), list(it)]
+        r.append(type(k).__name__)
+        r.append(isinstance(k, collections.abc.KeysView))
+        r.append(k == {"a", "b", "c"})
+        r.append(sorted(k & {"a", "z"}))
+        return x * len(k), r
+
+    check(f, _t())
+
+
+def test_dict_view_of_input_dict():
+    def f(x, d):
+        k = d.keys()
+        d["new"] = 5
+        return x * len(k), list(k)
+
+    check(f, _t(), {"a": 1})
+
+
+def test_dict_view_returned():
+    def f(x):
+        d = {"a": x}
+        v = d.values()
+        d["b"] = 1
+        return d.keys(), d.items(), type(v).__name__, list(v), v
+
+    compiled = symexec.compile(f)
+    keys, items, name, values, view = compiled(_t())
+    assert name == "dict_values" and type(view).__name__ == "dict_values" and len(list(view)) == 2
+    assert list(keys) == ["a", "b"] and [k for k, _ in items] == ["a", "b"]
+
+
+def test_dict_view_iteration_in_loop():
+    def f(x):
+        d = {"a": 1, "b": 2}
+        total = x
+        for k, v in d.items():
+            total = total + v
+        for k in d.keys():
+            total = total * len(k)
+        for v in d.values():
+            total = total - v
+        return total
+
+    check(f, _t())
+
+
+# -- 2. setattr / delattr on objects created by the trace -----------------------------------------
+class O:
+    pass
+
+
+def test_setattr_builtin_on_new_object():
+    def f(x):
+        o = O()
+        o.a = 1
+        y = o.a
+        setattr(o, "a", 5)
+        return x * o.a + y
+
+    check(f, _t())
+
+
+def test_delattr_builtin_on_new_object():
+    def f(x):
+        o = O()
+        o.a = 1
+        _ = o.a
+        delattr(o, "a")
+        return x * getattr(o, "a", 7), hasattr(o, "a")
+
+    check(f, _t())
+
+
+class Cache:
+    def __init__(self):
+        self.layers = []
+
+    def update(self, i, t):
+        if len(self.layers) <= i:
+            setattr(self, "layers", self.layers + [t])
+        return self.layers[i]
+
+
+def test_setattr_builtin_cache_like_bart():
+    def f(x):
+        c = Cache()
+        for i in range(3):
+            c.update(i, x + i)
+        return len(c.layers), c.layers[-1]
+
+    check(f, _t())
+
+
+class Holder:
+    def __init__(self):
+        self.v = 1
+
+
+def test_setattr_builtin_on_input_object():
+    def f(x, h):
+        y = h.v
+        setattr(h, "v", 5)
+        return x * h.v + y
+
+    check(f, _t(), Holder())
+
+
+# -- 3. metaclass __instancecheck__ -------------------------------------------------------------
+def test_isinstance_torch_floattensor():
+    def f(x):
+        return x * 2 if isinstance(x, torch.FloatTensor) else x
+
+    check(f, _t())
+
+
+class _Meta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, int) and obj > 3
+
+    def __subclasscheck__(cls, sub):
+        return sub is int
+
+
+class Magic(metaclass=_Meta):
+    pass
+
+
+def test_isinstance_metaclass_instancecheck():
+    def f(x, n):
+        return x * 2 if isinstance(n, Magic) else x, isinstance(n, (str, Magic)), issubclass(int, Magic)
+
+    check(f, _t(), 5)
+
+
+def test_isinstance_abc():
+    def f(x):
+        return x * isinstance([1], collections.abc.Sequence) + isinstance({}, collections.abc.Mapping)
+
+    check(f, _t())
+
+
+# -- 4. type() of iterators ---------------------------------------------------------------------
+def test_type_of_range_iterator():
+    def f(x):
+        return x, type(iter(range(5))).__name__, type(iter([1])).__name__, type(iter((1,))).__name__
+
+    check(f, _t())
+
+
+def test_type_of_zip_map_enumerate():
+    def f(x):
+        return x, type(zip([1], [2])).__name__, type(map(abs, [1])).__name__, type(enumerate([1])).__name__
+
+    check(f, _t())
+
+
+# -- 5. in-place operators on lists ---------------------------------------------------------------
+def test_operator_iconcat_mutates():
+    def f(x):
+        a = [1]
+        b = a
+        c = operator.iconcat(a, [2])
+        return x * len(b), c is a, a
+
+    check(f, _t())
+
+
+def test_operator_iadd_list_mutates():
+    def f(x):
+        a = [1]
+        b = a
+        c = operator.iadd(a, (2, 3))
+        return x * len(b), c is a
+
+    check(f, _t())
+
+
+def test_operator_imul_list_mutates():
+    def f(x):
+        a = [1, 2]
+        b = a
+        c = operator.imul(a, 2)
+        a *= 2
+        return x * len(b), c is a, b
+
+    check(f, _t())
+
+
+def test_operator_iconcat_input_list():
+    def f(x, a):
+        operator.iconcat(a, [x])
+        return len(a)
+
+    check(f, _t(), [1])
+
+
+# -- 6. functools.partial subclasses ---------------------------------------------------------------
+class MyPartial(functools.partial):
+    pass
+
+
+def test_partial_subclass_created():
+    def f(x):
+        return MyPartial(torch.add, 1), x + 1
+
+    compiled = check(f, _t())
+    p, _ = compiled(_t())
+    assert type(p) is MyPartial and p.args == (1,) and p.keywords == {}
+
+
+def test_partial_subclass_passed_through():
+    def f(x, p):
+        return p, x + 1
+
+    p0 = MyPartial(torch.add, 1, alpha=2)
+    compiled = symexec.compile(f)
+    p, _ = compiled(_t(), p0)
+    assert type(p) is MyPartial and p.args == (1,) and p.keywords == {"alpha": 2}
+    check(f, _t(), p0)
+
+
+def test_partial_passed_and_called():
+    def f(x, p):
+        return p(x), p
+
+    p0 = functools.partial(torch.mul, other=2)
+    compiled = symexec.compile(f)
+    _, p = compiled(_t(), p0)
+    assert p is p0
+
+
+def test_plain_partial_with_keywords_returned():
+    def f(x):
+        return functools.partial(torch.add, alpha=2), x + 1
+
+    compiled = check(f, _t())
+    p, _ = compiled(_t())
+    assert type(p) is functools.partial and p.args == () and p.keywords == {"alpha": 2}
+
+
+# -- 7. assorted ------------------------------------------------------------------------------
+class WithCache:
+    @functools.lru_cache(maxsize=None)
+    def scale(self, n):
+        return n * 2
+
+
+def test_lru_cache_method():
+    def f(x, o):
+        return x * o.scale(3)
+
+    check(f, _t(), WithCache())
+
+
+def test_map_across_graph_break():
+    def f(x):
+        m = map(lambda v: v + 1, [x, x * 2])
+        first = next(m)
+        symexec.graph_break()
+        return first, list(m)
+
+    check(f, _t(), expect_traced=False)  # falls back: the map is not consumed at the break
+
+
+def test_filter_across_graph_break():
+    def f(x):
+        m = filter(lambda v: v > 1, [1, 2, 3])
+        symexec.graph_break()
+        return x * sum(m)
+
+    check(f, _t(), expect_traced=False)  # falls back: the map is not consumed at the break
+
+
+def test_map_filter_into_extend():
+    def f(x):
+        out = [0]
+        out.extend(map(lambda v: v * 2, [1, 2]))
+        out.extend(filter(None, [0, 3]))
+        return x * sum(out), out
+
+    check(f, _t())
+
+
+class Point(collections.namedtuple("Point", "x y")):
+    def norm(self):
+        return self.x * self.x + self.y * self.y
+
+    @property
+    def total(self):
+        return self.x + self.y
+
+
+def test_namedtuple_subclass_methods():
+    def f(x):
+        p = Point(x, 2)
+        return p.norm(), p.total, p, type(p).__name__
+
+    check(f, _t())
+
+
+def test_namedtuple_subclass_input():
+    def f(x, p):
+        return x * p.norm() + p.total
+
+    check(f, _t(), Point(1, 2))
+
+
+def test_list_sort_key_on_new_list():
+    def f(x):
+        a = ["bb", "a", "ccc"]
+        b = a
+        a.sort(key=len, reverse=True)
+        return x * len(b[0]), b
+
+    check(f, _t())
+
+
+def test_dict_setdefault_list_value_alias():
+    def f(x):
+        d = {}
+        lst = d.setdefault("k", [])
+        lst.append(1)
+        d.setdefault("k", []).append(2)
+        return x * len(d["k"]), d
+
+    check(f, _t())
+
+
+def test_map_is_lazy():
+    def f(x):
+        out = []
+        m = map(out.append, [1, 2])
+        n = len(out)
+        list(m)
+        return x * n, len(out)
+
+    check(f, _t())
+
+
+def test_filter_is_lazy():
+    def f(x):
+        seen = []
+
+        def keep(v):
+            seen.append(v)
+            return v > 1
+
+        m = filter(keep, [1, 2, 3])
+        first = next(m)
+        return x * first, list(seen), list(m), seen
+
+    check(f, _t())
+
+
+def test_map_loop_with_break():
+    def f(x):
+        out = []
+        for v in map(lambda t: t * 2, [x, x + 1]):
+            symexec.graph_break()
+            out.append(v)
+        return out
+
+    check(f, _t(), expect_traced=False)  # falls back: the map is not consumed at the break
+
+
+def test_map_returned():
+    def f(x):
+        m = map(lambda v: v * 2, [x, x + 1])
+        next(m)
+        return m
+
+    compiled = symexec.compile(f)
+    m = compiled(_t())
+    assert len(list(m)) == 1
+
+
+def test_pure_map_across_break_traced():
+    def f(x):
+        m = map(abs, [-1, 2, -3])
+        first = next(m)
+        symexec.graph_break()
+        return x * first, list(m)
+
+    check(f, _t())
+
+
+def test_new_object_rebuilt_once_at_break():
+    def f(x):
+        o = O()
+        o.a = 1
+        lst = [o, o]
+        symexec.graph_break()
+        lst[0].a = 5
+        return x * lst[1].a * o.a
+
+    check(f, _t())
+
+
+def test_inplace_set_and_dict_operators():
+    def f(x):
+        s = {1, 2}
+        t = s
+        s |= {3}
+        s -= {1}
+        d = {"a": 1}
+        e = d
+        d |= {"b": 2}
+        return x * len(t), t, e
+
+    check(f, _t())
+
+
+def test_view_equality_with_set():
+    def f(x):
+        d = {"a": 1, "b": 2}
+        return x * (d.keys() == {"a", "b"}), d.keys() == frozenset({"a", "b"}), {1} == frozenset({1})
+
+    check(f, _t())
+
+
+def test_isinstance_typing_and_parameter():
+    import typing
+
+    def f(x, p):
+        return x * isinstance([1], typing.List) + isinstance(p, torch.nn.Parameter) + isinstance(x * 2, torch.nn.Parameter)
+
+    check(f, _t(), torch.nn.Parameter(torch.ones(3)))
+
+
+def test_iterator_types_reconstructed():
+    def f(x):
+        its = [iter([1, 2]), iter((1, 2)), iter(range(3)), iter(range(10, 0, -3))]
+        for it in its:
+            next(it)
+        return x, its
+
+    compiled = symexec.compile(f)
+    _, expected = f(_t())
+    _, actual = compiled(_t())
+    assert [type(i) for i in actual] == [type(i) for i in expected]
+    assert [list(i) for i in actual] == [list(i) for i in expected]
+
+
+class MyDict(dict):
+    pass
+
+
+def test_dict_copy_types():
+    def f(x, m):
+        d = collections.defaultdict(list)
+        e = d.copy()
+        e["a"].append(1)
+        c = m.copy()
+        c["z"] = 2
+        return x * len(e["a"]), e, c, type(c).__name__
+
+    check(f, _t(), MyDict(a=1))
+
+
+def _make_map(xs, out):
+    return map(lambda v: out.append(v) or v + 1, xs)
+
+
+def test_map_made_in_inlined_function_consumed_later():
+    def f(x):
+        out = []
+        m = _make_map([x, x * 2], out)
+        first = next(m)
+        n = len(out)
+        total = first
+        for v in m:
+            total = total + v
+        return total, n, len(out)
+
+    check(f, _t())
