@@ -90,6 +90,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                                    fullgraph=fullgraph)
         if getattr(fn, "_symexec_disabled", False):
             return _fallback_entry(fn, guards, "the function is marked symexec.disable", start, fullgraph=fullgraph)
+        tx: InstructionTranslator | None = None
         try:
             tx = InstructionTranslator.for_function(fn, args, kwargs, output, config)
             tx.break_at = break_at
@@ -132,6 +133,10 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                 warnings.warn(f"symexec: {text}; running {fn.__qualname__} eagerly (reported once per function; "
                               f"SYMEXEC_LOGS=fallbacks logs every fallback)", SymexecWarning, stacklevel=user_stacklevel())
             return _fallback_entry(fn, guards, text, start)
+        finally:
+            output.release()  # the trace's cycles held this call's arguments until the cycle collector ran
+            if tx is not None:
+                tx.builder = None
     raise AssertionError("unreachable")
 
 

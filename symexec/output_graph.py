@@ -61,6 +61,15 @@ class OutputGraph:
         # (filename, lineno, function name) of the instruction being traced.
         self.location: tuple[str, int | None, str] = ("<unknown>", None, "<unknown>")
 
+    def release(self) -> None:
+        """Drop the trackers of this trace (they hold the call's arguments): what the entry
+        keeps (the graph, its examples' metadata) does not need them."""
+        self.input_trackers.clear()
+        self.objects_by_id.clear()
+        self.real_cells.clear()
+        self._tensors_by_id.clear()
+        self.side_effects = SideEffects()
+
     # -- inputs -----------------------------------------------------------------------------
     def add_tensor_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
         known = self._tensors_by_id.get(id(value))
