@@ -10,6 +10,7 @@ node remembers the user's file, line and source text, which the printed graph sh
 from __future__ import annotations
 
 import itertools
+import math
 import linecache
 import weakref
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 
 from .dynamic import DynamicPolicy, FrameState
 from .exc import Unsupported
-from .guards import GuardSet
+from .guards import GuardKind, GuardSet
 from .side_effects import SideEffects
 from .source import Source, placeholder_name
 from .variables.tensor import SymNodeVariable, TensorVariable
@@ -114,13 +115,18 @@ class OutputGraph:
     def add_float_input(self, value: float, source: Source) -> SymNodeVariable | None:
         """A float input traced as a SymFloat graph input (one that changes between calls,
         like the result of ``.item()`` handed to a continuation)."""
+        if not math.isfinite(value) or math.copysign(1.0, value) < 0 and value == 0:
+            return None  # inf, nan, -0.0: sympy's reals cannot tell them apart; a constant, guarded exactly
         symbol = self.shape_env.create_unspecified_symbol(value, source=source, dynamic_dim=DimDynamic.DYNAMIC)
         sym = self.shape_env.create_symfloatnode(symbol, hint=value, source=source)
         if not isinstance(sym, torch.SymFloat):
             return None
         self.guards.type_match(source, value)
+        self.guards.add(GuardKind.EQUALS_MATCH, f"math.isfinite({source.name})", f"math.isfinite({source.expr()})", source)
         self.symbolic_inputs.append((sym, source))
-        return SymNodeVariable(self._placeholder(source, sym, value), sym, source)
+        var = SymNodeVariable(self._placeholder(source, sym, value), sym, source)
+        var.guards = self.guards  # specialising it guards its exact value (-0.0 and 0.0 differ)
+        return var
 
     def _placeholder(self, source: Source, example: Any, real: Any) -> torch.fx.Node:
         if self._last_placeholder is None:

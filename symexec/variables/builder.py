@@ -317,6 +317,8 @@ def _wrap_partial(b: VariableBuilder, value: functools.partial, source: Source |
     if source is None:
         raise Unsupported("a functools.partial that cannot be re-fetched")
     b.guards.type_match(source, value)
+    b.guards.len_match(AttrSource(source, "args"), len(value.args))
+    b.guards.keys_match(AttrSource(source, "keywords"), list(value.keywords))
     args = [b(a, GetItemSource(AttrSource(source, "args"), i)) for i, a in enumerate(value.args)]
     kwargs = {k: b(v, GetItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()}
     return PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs, source=source, cls=type(value))

@@ -189,7 +189,17 @@ class SymNodeVariable(VariableTracker):
     def is_python_constant(self) -> bool:
         return False  # asking must not specialise
 
+    guards: Any = None  # a float input's GuardSet: its specialisation is guarded exactly
+
     def as_python_constant(self) -> Any:
+        if isinstance(self.example, torch.SymFloat):
+            # The ShapeEnv's guard on a specialised float (``s0 == 0.0``) accepts -0.0; a float
+            # input is guarded on its exact value instead, a computed one breaks the graph.
+            if self.guards is None:
+                raise Unsupported("using the exact value of a float computed from a dynamic float")
+            value = float(self.example)
+            self.guards.equals_match(self.source, value)
+            return value
         return self.python_type()(self.example)  # specialises, with a guard
 
     def truth(self, tx: Any) -> bool:
