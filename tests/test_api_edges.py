@@ -320,9 +320,9 @@ def test_reset_frees_a_module_passed_in():
     assert symexec.cache_entries(compiled) == []
 
 
-@pytest.mark.xfail(strict=True, reason="the trace leaves reference cycles (InstructionTranslator <-> "
-                   "VariableBuilder, tracebacks of caught Unsupported) holding the input trackers; "
-                   "the fix belongs in convert.py/translator.py, not api.py/cache.py")
+@pytest.mark.xfail(strict=True, reason="not yet: a traceback from inside the trace (caught while it ran) keeps the "
+                   "trace's frames, and with them this call's arguments, alive until the cycle collector runs; "
+                   "reset() + gc.collect() does free them (test above)")
 def test_module_freed_without_the_cycle_collector():
     compiled = symexec.compile(_call)
     gc.collect()

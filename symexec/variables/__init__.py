@@ -2,12 +2,13 @@
 
 from .base import NULL, BoundMethodVariable, NullVariable, VariableTracker
 from .builder import VariableBuilder
-from .builtins import BuiltinVariable, identical
+from .builtins import BuiltinVariable
 from .constant import ConstantVariable, wrap_constant
 from .dicts import ConstDictVariable
 from .functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
 from .lists import BaseListVariable, IteratorVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
 from .misc import SetVariable
+from .operators import identical  # (registers the operator handlers)
 from .tensor import TensorVariable, record_call
 
 __all__ = [

@@ -15,7 +15,7 @@ from ..exc import TracedException, Unsupported
 from ..source import ConstSource, Source
 from .base import Identity, VariableTracker, hash_key
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
-from .lists import ListVariable, TupleVariable
+from .lists import TupleVariable
 
 
 class ConstDictVariable(VariableTracker):

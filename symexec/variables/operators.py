@@ -1,0 +1,196 @@
+"""The ``operator`` module's functions over trackers: arithmetic and comparisons (graph nodes on
+tensors, folded on constants, dunder methods of user objects), ``is``, ``in`` and subscripts.
+The arithmetic instructions reach them through ``BuiltinVariable(operator.add)``; they are
+registered in ``builtins.HANDLERS`` when this module is imported (``variables/__init__.py``).
+"""
+
+from __future__ import annotations
+
+import collections
+import operator
+from typing import Any
+
+from ..exc import Unsupported
+from .base import VariableTracker
+from .builtins import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPERATORS, BuiltinVariable, Handler,
+                       handler, in_graph, is_tensor)
+from .constant import ConstantVariable
+from .dicts import ConstDictVariable, DictViewVariable
+from .lists import BaseListVariable, ListVariable, RangeVariable, TupleVariable
+from .misc import SetVariable, UserDefinedClassVariable
+from .tensor import SymNodeVariable, record_call
+from .user_objects import DUNDERS, ObjectVariableBase
+
+def _make_binary(fn: Any) -> Handler:
+    def binary(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+        if in_graph(a) or in_graph(b):
+            return record_call(tx, "call_function", fn, [a, b], {})
+        if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and fn is operator.add:
+            if a.python_type() is not b.python_type() and not (isinstance(a, TupleVariable) and isinstance(b, TupleVariable)):
+                raise Unsupported(f"can only concatenate {a.python_type().__name__} to the same type")
+            return type(a)([*a.items, *b.items]) if type(a) in (ListVariable, TupleVariable) else TupleVariable([*a.items, *b.items])
+        if fn is operator.mul and isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, ConstantVariable):
+            return type(a)(a.items * b.as_python_constant())
+        if fn is operator.mul and isinstance(b, (ListVariable, TupleVariable)) and isinstance(a, ConstantVariable):
+            return type(b)(b.items * a.as_python_constant())
+        dunder, reflected = DUNDERS.get(fn.__name__, (None, None))
+        if dunder is not None:
+            if isinstance(a, ObjectVariableBase) and a.has_python_method(dunder):
+                result = a.call_method(tx, dunder, [b], {})
+                if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                    return result
+            if isinstance(b, ObjectVariableBase) and b.has_python_method(reflected):
+                return b.call_method(tx, reflected, [a], {})
+        if fn in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
+            if isinstance(a, (SetVariable, DictViewVariable)) or isinstance(b, (SetVariable, DictViewVariable)):
+                return None  # a set equals a frozenset, dict_keys a set: by value, or unsupported
+            if type(a) is not type(b) and not (isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable)):
+                # Different families never compare equal (tensors were handled above).
+                return ConstantVariable(fn is operator.ne)
+        return None
+    return binary
+
+
+for _fn in BINARY_OPERATORS:
+    HANDLERS[_fn] = _make_binary(_fn)
+
+
+def _make_inplace(inplace: Any, plain: Any) -> Handler:
+    def inplace_op(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+        if is_tensor(a):
+            result = record_call(tx, "call_function", inplace, [a, b], {})
+            # x += 1 mutates x and keeps its identity; x @= y has no in-place form and rebinds.
+            return a if getattr(result, "example", None) is a.example else result
+        if isinstance(a, ListVariable) and type(a) is ListVariable:
+            if inplace in (operator.iadd, operator.iconcat):
+                return a.call_method(tx, "__iadd__", [b], {})
+            if inplace is operator.imul:
+                return a.call_method(tx, "__imul__", [b], {})
+        elif isinstance(a, SetVariable) and not a.frozen and inplace in _SET_INPLACE:
+            if not isinstance(b, SetVariable):
+                raise Unsupported(f"{inplace.__name__} of a set and {b.describe()}")
+            a.call_method(tx, _SET_INPLACE[inplace], [b], {})
+            return a
+        elif isinstance(a, ConstDictVariable) and inplace is operator.ior:
+            if a.python_type() not in (dict, collections.OrderedDict, collections.defaultdict) or not isinstance(
+                    b, ConstDictVariable):
+                raise Unsupported(f"|= of {a.describe()} and {b.describe()}")
+            a.call_method(tx, "update", [b], {})
+            return a
+        dunder = "__i" + inplace.__name__.removeprefix("i").rstrip("_") + "__"
+        if isinstance(a, ObjectVariableBase):
+            if a.has_python_method(dunder):
+                result = a.call_method(tx, dunder, [b], {})
+                if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
+                    return result
+            elif getattr(a.python_type(), dunder, None) is not None:
+                raise Unsupported(f"{a.describe()} has a builtin {dunder}")
+        elif not isinstance(a, (ConstantVariable, TupleVariable, RangeVariable, SymNodeVariable)) or (
+                isinstance(a, ConstantVariable) and getattr(type(a.as_python_constant()), dunder, None) is not None):
+            # A mutable value whose in-place form is not modelled: `a = a + b` would be wrong.
+            raise Unsupported(f"{inplace.__name__} of {a.describe()}")
+        if inplace is operator.iconcat:
+            return BuiltinVariable(operator.concat).call_function(tx, [a, b], {})
+        return BuiltinVariable(plain).call_function(tx, [a, b], {})
+    return inplace_op
+
+
+_SET_INPLACE = {operator.ior: "update", operator.iand: "intersection_update", operator.isub: "difference_update",
+                operator.ixor: "symmetric_difference_update"}
+INPLACE_OPERATORS[operator.iconcat] = operator.concat
+for _inplace, _plain in INPLACE_OPERATORS.items():
+    HANDLERS[_inplace] = _make_inplace(_inplace, _plain)
+
+
+def _make_unary(fn: Any) -> Handler:
+    def unary(tx: Any, a: VariableTracker) -> VariableTracker | None:
+        if in_graph(a):
+            return record_call(tx, "call_function", operator.abs if fn is abs else fn, [a], {})
+        return None
+    return unary
+
+
+for _fn in UNARY_OPERATORS:
+    HANDLERS[_fn] = _make_unary(_fn)
+
+
+@handler(operator.not_)
+def _not(tx: Any, a: VariableTracker) -> VariableTracker:
+    return ConstantVariable(not a.truth(tx))
+
+
+@handler(operator.truth, bool)
+def _bool(tx: Any, a: VariableTracker | None = None) -> VariableTracker:
+    return ConstantVariable(False if a is None else a.truth(tx))
+
+
+def identical(a: VariableTracker, b: VariableTracker, tx: Any = None) -> bool:
+    """``a is b`` for trackers: the same tracker, the same source, or constants that are."""
+    if a is b or (a.source is not None and a.source == b.source):
+        return True
+    if isinstance(a, ConstantVariable) and isinstance(b, ConstantVariable):
+        return a.as_python_constant() is b.as_python_constant()
+    if isinstance(a, (ConstantVariable, UserDefinedClassVariable, BuiltinVariable)) and isinstance(
+        b, (ConstantVariable, UserDefinedClassVariable, BuiltinVariable)
+    ):
+        return a.as_python_constant() is b.as_python_constant()
+    # Trackers of different objects: tensors inputs are deduplicated by identity when wrapped,
+    # and everything else without a shared source was created separately.
+    if a.is_python_constant() and b.is_python_constant() and not isinstance(a, BaseListVariable | ConstDictVariable | SetVariable):
+        return a.as_python_constant() is b.as_python_constant()
+    if a.source is not None and b.source is not None:  # two inputs, distinct now: pinned so
+        if tx is None:
+            raise Unsupported("`is` between two inputs whose identity cannot be guarded here")
+        tx.guards.not_identical(a.source, b.source)
+    return False
+
+
+HANDLERS[operator.is_] = lambda tx, a, b: ConstantVariable(identical(a, b, tx))
+HANDLERS[operator.is_not] = lambda tx, a, b: ConstantVariable(not identical(a, b, tx))
+
+
+@handler(operator.contains)
+def _contains(tx: Any, container: VariableTracker, item: VariableTracker) -> VariableTracker | None:
+    if isinstance(container, ObjectVariableBase) and container.has_python_method("__contains__"):
+        return ConstantVariable(container.call_method(tx, "__contains__", [item], {}).truth(tx))
+    if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable)):
+        return container.call_method(tx, "__contains__", [item], {})
+    if is_tensor(container) or is_tensor(item) and not isinstance(container, BaseListVariable):
+        return None
+    if isinstance(container, BaseListVariable) and not isinstance(container, RangeVariable):
+        for candidate in container.items:
+            if identical(candidate, item, tx):
+                return ConstantVariable(True)
+            if is_tensor(candidate) or is_tensor(item):
+                raise Unsupported("`in` compares a tensor by value: data-dependent")
+            if candidate.as_python_constant() == item.as_python_constant():
+                return ConstantVariable(True)
+        return ConstantVariable(False)
+    return None
+
+
+@handler(operator.getitem)
+def _getitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableTracker | None:
+    if is_tensor(obj):
+        return record_call(tx, "call_function", operator.getitem, [obj, index], {})
+    if isinstance(obj, BaseListVariable):
+        return obj.getitem(tx, index)
+    if isinstance(obj, ConstDictVariable):  # a subclass's own __getitem__ runs
+        return obj.call_method(tx, "__getitem__", [index], {})
+    if isinstance(obj, ConstantVariable):
+        return None  # fold: "abc"[1]
+    return obj.call_method(tx, "__getitem__", [index], {})
+
+
+@handler(operator.setitem)
+def _setitem(tx: Any, obj: VariableTracker, index: VariableTracker, value: VariableTracker) -> VariableTracker:
+    if is_tensor(obj):
+        record_call(tx, "call_function", operator.setitem, [obj, index, value], {})
+        return ConstantVariable(None)
+    return obj.call_method(tx, "__setitem__", [index, value], {})
+
+
+@handler(operator.delitem)
+def _delitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableTracker:
+    return obj.call_method(tx, "__delitem__", [index], {})
+
