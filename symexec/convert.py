@@ -90,7 +90,6 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                                    fullgraph=fullgraph)
         if getattr(fn, "_symexec_disabled", False):
             return _fallback_entry(fn, guards, "the function is marked symexec.disable", start, fullgraph=fullgraph)
-        tx: InstructionTranslator | None = None
         try:
             tx = InstructionTranslator.for_function(fn, args, kwargs, output, config)
             tx.break_at = break_at
@@ -135,8 +134,6 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
             return _fallback_entry(fn, guards, text, start)
         finally:
             output.release()  # the trace's cycles held this call's arguments until the cycle collector ran
-            if tx is not None:
-                tx.builder = None
     raise AssertionError("unreachable")
 
 

@@ -55,6 +55,7 @@ class OutputGraph:
         self.objects_by_id: dict[int, tuple[Any, Any]] = {}  # mutable inputs reached through several sources: (object, tracker)
         self.real_cells: dict[int, Any] = {}  # closure cells met while tracing, one tracker each
         self.side_effects = SideEffects()
+        self.translators: list[Any] = []  # every frame of the trace, the root first
         self.grad_enabled = torch.is_grad_enabled()  # as the traced code has set it so far
         self.active_contexts: list[Any] = []  # autocast modes entered for real while tracing
         self._tensors_by_id: dict[int, TensorVariable] = {}
@@ -70,6 +71,9 @@ class OutputGraph:
         self.real_cells.clear()
         self._tensors_by_id.clear()
         self.side_effects = SideEffects()
+        for tx in self.translators:
+            tx.release()
+        self.translators.clear()
 
     # -- inputs -----------------------------------------------------------------------------
     def add_tensor_input(self, value: torch.Tensor, source: Source) -> TensorVariable:

@@ -119,6 +119,17 @@ class InstructionTranslator:
         self.yielded: list[VariableTracker] | None = None  # items of a generator being inlined
         self.exc_info: VariableTracker | None = None  # the exception being handled (PUSH_EXC_INFO)
         self.instruction: Instr | None = None
+        output.translators.append(self)  # released with the trace (see release)
+
+    def release(self) -> None:
+        """Drop the trackers this frame holds once the trace has ended: trackers that keep their
+        translator (a lazy ``map``) form cycles, which would keep this call's arguments alive
+        until the cycle collector ran."""
+        self.stack.clear()
+        self.locals.clear()
+        self._unwrapped.clear()
+        self.cells.clear()
+        self.return_value = self.exc_info = self.yielded = None
 
     # -- set-up ------------------------------------------------------------------------------
     @classmethod

@@ -755,6 +755,7 @@ def fuzz(minutes, examples_per_run=25, only=None, seed_value=None, verbose=False
     known: dict[tuple, str] = {}
     names = [only] if only else TEMPLATE_NAMES
     runs = 0
+    sequences_run = {None: 0, True: 0}  # sequences run to the end or to a finding, by `dynamic`
     while time.monotonic() < deadline:
         name = rng.choice(names)
         last = {}
@@ -770,6 +771,7 @@ def fuzz(minutes, examples_per_run=25, only=None, seed_value=None, verbose=False
                 return
             dynamic, steps = data.draw(sequences(name))
             symexec.reset()
+            sequences_run[dynamic] += 1
             try:
                 run_sequence(name, dynamic, steps)
             except Finding as f:
@@ -798,7 +800,9 @@ def fuzz(minutes, examples_per_run=25, only=None, seed_value=None, verbose=False
                 traceback.print_exc()
         if verbose:
             print(f"run {runs}: {name} done", flush=True)
-    print(f"\n{runs} hypothesis runs, {len(known)} distinct finding(s).")
+    print(f"\n{runs} hypothesis runs, {sum(sequences_run.values())} sequences "
+          f"({sequences_run[None]} with dynamic=None, {sequences_run[True]} with dynamic=True), "
+          f"{len(known)} distinct finding(s).")
     for i, (key, text) in enumerate(known.items(), 1):
         print(f"\n--- {i}. {key[0]} / {key[1]}: {key[2]}")
     return known

@@ -48,12 +48,14 @@ async def _coro_plain(x):
     return x.cos() + 1
 
 
-def test_async_def_matches_torch_compile():
+def test_async_def_matches_eager():
+    # Compared with eager only: torch.compile on an ``async def`` corrupts memory in torch 2.13
+    # (a plain loop of ``asyncio.run(torch.compile(coro_fn)(x))`` segfaults within a few
+    # hundred calls, with no symexec loaded), which crashed this suite at random later tests.
     x = torch.randn(3)
-    ours, theirs = symexec.compile(_coro_plain)(x), torch.compile(_coro_plain, backend="eager")(x)
-    assert inspect.iscoroutine(ours) and inspect.iscoroutine(theirs)
+    ours = symexec.compile(_coro_plain)(x)
+    assert inspect.iscoroutine(ours)
     assert_same(asyncio.run(_coro_plain(x)), asyncio.run(ours))
-    assert_same(asyncio.run(theirs), asyncio.run(_coro_plain(x)))
 
 
 def test_generator_function_stays_a_generator_function():
@@ -320,19 +322,35 @@ def test_reset_frees_a_module_passed_in():
     assert symexec.cache_entries(compiled) == []
 
 
-@pytest.mark.xfail(strict=True, reason="not yet: a traceback from inside the trace (caught while it ran) keeps the "
-                   "trace's frames, and with them this call's arguments, alive until the cycle collector runs; "
-                   "reset() + gc.collect() does free them (test above)")
-def test_module_freed_without_the_cycle_collector():
-    compiled = symexec.compile(_call)
+def _freed_without_the_cycle_collector(fn, *args_but_first):
+    """Call ``symexec.compile(fn)(m, *args_but_first)`` with a fresh module ``m`` and the
+    cycle collector off: once the call returns and the cache is reset, ``m`` is gone."""
+    compiled = symexec.compile(fn)
     gc.collect()
     gc.disable()
     try:
         m = _Mod()
         ref = weakref.ref(m)
-        compiled(m, torch.randn(2))
+        compiled(m, *args_but_first)
         del m
         symexec.reset()
-        assert ref() is None
+        return ref() is None
     finally:
         gc.enable()
+
+
+def _lazy_map_over_module(m, x):
+    pairs = map(lambda mod: mod(x), [m, m])  # a tracker that keeps its translator
+    y = next(pairs)
+    print("break")  # a graph break with the map half consumed
+    return y + next(pairs)
+
+
+def test_module_freed_without_the_cycle_collector():
+    # Failed before: an inlined frame's translator and its builder formed a cycle holding
+    # the frame's locals, so the module lived until the cycle collector ran.
+    assert _freed_without_the_cycle_collector(_call, torch.randn(2))
+
+
+def test_module_in_a_lazy_map_freed_without_the_cycle_collector(capsys):
+    assert _freed_without_the_cycle_collector(_lazy_map_over_module, torch.randn(2))

@@ -43,14 +43,16 @@ def wraps(*types_: type) -> Callable[[Wrapper], Wrapper]:
 
 
 class VariableBuilder:
-    """Wraps values for one trace; ``tx`` gives access to the output graph and the guards."""
+    """Wraps values for one trace into the output graph of ``tx``, with its guards. It keeps
+    the output, not the translator: a translator holds its builder, and the cycle would keep an
+    inlined frame's locals (this call's arguments) alive until the cycle collector ran."""
 
     def __init__(self, tx: Any) -> None:
-        self.tx = tx
+        self.output = tx.output
         self.guards = tx.guards
 
     def __call__(self, value: Any, source: Source | None) -> VariableTracker:
-        output = self.tx.output
+        output = self.output
         cache = output.input_trackers
         if source is not None and source in cache:
             return cache[source]
@@ -139,7 +141,7 @@ def _identity_matters(value: Any, source: Source) -> bool:
 @wraps(*LITERAL_TYPES)
 def _wrap_literal(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
     if type(value) in (int, float) and source is not None and _may_be_dynamic(source):
-        output = b.tx.output
+        output = b.output
         if output.policy.number_is_dynamic(source, value):
             add = output.add_int_input if type(value) is int else output.add_float_input
             symbolic = add(value, source)
@@ -160,7 +162,7 @@ def _may_be_dynamic(source: Source) -> bool:
 def _wrap_tensor(b: VariableBuilder, value: torch.Tensor, source: Source | None) -> VariableTracker:
     if source is None:
         raise Unsupported("a tensor that cannot be re-fetched from the inputs (no source)")
-    return b.tx.output.add_tensor_input(value, source)
+    return b.output.add_tensor_input(value, source)
 
 
 @wraps(tuple, list)
