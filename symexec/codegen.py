@@ -20,9 +20,7 @@ from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from .exc import InternalError
 from .rendering import Renderer
-from .variables import CellVariable, ConstDictVariable, ListVariable, SetVariable, VariableTracker
-
-MUTABLE_TRACKERS = (ListVariable, ConstDictVariable, SetVariable, CellVariable)
+from .variables import VariableTracker
 
 # Flags a replacement keeps from the original code: how arguments are received.
 _KEPT_FLAGS = 0x01 | 0x02 | 0x04 | 0x08 | 0x10  # OPTIMIZED, NEWLOCALS, VARARGS, VARKEYWORDS, NESTED
@@ -156,7 +154,7 @@ class PyCodegen:
             self.load_const(index)
             self.subscr()
             return
-        if var.source is None and isinstance(var, MUTABLE_TRACKERS):
+        if var.source is None and var.built_once:
             temp = self._built.get(id(var))
             if temp is not None:
                 self.load_fast(temp)

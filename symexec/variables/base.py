@@ -35,6 +35,10 @@ class TracingContext(Protocol):
 class VariableTracker:
     """Base of all trackers. ``source`` says how to re-fetch the value at entry (or None)."""
 
+    # A mutable object the trace made: generated code builds it once and reloads it from a
+    # temporary, so that every use of one tracker is one object (codegen.reconstruct).
+    built_once = False
+
     def __init__(self, source: Source | None = None) -> None:
         self.source = source
 

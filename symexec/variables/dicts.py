@@ -19,6 +19,8 @@ from .lists import TupleVariable
 
 
 class ConstDictVariable(VariableTracker):
+    built_once = True
+
     def __init__(self, items: dict[Any, VariableTracker], source: Source | None = None, user_cls: type = dict,
                  default_factory: VariableTracker | None = None) -> None:
         super().__init__(source)

@@ -33,6 +33,8 @@ class CellVariable(VariableTracker):
     graph.
     """
 
+    built_once = True
+
     def __init__(self, contents: VariableTracker | None = None, pre_existing: bool = False,
                  loader: "Callable[[], VariableTracker | None] | None" = None,
                  store: "Callable[[Any], None] | None" = None, source: Source | None = None) -> None:

@@ -160,6 +160,7 @@ class NamedTupleVariable(TupleVariable):
 
 class ListVariable(BaseListVariable):
     python_cls = list
+    built_once = True
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         items = self.items

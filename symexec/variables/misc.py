@@ -85,6 +85,8 @@ class PythonModuleVariable(VariableTracker):
 class SetVariable(VariableTracker):
     """A set (or frozenset) of constants, built while tracing."""
 
+    built_once = True
+
     def __init__(self, items: list[VariableTracker], frozen: bool = False) -> None:
         super().__init__()
         self.frozen = frozen

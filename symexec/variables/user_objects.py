@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 import types
 from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, PrivateObjectSource, Source
-from .base import DELETED, VariableTracker
+from .base import DELETED, BoundMethodVariable, VariableTracker
 from .constant import ConstantVariable, is_literal
+from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, NamedTupleVariable, TupleVariable
+from .tensor import TensorVariable
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -223,6 +226,8 @@ def make_object(cls: type, attributes: dict[str, Any]) -> Any:
 class NewObjectVariable(ObjectVariableBase):
     """An instance of a plain user class created by the trace (``Box(x)``, a dataclass)."""
 
+    built_once = True
+
     def __init__(self, cls: type) -> None:
         super().__init__()
         self.cls = cls
@@ -263,17 +268,7 @@ class NewObjectVariable(ObjectVariableBase):
             cg.build(dict, len(self.attributes))
             return [None, None]
 
-        # One object however many times the code needs it (a local and a stack slot at a
-        # graph break, two list items): built once, then reloaded from a temporary.
-        built = getattr(cg, "_built", None)
-        if built is not None and id(self) in built:
-            cg.load_fast(built[id(self)])
-            return
         cg.call_const(make_object, arguments)
-        if built is not None:
-            temp = built[id(self)] = cg.new_temp()
-            cg.emit("COPY", 1)
-            cg.store_fast(temp)
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__}, {list(self.attributes)})"
@@ -331,15 +326,55 @@ class ExceptionVariable(VariableTracker):
         return list(self.args)
 
 
-class DataclassDictVariable(VariableTracker):
-    """A dataclass that is also a dict, built while tracing: the output classes of model
-    libraries (``BaseModelOutput``: fields readable as attributes, keys and items, None fields
-    left out). The trace keeps the field values; generated code calls the class for real."""
+def model_output_base() -> type | None:
+    """transformers' ``ModelOutput`` when transformers is loaded (symexec never imports it)."""
+    return getattr(sys.modules.get("transformers.utils.generic"), "ModelOutput", None)
 
-    def __init__(self, cls: type, values: dict[str, VariableTracker]) -> None:
+
+# What ModelOutput does through these names is what ModelOutputVariable models: a subclass
+# (or a class before ModelOutput in its MRO) defining one of them is traced as any object.
+_MODEL_OUTPUT_PROTOCOL = (
+    "__post_init__", "__setattr__", "__delattr__", "__setitem__", "__getitem__", "__delitem__", "__contains__",
+    "__len__", "__iter__", "__bool__", "keys", "values", "items", "get", "to_tuple", "setdefault", "pop", "update",
+    "_replace_old_cache_name", "__getattribute__", "__getattr__", "__new__",
+)
+# The protocol methods ModelOutputVariable.call_method handles.
+_MODEL_OUTPUT_METHODS = frozenset({"__getitem__", "__setitem__", "__contains__", "__len__", "get", "to_tuple",
+                                   "keys", "values", "items"})
+# Names that ModelOutput renames (with a logged deprecation warning): not modelled.
+_MODEL_OUTPUT_RENAMED = frozenset({"past_key_values", "cache_params"})
+
+
+def is_model_output_class(tx: Any, cls: type) -> bool:
+    """Whether ``cls`` is a dataclass subclass of ``ModelOutput`` whose dict protocol is
+    ModelOutput's own (the lookups that decide it are guarded)."""
+    base = model_output_base()
+    if base is None or not issubclass(cls, base) or cls is base or not dataclasses.is_dataclass(cls):
+        return False
+    later = cls.__mro__[cls.__mro__.index(base):]
+    for name in _MODEL_OUTPUT_PROTOCOL:
+        if not hasattr(cls, name):  # ModelOutput's behaviour relies on its absence
+            tx.guards.hasattr_match(ConstSource.of(cls), name, False)
+        elif lookup_on_class(tx, cls, name)[0] not in later:
+            return False
+    return True
+
+
+class ModelOutputVariable(VariableTracker):
+    """An instance of a ``ModelOutput`` dataclass (transformers' model outputs) built while
+    tracing, modelled exactly: its dict holds the fields set to something other than None, in
+    the order they were set; setting a field (attribute or item) updates both. Generated code
+    rebuilds it as ``cls(**fields)``, so a change after which that call would not give the same
+    dict (a field set to None while its key stays, keys out of field order, an attribute that is
+    not a field) breaks the graph instead, as does anything else not modelled here."""
+
+    built_once = True
+
+    def __init__(self, cls: type, fields: dict[str, VariableTracker]) -> None:
         super().__init__()
         self.cls = cls
-        self.values = values  # every field, in order
+        self.fields = fields  # every field's attribute value, in field order
+        self.dict = _ModelOutputDict(self)  # the dict part, kept in step with the fields
 
     def python_type(self) -> type:
         return self.cls
@@ -348,64 +383,122 @@ class DataclassDictVariable(VariableTracker):
         return f"a {self.cls.__qualname__}"
 
     def subvalues(self) -> list[VariableTracker]:
-        return list(self.values.values())
+        return list(self.fields.values())
 
-    def _present(self) -> dict[str, VariableTracker]:
-        return {k: v for k, v in self.values.items()
-                if not (v.is_python_constant() and v.as_python_constant() is None)}
+    @staticmethod
+    def _rebuilt_items(fields: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+        """The dict ``cls(**fields)`` makes (ModelOutput.__post_init__): the non-None fields, in
+        field order; None when __post_init__ would instead unpack the first field as pairs."""
+        values = list(fields.values())
+        if values and not _is_none(values[0]) and all(_is_none(v) for v in values[1:]) and not isinstance(values[0], TensorVariable):
+            return None  # type: ignore[return-value]
+        return {k: v for k, v in fields.items() if not _is_none(v)}
+
+    def _set(self, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
+        """Set field ``name`` to ``value`` with the dict becoming ``items``, if rebuilding gives it."""
+        fields = {**self.fields, name: value}
+        if self._rebuilt_items(fields) != items or list(self._rebuilt_items(fields)) != list(items):
+            raise Unsupported(f"setting {self.cls.__qualname__}.{name}: the object could not be rebuilt from its fields")
+        self.fields = fields
+        self.dict.items.clear()
+        self.dict.items.update(items)
+
+    def _field_name(self, name: Any, what: str) -> str:
+        if not isinstance(name, str) or name in _MODEL_OUTPUT_RENAMED or name not in self.fields:
+            raise Unsupported(f"{what} {name!r} of {self.describe()}, which is not one of its fields")
+        return name
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
-        if name in self.values:
-            return self.values[name]
+        if name in self.fields:
+            return self.fields[name]
+        if name in _MODEL_OUTPUT_METHODS:  # checked to be ModelOutput's or OrderedDict's
+            return BoundMethodVariable(self, name)
         return class_attribute(tx, self, self.cls, name)
 
+    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        if value is None:
+            raise Unsupported(f"deleting attribute {name!r} of {self.describe()}")
+        name = self._field_name(name, "setting the attribute")
+        items = dict(self.dict.items)
+        if not _is_none(value):  # ModelOutput.__setattr__: a field set to a value is also an item
+            items[name] = value
+        self._set(name, value, items)
+
+    def truth(self, tx: Any) -> bool:
+        return bool(self.dict.items)
+
     def unpack(self, tx: Any) -> list[VariableTracker]:
-        return [ConstantVariable(k) for k in self._present()]
+        return [ConstantVariable(k) for k in self.dict.items]
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        present = self._present()
-        if name == "__getitem__" and len(args) == 1:
+        items = self.dict.items
+        if name in ("__getitem__", "__contains__", "get") and args and not kwargs:
             key = args[0].as_python_constant()
-            if isinstance(key, str):
-                if key not in present:
-                    raise TracedException(KeyError(key))
-                return present[key]
-            items = list(present.values())[key]
-            return TupleVariable(items) if isinstance(key, slice) else items
-        if name == "to_tuple" and not args:
-            return TupleVariable(list(present.values()))
-        if name == "__len__":
-            return ConstantVariable(len(present))
-        if name in ("keys", "values", "items") and not args:
-            if name == "keys":
-                return ListVariable([ConstantVariable(k) for k in present])
-            if name == "values":
-                return ListVariable(list(present.values()))
-            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in present.items()])
-        if name == "get" and args:
-            key = args[0].as_python_constant()
-            return present.get(key, args[1] if len(args) > 1 else ConstantVariable(None))
-        if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(args[0].as_python_constant() in present)
+            if isinstance(key, str) and key in _MODEL_OUTPUT_RENAMED:
+                raise Unsupported(f"the renamed key {key!r} of {self.describe()}")
+            if name == "__contains__" and len(args) == 1:
+                return ConstantVariable(key in items)
+            if name == "get" and len(args) <= 2:
+                return items.get(key, args[1] if len(args) == 2 else ConstantVariable(None))
+            if name == "__getitem__" and len(args) == 1:
+                if isinstance(key, str):
+                    if key not in items:
+                        raise TracedException(KeyError(key))
+                    return items[key]
+                return TupleVariable(list(items.values())).getitem(tx, args[0])
+        if name == "__setitem__" and len(args) == 2 and not kwargs:
+            key = self._field_name(args[0].as_python_constant(), "setting the item")
+            self._set(key, args[1], {**items, key: args[1]})
+            return ConstantVariable(None)
+        if name == "to_tuple" and not args and not kwargs:
+            return TupleVariable(list(items.values()))
+        if name == "__len__" and not args and not kwargs:
+            return ConstantVariable(len(items))
+        if name in ("keys", "values", "items") and not args and not kwargs:
+            return DictViewVariable(self.dict, name)  # live, like OrderedDict's views
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:
         cg.push_null()
         cg.load_const(self.cls)
         cg.build(tuple, 0)
-        for key, value in self.values.items():
+        for key, value in self.fields.items():
             cg.load_const(key)
             cg.reconstruct(value)
-        cg.build(dict, len(self.values))
+        cg.build(dict, len(self.fields))
         cg.emit("CALL_FUNCTION_EX", 1)
+
+    def __repr__(self) -> str:
+        return f"ModelOutputVariable({self.cls.__qualname__}, {list(self.dict.items)})"
+
+
+def _is_none(var: VariableTracker) -> bool:
+    return var.is_python_constant() and var.as_python_constant() is None
+
+
+class _ModelOutputDict(ConstDictVariable):
+    """The dict part of a ModelOutputVariable, for its live views: the object itself when rebuilt."""
+
+    built_once = False  # the owner is built once
+
+    def __init__(self, owner: ModelOutputVariable) -> None:
+        super().__init__(ModelOutputVariable._rebuilt_items(owner.fields) or {}, user_cls=owner.cls)
+        self.owner = owner
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return self.owner.call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.reconstruct(self.owner)
 
 
 def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user class, while tracing."""
-    if dataclasses.is_dataclass(cls) and issubclass(cls, dict):
+    if is_model_output_class(tx, cls):
         fields = [f for f in dataclasses.fields(cls) if f.init]
-        if len(args) > len(fields) or set(kwargs) - {f.name for f in fields}:
-            raise Unsupported(f"TypeError: {cls.__qualname__}() arguments do not match its fields")
+        names = {f.name for f in fields}
+        if len(args) > len(fields) or set(kwargs) - names:
+            raise Unsupported(f"{cls.__qualname__}() with arguments that are not its fields ({sorted(set(kwargs) - names)})")
         values: dict[str, VariableTracker] = {}
         for i, f in enumerate(fields):
             if i < len(args):
@@ -416,7 +509,10 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
                 values[f.name] = ConstantVariable(f.default)
             else:
                 raise Unsupported(f"the field {f.name!r} of {cls.__qualname__} has no simple default")
-        return DataclassDictVariable(cls, values)
+        if ModelOutputVariable._rebuilt_items(values) is None:
+            raise Unsupported(f"{cls.__qualname__}() with only its first field, not a tensor: "
+                              f"ModelOutput unpacks it as key/value pairs")
+        return ModelOutputVariable(cls, values)
     if issubclass(cls, BaseException) and not kwargs and not any(
             isinstance(k.__dict__.get(m), (types.FunctionType, staticmethod)) for k in cls.__mro__ for m in ("__init__", "__new__")):
         return ExceptionVariable(cls, list(args))
