@@ -15,7 +15,7 @@ import math
 import re
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -56,6 +56,9 @@ def _literal(value: Any) -> str | None:
     return literal(value)
 
 
+_MISSING = object()
+
+
 class GuardSet:
     """The guards of one trace, deduplicated, in the order they were installed."""
 
@@ -66,8 +69,8 @@ class GuardSet:
         self.namespace: dict[str, Any] = {}
         self._object_names: dict[int, str] = {}
         self.location: tuple[str | None, int | None] = (None, None)
-        self._distinct: list[Source] = []  # mutable inputs that are distinct objects (``distinct``)
-        self._distinct_guard: Guard | None = None
+        # Guards that cover a growing list of items, one guard per list: key -> (items, guard).
+        self._groups: dict[Any, tuple[list[Any], Guard | None]] = {}
 
     def constant(self, value: Any) -> str:
         """The name by which guard expressions refer to ``value``."""
@@ -88,6 +91,24 @@ class GuardSet:
         self._seen.add(key)
         filename, lineno = self.location
         self.guards.append(Guard(kind, text, expr, source, other, filename, lineno))
+
+    def _grow(self, key: Any, item: Any, kind: GuardKind, render: Callable[[list[Any]], tuple[str, str] | None],
+              source: Source | None = None) -> None:
+        """Add ``item`` to the list ``key`` that one guard covers, made anew by ``render(items)``
+        -> (text, expr), or None while there is nothing to check: one check however many items
+        the trace adds."""
+        items, guard = self._groups.get(key, ([], None))
+        if item in items:
+            return
+        items.append(item)
+        if guard is not None:
+            self.guards.remove(guard)
+            self._seen.discard((guard.kind, guard.expr))
+        count = len(self.guards)
+        rendered = render(items)
+        if rendered is not None:
+            self.add(kind, *rendered, source)
+        self._groups[key] = (items, self.guards[-1] if len(self.guards) > count else None)
 
     # -- the guard kinds ------------------------------------------------------------------
     def type_match(self, source: Source, value: Any) -> None:
@@ -213,11 +234,27 @@ class GuardSet:
 
     def not_in_instance_dict(self, source: Source, name: str) -> None:
         """An object's own ``__dict__`` lacks ``name``: a class attribute read through it is not
-        shadowed (an instance attribute set later would be)."""
-        key = _literal(name) if type(name) is str else None
-        key = key or self._const(name)
-        self.add(GuardKind.ID_MATCH, f"{display(name)} not in {source.name}.__dict__", f"{key} not in {source.expr()}.__dict__",
-                 source)
+        shadowed (an instance attribute set later would be). One guard per object."""
+        def render(names: list[str]) -> tuple[str, str]:
+            return (f"{', '.join(map(display, names))} not in {source.name}.__dict__",
+                    f"{source.expr()}.__dict__.keys().isdisjoint({self._const(tuple(names))})")
+        self._grow(("not in instance dict", source), name, GuardKind.ID_MATCH, render, source)
+
+    def module_attribute(self, module: types.ModuleType, name: str, value: Any) -> None:
+        """``module.name`` is still ``value`` (a torch function read from torch's namespace: a
+        user may replace it). One guard per module."""
+        if module.__dict__.get(name, _MISSING) is not value:  # provided by a module __getattr__
+            self.add(GuardKind.ID_MATCH, f"{module.__name__}.{display(name)} is <as traced>",
+                     f"___getattr({self._const(module)}, {self._const(name)}) is {self._const(value)}")
+            return
+
+        def render(pairs: list[tuple[str, Any]]) -> tuple[str, str]:
+            names = tuple(n for n, _ in pairs)
+            shown = ", ".join(map(display, names[:6])) + (", ..." if len(names) > 6 else "")
+            return (f"{module.__name__}.{{{shown}}} are <as traced>",
+                    f"___list(___map({self._const(module)}.__dict__.get, {self._const(names)})) == "
+                    f"{self._const([v for _, v in pairs])}")
+        self._grow(("module attributes", id(module)), (name, value), GuardKind.ID_MATCH, render)
 
     def not_a_global(self, globals_source: Source | None, name: str) -> None:
         """A builtin the trace used is not shadowed by a global of the module (None: the
@@ -252,16 +289,13 @@ class GuardSet:
         (or the reverse, with the alias guard) retraces."""
         if isinstance(source.root(), PrivateObjectSource):
             return
-        if self._distinct_guard is not None:
-            self.guards.remove(self._distinct_guard)
-            self._seen.discard((GuardKind.TENSOR_ALIAS, self._distinct_guard.expr))
-        self._distinct.append(source)
-        if len(self._distinct) < 2:
-            return
-        names = ", ".join(s.name for s in self._distinct)
-        ids = ", ".join(f"___id({s.expr()})" for s in self._distinct)
-        self.add(GuardKind.TENSOR_ALIAS, f"distinct({names})", f"___len({{{ids}}}) == {len(self._distinct)}")
-        self._distinct_guard = self.guards[-1]
+
+        def render(sources: list[Source]) -> tuple[str, str] | None:
+            if len(sources) < 2:
+                return None
+            ids = ", ".join(f"___id({s.expr()})" for s in sources)
+            return (f"distinct({', '.join(s.name for s in sources)})", f"___len({{{ids}}}) == {len(sources)}")
+        self._grow("distinct", source, GuardKind.TENSOR_ALIAS, render)
 
 
 def _qualname(cls: type) -> str:
@@ -447,7 +481,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...
         "torch": torch,
         "___peek": peek,
-        "___getattr": getattr,
+        "___getattr": getattr, "___map": map,
         "___const": _entry_constants(guards, source),
         "___remaining": remaining,
         **guard_set.namespace,

@@ -395,3 +395,85 @@ def test_namedtuple_and_counter_inputs_keep_their_behaviour():
 
     check_sequence(lambda p, x: x * p.total(), [Pair(1, 2), X], [Pair(3, 4), X])
     check_sequence(lambda c, x: x * c["missing"], [collections.Counter(a=1), X])
+
+
+# -- found by reading every place a tracker reads a real object -----------------------------------
+def _call_module(m, x):
+    return m(x)
+
+
+def test_forward_replaced_on_the_module_instance():
+    # What accelerate's and PEFT's hooks do: an instance attribute shadows the class's forward.
+    lin = torch.nn.Linear(4, 4)
+
+    def patch():
+        lin.forward = lambda x: x * 100
+
+    check_sequence(_call_module, [lin, X], patch, [lin, X])
+
+
+def test_method_shadowed_on_the_module_instance():
+    class Scaled(torch.nn.Module):
+        def scale(self):
+            return 2
+
+        def forward(self, x):
+            return x * self.scale()
+
+    m = Scaled()
+
+    def patch():
+        m.scale = lambda: 10
+
+    check_sequence(_call_module, [m, X], patch, [m, X])
+
+
+def test_class_name_reassigned():
+    class Named:
+        pass
+
+    def rename():
+        Named.__name__ = "ALongerName"
+
+    check_sequence(lambda o, x: x + len(type(o).__name__), [Named(), X], rename, [Named(), X])
+
+
+def test_torch_function_replaced_in_torch_namespace():
+    original = torch.nn.functional.gelu
+
+    def patch():
+        torch.nn.functional.gelu = lambda x: x * 7
+
+    def restore():
+        torch.nn.functional.gelu = original
+
+    try:
+        check_sequence(lambda x: torch.nn.functional.gelu(x) + torch.sin(x), [X], patch, [X], restore, [X])
+    finally:
+        torch.nn.functional.gelu = original
+
+
+def test_namedtuple_class_attribute_reassigned():
+    Point = collections.namedtuple("Point", "a b")
+    Point.scale = 2
+
+    def patch():
+        Point.scale = 5
+
+    check_sequence(lambda p: p.a * p.scale, [Point(X, 1)], patch, [Point(X, 1)])
+
+
+def test_one_shadowing_guard_per_object():
+    class Many(torch.nn.Module):
+        def a(self):
+            return 1
+
+        def b(self):
+            return 2
+
+        def forward(self, x):
+            return x * (self.a() + self.b())
+
+    out = symexec.explain(_call_module, Many(), X)
+    shadowing = [g for g in out.guards if "not in L['m'].__dict__" in str(g)]
+    assert len(shadowing) == 1 and "'a'" in str(shadowing[0]) and "'b'" in str(shadowing[0]), shadowing

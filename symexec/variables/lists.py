@@ -133,6 +133,8 @@ class NamedTupleVariable(TupleVariable):
             return self.items[fields.index(name)]
         value = getattr(self.cls, name, None)
         if isinstance(value, (tuple, dict, str, int)) and not callable(value):  # _fields, _field_defaults
+            from .user_objects import lookup_on_class  # (a cycle at import time)
+            lookup_on_class(tx, self.cls, name)  # guarded: the class attribute may be reassigned
             return wrap_constant(value)
         return super().var_getattr(tx, name)
 

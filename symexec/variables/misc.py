@@ -10,7 +10,7 @@ import types
 from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
-from ..source import AttrSource, Source
+from ..source import AttrSource, ConstSource, Source
 from .base import Identity, VariableTracker, hash_key
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
 from .user_objects import class_attribute, construct
@@ -34,7 +34,8 @@ class UserDefinedClassVariable(VariableTracker):
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"):
-            return tx.wrap(getattr(self.cls, name), None)  # facts of the class, which is fixed for the trace
+            # Assignable on a class: read through a source, so guarded like any attribute.
+            return tx.wrap(getattr(self.cls, name), AttrSource(self.source or ConstSource.of(self.cls), name))
         return class_attribute(tx, None, self.cls, name, class_source=self.source)
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -70,7 +71,7 @@ class PythonModuleVariable(VariableTracker):
         if not hasattr(self.module, name):
             raise AttributeMissing(f"module {self.module.__name__} has no attribute {name!r}")
         value = getattr(self.module, name)
-        return tx.wrap(value, AttrSource(self.source, name) if self.source else None)
+        return tx.wrap(value, AttrSource(self.source or ConstSource.of(self.module), name))
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:

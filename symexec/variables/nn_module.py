@@ -56,6 +56,8 @@ class NNModuleVariable(UserDefinedObjectVariable):
                 return tx.wrap(instance_dict[store][name], source)
         if name in instance_dict:
             return tx.wrap(instance_dict[name], source)
+        if self.source is not None:  # an instance attribute set later (``m.forward = ...``) shadows it
+            tx.guards.not_in_instance_dict(self.source, name)
         return class_attribute(tx, self, self.cls, name, class_source=self._class_source())
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:

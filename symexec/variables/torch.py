@@ -147,7 +147,9 @@ class TorchModuleVariable(VariableTracker):
             value = getattr(self.module, name)
         except AttributeError as e:
             raise AttributeMissing(f"module {self.module.__name__} has no attribute {name!r}") from e
-        # torch's namespace is trusted not to change between calls: no guard, no source.
+        # A user may replace a torch function (or flip a flag such as
+        # torch.backends.cudnn.enabled): guarded, one check per module.
+        tx.guards.module_attribute(self.module, name, value)
         return tx.wrap(value, None)
 
     def reconstruct(self, cg: Any) -> None:
