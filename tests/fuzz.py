@@ -313,8 +313,9 @@ def mk_linear(i, o, seed):
 
 
 class Template:
-    def __init__(self, name, dims, src, args, muts=(), observe=(), ctx=True):
+    def __init__(self, name, dims, src, args, muts=(), observe=(), ctx=True, cleanup=None):
         self.name, self.dims = name, dims
+        self.cleanup = cleanup  # run in each world after a sequence: what its mutations shared with others
         self.src = textwrap.dedent(src)
         self.args = args  # a strategy of argument spec lists
         self.muts = list(muts)
@@ -611,6 +612,52 @@ def fn(a, b, lst):
     return a + 1, len(lst)
 """, args(X, st.sampled_from([Same(0), T()]), st.just([])))
 
+template("module_instance_shadowing", "forward or a method set on the module instance; class attribute, class name", """
+class M(nn.Module):
+    factor = 2
+    def __init__(self):
+        super().__init__()
+        self.lin = mk_linear(3, 3, 0)
+    def scale(self):
+        return self.factor
+    def forward(self, x):
+        return self.lin(x) * self.scale() + len(type(self).__name__)
+model = M()
+def fn(x, m):
+    return m(x)
+""", args(tensors(shapes=((2, 3),)), st.just(Ref("model"))),
+    muts=["model.forward = lambda x: x * 100", "del model.forward", "model.scale = lambda: 7",
+          "del model.scale", "M.factor = 3", "M.__name__ = 'LongerName'",
+          "model.lin.forward = lambda x: x - 1", "del model.lin.forward"],
+    observe=["model"])
+
+template("torch_namespace", "a torch function or flag replaced in torch's namespace", """
+import torch.nn.functional as F
+ORIGINAL_GELU = F.gelu
+ORIGINAL_SIN = torch.sin
+def fn(x):
+    return F.gelu(x) + torch.sin(x) * torch.nn.functional.relu(x)
+""", args(X), muts=["F.gelu = lambda t: t * 7", "F.gelu = ORIGINAL_GELU", "torch.sin = torch.cos",
+                    "torch.sin = ORIGINAL_SIN"],
+    cleanup="F.gelu = ORIGINAL_GELU; torch.sin = ORIGINAL_SIN")
+
+template("model_output", "a ModelOutput built, its fields set as attributes or items, views", """
+from transformers.modeling_outputs import BaseModelOutput
+def fn(x, how):
+    o = BaseModelOutput(last_hidden_state=x + 1)
+    keys = o.keys()
+    if how == 1:
+        o.hidden_states = (x,)
+    elif how == 2:
+        o["attentions"] = (x * 2,)
+    elif how == 3:
+        o.attentions = (x,)
+        o.hidden_states = (x * 3,)
+    elif how == 4:
+        o.last_hidden_state = None
+    return list(keys), o.to_tuple(), len(o), o[-1]
+""", args(X, st.sampled_from([0, 1, 2, 3, 4])))
+
 
 TEMPLATE_NAMES = sorted(TEMPLATES)
 
@@ -723,14 +770,16 @@ def run_sequence(name, dynamic, steps):
             try:
                 with _world_aware_compare():
                     _compare(eager, actual, no)
-                for obs in tpl.observe:
-                    assert_same(world_e[obs], world_c[obs], f"call {no}: world {obs}")
+                    for obs in tpl.observe:
+                        assert_same(world_e[obs], world_c[obs], f"call {no}: world {obs}")
             except AssertionError as e:
                 msg = str(e)
                 raise Finding(name, _kind(msg), msg, no) from None
     finally:
         symexec.convert.internal_error_hooks.remove(hook)
         symexec.config.raise_on_internal_error = old_raise
+        if tpl.cleanup:
+            exec(tpl.cleanup, world_e)
 
 
 def describe(name, dynamic, steps, finding=None):
