@@ -217,20 +217,44 @@ class GuardSet:
         self.add(GuardKind.TENSOR_MATCH, f"{source.name}{suffix} == {value!r}",
                  f"{source.expr()}{suffix} == {_literal(value) or self._const(value)}", source)
 
-    def class_lookup(self, cls: type, mro: tuple[type, ...], name: str, found: type, static: Any) -> None:
+    def class_mro(self, cls: type) -> None:
+        """A class's MRO is the one traced (assigning ``__bases__`` makes a new one): what
+        lookups and ``isinstance``/``issubclass`` answers depend on."""
+        if _mutable_class(cls):
+            self.add(GuardKind.ID_MATCH, f"{_qualname(cls)}.__mro__ is <as traced>",
+                     f"{self._const(cls)}.__mro__ is {self._const(cls.__mro__)}")
+
+    def subclass_answer(self, cls: type, of: Any, answer: bool) -> None:
+        """``issubclass(cls, of)`` is still ``answer``: new bases, or a class registered with an
+        ABC (``Sequence.register(C)``), change it. Nothing is guarded between builtin classes."""
+        classes = of if isinstance(of, tuple) else (of,)
+        if not _mutable_class(cls) and all(isinstance(c, type) and not _mutable_class(c) and not _mutable_class(type(c))
+                                           for c in classes):
+            return
+        self.add(GuardKind.ID_MATCH, f"issubclass({_qualname(cls)}, {getattr(of, '__qualname__', None) or display(of)}) == {answer}",
+                 f"___issubclass({self._const(cls)}, {self._const(of)}) is {answer}")
+
+    def class_lookup(self, cls: type, mro: tuple[type, ...], name: str, found: type | None, static: Any) -> None:
         """``name`` looked up along ``mro`` (a class's MRO, or its rest after a ``super()``)
-        found ``static`` in ``found``'s dict: every class before it still lacks the name, and
-        ``found`` still holds that very object (a method or property replaced on the class,
-        or added to a base, retraces)."""
-        key = _literal(name) if type(name) is str else None
-        key = key or self._const(name)
+        found ``static`` in ``found``'s dict, or (``found`` None) nowhere: the MRO is the same
+        object (``__bases__`` assigned makes a new one), every class before ``found`` still lacks
+        the name (one guard per class, however many names), and ``found`` still holds that very
+        object (a method or property replaced on the class, or added to a base, retraces).
+        Builtin classes cannot change: nothing is guarded on them."""
+        self.class_mro(cls)
         for klass in mro:
             if klass is found:
                 break
-            self.add(GuardKind.ID_MATCH, f"{display(name)} not in {klass.__qualname__}.__dict__",
-                     f"{key} not in {self._const(klass)}.__dict__")
-        self.add(GuardKind.ID_MATCH, f"{found.__qualname__}.__dict__[{display(name)}] is <as traced> (via {cls.__qualname__})",
-                 f"{self._const(found)}.__dict__.get({key}) is {self._const(static)}")
+            if _mutable_class(klass):
+                def render(names: list[str], klass: type = klass) -> tuple[str, str]:
+                    return (f"{', '.join(map(display, names))} not in {_qualname(klass)}.__dict__",
+                            f"{self._const(klass)}.__dict__.keys().isdisjoint({self._const(tuple(names))})")
+                self._grow(("absent from class", klass), name, GuardKind.ID_MATCH, render)
+        if found is not None and _mutable_class(found):
+            key = _literal(name) if type(name) is str else None
+            self.add(GuardKind.ID_MATCH,
+                     f"{_qualname(found)}.__dict__[{display(name)}] is <as traced> (via {_qualname(cls)})",
+                     f"{self._const(found)}.__dict__.get({key or self._const(name)}) is {self._const(static)}")
 
     def not_in_instance_dict(self, source: Source, name: str) -> None:
         """An object's own ``__dict__`` lacks ``name``: a class attribute read through it is not
@@ -296,6 +320,11 @@ class GuardSet:
             ids = ", ".join(f"___id({s.expr()})" for s in sources)
             return (f"distinct({', '.join(s.name for s in sources)})", f"___len({{{ids}}}) == {len(sources)}")
         self._grow("distinct", source, GuardKind.TENSOR_ALIAS, render)
+
+
+def _mutable_class(cls: type) -> bool:
+    """Whether a class's dict or bases can change (not a builtin or extension type)."""
+    return not type.__dict__["__flags__"].__get__(cls) & (1 << 8)  # Py_TPFLAGS_IMMUTABLETYPE
 
 
 def _qualname(cls: type) -> str:
@@ -481,7 +510,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...
         "torch": torch,
         "___peek": peek,
-        "___getattr": getattr, "___map": map,
+        "___getattr": getattr, "___map": map, "___issubclass": issubclass,
         "___const": _entry_constants(guards, source),
         "___remaining": remaining,
         **guard_set.namespace,

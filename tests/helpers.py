@@ -134,6 +134,11 @@ def assert_same(expected, actual, where="result"):
     elif hasattr(expected, "__dict__") and not isinstance(
             expected, (types.FunctionType, types.MethodType, types.ModuleType, type)):
         assert_same(vars(expected), vars(actual), f"{where}.__dict__")
+    elif _slots(type(expected)) and type(expected).__eq__ is object.__eq__:
+        for name in _slots(type(expected)):  # an object of a __slots__ class: its slots
+            assert hasattr(expected, name) == hasattr(actual, name), f"{where}.{name}: set in one run only"
+            if hasattr(expected, name):
+                assert_same(getattr(expected, name), getattr(actual, name), f"{where}.{name}")
     else:
         # Functions, classes, modules...: the copy is the same object, or compares equal.
         assert expected is actual or expected == actual, (
@@ -143,6 +148,15 @@ def assert_same(expected, actual, where="result"):
 
 class _Attrs:
     pass
+
+
+def _slots(cls):
+    """The slot names of a class and its bases."""
+    names = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else [n for n in slots if n not in ("__dict__", "__weakref__")]
+    return names
 
 
 def _plain_attrs(module):

@@ -477,3 +477,112 @@ def test_one_shadowing_guard_per_object():
     out = symexec.explain(_call_module, Many(), X)
     shadowing = [g for g in out.guards if "not in L['m'].__dict__" in str(g)]
     assert len(shadowing) == 1 and "'a'" in str(shadowing[0]) and "'b'" in str(shadowing[0]), shadowing
+
+
+# -- class facts: every class read goes through the one guarded lookup (find_on_class) ------------
+def _replace_init():
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    def patch():
+        def init(self, v):
+            self.v = v * 10
+        Box.__init__ = init
+    return (lambda x: x * Box(2).v), [X], patch
+
+
+def _add_len():
+    class Sized:
+        pass
+
+    def patch():
+        Sized.__len__ = lambda self: 0
+    return (lambda o, x: x + 1 if o else x - 1), [Sized(), X], patch
+
+
+def _add_getattribute():
+    class Plain:
+        k = 2
+
+    def patch():
+        def getattribute(self, name):
+            return 9 if name == "k" else object.__getattribute__(self, name)
+        Plain.__getattribute__ = getattribute
+    return (lambda o, x: x * o.k), [Plain(), X], patch
+
+
+def _add_setattr():
+    class Rec:
+        def __init__(self):
+            self.a = 1
+
+    def patch():
+        def setattr_(self, name, value):
+            object.__setattr__(self, name, value * 2)
+        Rec.__setattr__ = setattr_
+
+    def fn(x):
+        r = Rec()
+        r.a = 3
+        return x * r.a
+    return fn, [X], patch
+
+
+def _exception_init():
+    class Oops(Exception):
+        pass
+
+    def patch():
+        def init(self, *args):
+            Exception.__init__(self, *args, *args)
+        Oops.__init__ = init
+
+    def fn(x):
+        try:
+            raise Oops("a")
+        except Oops as e:
+            return x * len(e.args)
+    return fn, [X], patch
+
+
+def _bases_assigned():
+    class Root:
+        pass
+
+    class A(Root):
+        pass
+
+    class B(Root):
+        pass
+
+    class C(A):
+        pass
+    return (lambda o, x: x + (1 if isinstance(o, B) else 2)), [C(), X], lambda: setattr(C, "__bases__", (B,))
+
+
+def _abc_register():
+    import collections.abc
+
+    class Later:
+        pass
+    return (lambda o, x: x + (1 if isinstance(o, collections.abc.Sized) else 2)), [Later(), X], \
+        lambda: collections.abc.Sized.register(Later)
+
+
+def _slots_attribute():
+    class Slotted:
+        __slots__ = ("a",)
+
+        def __init__(self):
+            self.a = 2
+    o = Slotted()
+    return (lambda s, x: x * s.a), [o, X], lambda: setattr(o, "a", 7)
+
+
+@pytest.mark.parametrize("make", [_replace_init, _add_len, _add_getattribute, _add_setattr, _exception_init,
+                                  _bases_assigned, _abc_register, _slots_attribute],
+                         ids=lambda m: m.__name__.strip("_"))
+def test_class_fact_changed_after_compiling(make):
+    fn, args, patch = make()
+    check_sequence(fn, args, patch, args)

@@ -74,8 +74,8 @@ def YIELD_VALUE(tx: Any, inst: Any, value: Any) -> Any:
 @instruction("BEFORE_WITH", pops=1, pushes=2)
 def BEFORE_WITH(tx: Any, inst: Any, manager: Any) -> tuple:
     enter = getattr(manager, "enter", None)
-    if enter is None and isinstance(manager, ObjectVariableBase) and manager.has_python_method("__enter__") \
-            and manager.has_python_method("__exit__") and not type(manager.python_type()).__module__.startswith("torch") \
+    if enter is None and isinstance(manager, ObjectVariableBase) and manager.has_python_method(tx, "__enter__") \
+            and manager.has_python_method(tx, "__exit__") and not type(manager.python_type()).__module__.startswith("torch") \
             and not manager.python_type().__module__.startswith("torch"):
         # A context manager written in Python: both halves inlined.
         return manager.var_getattr(tx, "__exit__"), manager.call_method(tx, "__enter__", [], {})

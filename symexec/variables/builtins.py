@@ -31,7 +31,7 @@ from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVaria
 from .functions import UserMethodVariable
 from .misc import SetVariable
 from .tensor import SymNodeVariable, TensorVariable, record_call
-from .user_objects import ExceptionVariable, ObjectVariableBase, SuperVariable
+from .user_objects import ExceptionVariable, ObjectVariableBase, SuperVariable, class_static
 
 Handler = Callable[..., "VariableTracker | None"]
 HANDLERS: dict[Any, Handler] = {}
@@ -306,16 +306,24 @@ def _flat_classes(cls: Any) -> list[Any]:
     return [cls]
 
 
-def _instancecheck(obj: VariableTracker, cls: Any) -> bool:
+def _subclass(tx: Any, cls: type, of: Any) -> bool:
+    """``issubclass(cls, of)``, guarded on its answer (bases may be assigned, a class
+    registered with an ABC)."""
+    answer = issubclass(cls, of)
+    tx.guards.subclass_answer(cls, of, answer)
+    return answer
+
+
+def _instancecheck(tx: Any, obj: VariableTracker, cls: Any) -> bool:
     """``isinstance(obj, cls)`` for one class, as its metaclass's __instancecheck__ decides."""
-    check = getattr(type(cls), "__instancecheck__", None)
+    check = class_static(tx, type(cls), "__instancecheck__")
     if check is None or check is type.__instancecheck__ or not isinstance(cls, type):
         # A plain class, or a typing alias (whose check is a subclass check of the type).
-        return issubclass(obj.python_type(), cls)
+        return _subclass(tx, obj.python_type(), cls)
     if isinstance(cls, type) and isinstance(type(cls), type) and issubclass(type(cls), abc.ABCMeta) and (
-            type(cls).__instancecheck__ is abc.ABCMeta.__instancecheck__):
+            check is abc.ABCMeta.__instancecheck__):
         # ABCMeta checks the type (and __class__, the same for the objects trackers model).
-        return issubclass(obj.python_type(), cls)
+        return _subclass(tx, obj.python_type(), cls)
     if type(cls) is _LEGACY_TENSOR_TYPE:
         # torch.FloatTensor: the dtype and the device (guarded on inputs, derived in the graph).
         if is_tensor(obj):
@@ -343,14 +351,15 @@ def _unsupported_check(cls: Any) -> bool:
 @handler(isinstance)
 def _isinstance(tx: Any, obj: VariableTracker, classes: VariableTracker) -> VariableTracker:
     cls = _real_value(classes)  # a class, a tuple of them, or a typing alias
-    return ConstantVariable(any(_instancecheck(obj, c) for c in _flat_classes(cls)))
+    return ConstantVariable(any(_instancecheck(tx, obj, c) for c in _flat_classes(cls)))
 
 
 @handler(issubclass)
 def _issubclass(tx: Any, cls: VariableTracker, classes: VariableTracker) -> VariableTracker:
-    # Classes are constants of the trace: the real check (their metaclass's __subclasscheck__).
+    # Classes are constants of the trace: the real check (their metaclass's __subclasscheck__),
+    # guarded on its answer.
     try:
-        return ConstantVariable(issubclass(cls.as_python_constant(), classes.as_python_constant()))
+        return ConstantVariable(_subclass(tx, cls.as_python_constant(), classes.as_python_constant()))
     except TypeError as e:
         raise TracedException(e) from e
 

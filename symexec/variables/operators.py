@@ -19,7 +19,7 @@ from .dicts import ConstDictVariable, DictViewVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, TupleVariable
 from .misc import SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, record_call
-from .user_objects import DUNDERS, ObjectVariableBase
+from .user_objects import DUNDERS, ObjectVariableBase, class_static
 
 def _make_binary(fn: Any) -> Handler:
     def binary(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
@@ -35,11 +35,11 @@ def _make_binary(fn: Any) -> Handler:
             return type(b)(b.items * a.as_python_constant())
         dunder, reflected = DUNDERS.get(fn.__name__, (None, None))
         if dunder is not None:
-            if isinstance(a, ObjectVariableBase) and a.has_python_method(dunder):
+            if isinstance(a, ObjectVariableBase) and a.has_python_method(tx, dunder):
                 result = a.call_method(tx, dunder, [b], {})
                 if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
                     return result
-            if isinstance(b, ObjectVariableBase) and b.has_python_method(reflected):
+            if isinstance(b, ObjectVariableBase) and b.has_python_method(tx, reflected):
                 return b.call_method(tx, reflected, [a], {})
         if fn in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
             if isinstance(a, (SetVariable, DictViewVariable)) or isinstance(b, (SetVariable, DictViewVariable)):
@@ -79,11 +79,11 @@ def _make_inplace(inplace: Any, plain: Any) -> Handler:
             return a
         dunder = "__i" + inplace.__name__.removeprefix("i").rstrip("_") + "__"
         if isinstance(a, ObjectVariableBase):
-            if a.has_python_method(dunder):
+            if a.has_python_method(tx, dunder):
                 result = a.call_method(tx, dunder, [b], {})
                 if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
                     return result
-            elif getattr(a.python_type(), dunder, None) is not None:
+            elif class_static(tx, a.python_type(), dunder) is not None:
                 raise Unsupported(f"{a.describe()} has a builtin {dunder}")
         elif not isinstance(a, (ConstantVariable, TupleVariable, RangeVariable, SymNodeVariable)) or (
                 isinstance(a, ConstantVariable) and getattr(type(a.as_python_constant()), dunder, None) is not None):
@@ -151,7 +151,7 @@ HANDLERS[operator.is_not] = lambda tx, a, b: ConstantVariable(not identical(a, b
 
 @handler(operator.contains)
 def _contains(tx: Any, container: VariableTracker, item: VariableTracker) -> VariableTracker | None:
-    if isinstance(container, ObjectVariableBase) and container.has_python_method("__contains__"):
+    if isinstance(container, ObjectVariableBase) and container.has_python_method(tx, "__contains__"):
         return ConstantVariable(container.call_method(tx, "__contains__", [item], {}).truth(tx))
     if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable)):
         return container.call_method(tx, "__contains__", [item], {})

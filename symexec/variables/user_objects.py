@@ -31,22 +31,35 @@ def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVari
     return UserFunctionVariable(fn, source if source is not None else ConstSource.of(fn))
 
 
-def lookup_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type, Any]:
+def find_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type | None, Any]:
     """Where ``name`` is found along ``cls``'s MRO (after ``start_after``, for super()), and
-    what: ``(klass, klass.__dict__[name])``, guarded so that a method or property replaced
-    on the class, or added to a class before ``klass``, retraces."""
+    what: ``(klass, klass.__dict__[name])``, or ``(None, None)`` when no class has it. The one
+    way tracker code reads a class: guarded, so that a method or property replaced on the
+    class, added to a class before ``klass``, or new bases, retrace."""
     mro = cls.__mro__
     if start_after is not None:
         if start_after not in mro:
             raise Unsupported(f"super(): {start_after.__qualname__} is not a base of {cls.__qualname__}")
         mro = mro[mro.index(start_after) + 1:]
+    found, static = None, None
     for klass in mro:
         if name in klass.__dict__:
-            static = klass.__dict__[name]
+            found, static = klass, klass.__dict__[name]
             break
-    else:
+    tx.guards.class_lookup(cls, mro, name, found, static)
+    return found, static
+
+
+def class_static(tx: Any, cls: type, name: str) -> Any:
+    """What ``cls`` holds for ``name`` along its MRO (no descriptor run), or None: guarded."""
+    return find_on_class(tx, cls, name)[1]
+
+
+def lookup_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type, Any]:
+    """``find_on_class``, where a missing name is an AttributeError."""
+    klass, static = find_on_class(tx, cls, name, start_after)
+    if klass is None:
         raise AttributeMissing(f"AttributeError: {cls.__qualname__} has no attribute {name!r}")
-    tx.guards.class_lookup(cls, mro, name, klass, static)
     return klass, static
 
 
@@ -100,17 +113,14 @@ class ObjectVariableBase(VariableTracker):
     def _class_source(self) -> Source | None:
         return AttrSource(self.source, "__class__") if self.source is not None else None
 
-    def has_python_method(self, name: str) -> bool:
-        for klass in self.cls.__mro__:
-            if name in klass.__dict__:
-                return isinstance(klass.__dict__[name], types.FunctionType)
-        return False
+    def has_python_method(self, tx: Any, name: str) -> bool:
+        return isinstance(class_static(tx, self.cls, name), types.FunctionType)
 
     def class_variable(self, tx: Any) -> VariableTracker:
         return tx.wrap(self.cls, self._class_source())
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name.startswith("__") and name.endswith("__") and not self.has_python_method(name):
+        if name.startswith("__") and name.endswith("__") and not self.has_python_method(tx, name):
             raise Unsupported(f"{self.cls.__qualname__} has no Python {name}")
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
@@ -118,18 +128,18 @@ class ObjectVariableBase(VariableTracker):
         return self.call_method(tx, "__call__", args, kwargs)
 
     def truth(self, tx: Any) -> bool:
-        if self.has_python_method("__bool__"):
+        if self.has_python_method(tx, "__bool__"):
             return self.call_method(tx, "__bool__", [], {}).truth(tx)
-        if self.has_python_method("__len__"):
+        if self.has_python_method(tx, "__len__"):
             return self.call_method(tx, "__len__", [], {}).truth(tx)
-        if getattr(self.cls, "__bool__", None) is None and getattr(self.cls, "__len__", None) is None:
+        if class_static(tx, self.cls, "__bool__") is None and class_static(tx, self.cls, "__len__") is None:
             return True
         raise Unsupported(f"the truth of a {self.cls.__qualname__} (a C __bool__ or __len__)")
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
-        if self.has_python_method("__iter__"):
+        if self.has_python_method(tx, "__iter__"):
             return self.call_method(tx, "__iter__", [], {}).unpack(tx)
-        if self.has_python_method("__getitem__") and self.has_python_method("__len__"):
+        if self.has_python_method(tx, "__getitem__") and self.has_python_method(tx, "__len__"):
             n = self.call_method(tx, "__len__", [], {}).as_python_constant()
             return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {}) for i in range(n)]
         raise Unsupported(f"iterating over a {self.cls.__qualname__}")
@@ -163,9 +173,9 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         if written is not None:
             return written
         cls = self.cls
-        if getattr(cls, "__getattribute__", object.__getattribute__) is not object.__getattribute__:
+        if class_static(tx, cls, "__getattribute__") is not object.__getattribute__:
             return self.real_attribute(tx, name)
-        static = inspect.getattr_static(cls, name, None)
+        static = class_static(tx, cls, name)
         if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
             return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
         is_data_descriptor = hasattr(static, "__set__") or hasattr(static, "__delete__")
@@ -181,7 +191,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         return class_attribute(tx, self, cls, name, class_source=self._class_source())
 
     def missing_attribute(self, tx: Any, name: str) -> VariableTracker:
-        if getattr(self.cls, "__getattr__", None) is not None:
+        if class_static(tx, self.cls, "__getattr__") is not None:
             return self.real_attribute(tx, name)
         raise AttributeMissing(f"AttributeError: {self.cls.__qualname__} object has no attribute {name!r}")
 
@@ -205,8 +215,8 @@ class UserDefinedObjectVariable(ObjectVariableBase):
                 setattr(self.value, name, value.as_python_constant())
             tx.output.input_trackers.pop(AttrSource(self.source, name), None)  # read it afresh
             return
-        static = inspect.getattr_static(self.cls, name, None)
-        if hasattr(static, "__set__") or getattr(self.cls, "__setattr__", object.__setattr__) is not object.__setattr__:
+        static = class_static(tx, self.cls, name)
+        if hasattr(static, "__set__") or class_static(tx, self.cls, "__setattr__") is not object.__setattr__:
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor or __setattr__)")
         tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
 
@@ -249,8 +259,8 @@ class NewObjectVariable(ObjectVariableBase):
         return class_attribute(tx, self, self.cls, name, class_source=None)
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
-        static = inspect.getattr_static(self.cls, name, None)
-        if hasattr(static, "__set__") or getattr(self.cls, "__setattr__", object.__setattr__) is not object.__setattr__:
+        static = class_static(tx, self.cls, name)
+        if hasattr(static, "__set__") or class_static(tx, self.cls, "__setattr__") is not object.__setattr__:
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code")
         if value is None:
             if name not in self.attributes:
@@ -514,7 +524,7 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
                               f"ModelOutput unpacks it as key/value pairs")
         return ModelOutputVariable(cls, values)
     if issubclass(cls, BaseException) and not kwargs and not any(
-            isinstance(k.__dict__.get(m), (types.FunctionType, staticmethod)) for k in cls.__mro__ for m in ("__init__", "__new__")):
+            isinstance(class_static(tx, cls, m), (types.FunctionType, staticmethod)) for m in ("__init__", "__new__")):
         return ExceptionVariable(cls, list(args))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         fields = cls._fields
@@ -526,12 +536,12 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
             raise Unsupported(f"TypeError: {cls.__qualname__}() arguments do not match its fields")
         items = [values[f] if f in values else ConstantVariable(defaults[f]) for f in fields]
         return NamedTupleVariable(items, cls)
-    if type(cls).__call__ is not type.__call__:  # ABCMeta is fine; a metaclass __call__ is not
+    if class_static(tx, type(cls), "__call__") is not type.__call__:  # ABCMeta is fine; a metaclass __call__ is not
         raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
-    if cls.__new__ is not object.__new__:
+    if class_static(tx, cls, "__new__") is not object.__new__:
         raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
     obj = NewObjectVariable(cls)
-    init = inspect.getattr_static(cls, "__init__")
+    init = class_static(tx, cls, "__init__")
     if isinstance(init, types.FunctionType):
         _function(init, None).call_function(tx, [obj, *args], kwargs)
     elif init is not object.__init__ or args or kwargs:
