@@ -8,6 +8,7 @@ from typing import Any
 
 from ..exc import Unsupported
 from ..variables import BuiltinVariable, ConstantVariable, ConstDictVariable, TupleVariable
+from ..variables.base import class_static, subclass_check
 from .registry import instruction
 
 
@@ -47,12 +48,12 @@ def MATCH_KEYS(tx: Any, inst: Any) -> Any:
 @instruction("MATCH_CLASS", pops=3, pushes=1)
 def MATCH_CLASS(tx: Any, inst: Any, subject: Any, cls: Any, names: Any) -> Any:
     klass = cls.as_python_constant()
-    if not issubclass(subject.python_type(), klass):
+    if not subclass_check(tx, subject.python_type(), klass):
         return ConstantVariable(None)
     positional = inst.arg
     attributes = []
     if positional:
-        match_args = getattr(klass, "__match_args__", ())
+        match_args = class_static(tx, klass, "__match_args__") or ()
         if len(match_args) < positional:
             raise Unsupported(f"matching {positional} positional patterns of {klass.__qualname__}")
         attributes += list(match_args[:positional])

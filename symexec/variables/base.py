@@ -179,3 +179,36 @@ def as_proxy(value: VariableTracker) -> Any:
     """A tracker as an FX argument: a node for tensors, the value for constants, recursively."""
     proxy = getattr(value, "as_proxy", None)
     return proxy() if proxy is not None else value.as_python_constant()
+
+
+# -- reading classes ---------------------------------------------------------------------------
+def find_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type | None, Any]:
+    """Where ``name`` is found along ``cls``'s MRO (after ``start_after``, for super()), and
+    what: ``(klass, klass.__dict__[name])``, or ``(None, None)`` when no class has it. The one
+    way tracker code reads a class: guarded, so that a method or property replaced on the
+    class, added to a class before ``klass``, or new bases, retrace."""
+    mro = cls.__mro__
+    if start_after is not None:
+        if start_after not in mro:
+            raise Unsupported(f"super(): {start_after.__qualname__} is not a base of {cls.__qualname__}")
+        mro = mro[mro.index(start_after) + 1:]
+    found, static = None, None
+    for klass in mro:
+        if name in klass.__dict__:
+            found, static = klass, klass.__dict__[name]
+            break
+    tx.guards.class_lookup(cls, mro, name, found, static)
+    return found, static
+
+
+def class_static(tx: Any, cls: type, name: str) -> Any:
+    """What ``cls`` holds for ``name`` along its MRO (no descriptor run), or None: guarded."""
+    return find_on_class(tx, cls, name)[1]
+
+
+def subclass_check(tx: Any, cls: type, of: Any) -> bool:
+    """``issubclass(cls, of)``, guarded on its answer (bases may be assigned, a class
+    registered with an ABC)."""
+    answer = issubclass(cls, of)
+    tx.guards.subclass_answer(cls, of, answer)
+    return answer

@@ -18,7 +18,7 @@ import torch
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource, Source, peek
-from .base import VariableTracker
+from .base import VariableTracker, find_on_class
 from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal
 from .ctx import GradModeExit, GradModeExitVariable
@@ -71,7 +71,7 @@ class VariableBuilder:
                 break
         else:
             wrapper = _wrap_object
-        if cls is not type(value) and cls in _CONTAINERS and _overrides_protocol(type(value), cls):
+        if cls is not type(value) and cls in _CONTAINERS and _overrides_protocol(self, type(value), cls):
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
         if isinstance(value, _TORCH_CALLABLE_TYPES) and is_torch_object(value):
             wrapper = _wrap_torch_callable
@@ -107,15 +107,15 @@ _PROTOCOL = frozenset({
 _DICT_PROTOCOL = frozenset({"__missing__", "__iter__", "__eq__", "__ne__", "__hash__", "__bool__", "__reversed__"})
 
 
-def _overrides_protocol(cls: type, base: type) -> bool:
+def _overrides_protocol(b: "VariableBuilder", cls: type, base: type) -> bool:
+    """Whether a subclass of the builtin container ``base`` defines a protocol method of its own
+    (the class lookups guarded)."""
     protocol = _DICT_PROTOCOL if base is dict else _PROTOCOL
-    for klass in cls.__mro__:
-        if klass is base:
-            return False
-        for name in protocol.intersection(klass.__dict__):
-            if not isinstance(klass.__dict__[name], (types.BuiltinFunctionType, types.MethodDescriptorType,
-                                                     types.WrapperDescriptorType)) and klass.__module__ != "collections":
-                return True
+    for name in sorted(protocol):
+        klass, static = find_on_class(b, cls, name)
+        if klass is not None and klass not in base.__mro__ and klass.__module__ != "collections" and not isinstance(
+                static, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)):
+            return True
     return False
 
 

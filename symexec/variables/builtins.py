@@ -31,7 +31,7 @@ from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVaria
 from .functions import UserMethodVariable
 from .misc import SetVariable
 from .tensor import SymNodeVariable, TensorVariable, record_call
-from .user_objects import ExceptionVariable, ObjectVariableBase, SuperVariable, class_static
+from .user_objects import ExceptionVariable, ObjectVariableBase, SuperVariable, class_static, subclass_check
 
 Handler = Callable[..., "VariableTracker | None"]
 HANDLERS: dict[Any, Handler] = {}
@@ -272,6 +272,8 @@ def _copy(tx: Any, copier: Any, obj: VariableTracker, rest: tuple) -> VariableTr
     state = getattr(obj.value, "__dict__", None)
     if obj.source is None or state is None:
         raise Unsupported(f"copying {obj.describe()}")
+    for protocol in ("__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__"):
+        class_static(tx, obj.python_type(), protocol)  # how the class copies: guarded too
     snapshot = copy.deepcopy(state)
     name = tx.guards.constant(snapshot)
     tx.guards.add(GuardKind.EQUALS_MATCH, f"{obj.source.name}.__dict__ == <its state when traced>",
@@ -306,24 +308,16 @@ def _flat_classes(cls: Any) -> list[Any]:
     return [cls]
 
 
-def _subclass(tx: Any, cls: type, of: Any) -> bool:
-    """``issubclass(cls, of)``, guarded on its answer (bases may be assigned, a class
-    registered with an ABC)."""
-    answer = issubclass(cls, of)
-    tx.guards.subclass_answer(cls, of, answer)
-    return answer
-
-
 def _instancecheck(tx: Any, obj: VariableTracker, cls: Any) -> bool:
     """``isinstance(obj, cls)`` for one class, as its metaclass's __instancecheck__ decides."""
     check = class_static(tx, type(cls), "__instancecheck__")
     if check is None or check is type.__instancecheck__ or not isinstance(cls, type):
         # A plain class, or a typing alias (whose check is a subclass check of the type).
-        return _subclass(tx, obj.python_type(), cls)
+        return subclass_check(tx, obj.python_type(), cls)
     if isinstance(cls, type) and isinstance(type(cls), type) and issubclass(type(cls), abc.ABCMeta) and (
             check is abc.ABCMeta.__instancecheck__):
         # ABCMeta checks the type (and __class__, the same for the objects trackers model).
-        return _subclass(tx, obj.python_type(), cls)
+        return subclass_check(tx, obj.python_type(), cls)
     if type(cls) is _LEGACY_TENSOR_TYPE:
         # torch.FloatTensor: the dtype and the device (guarded on inputs, derived in the graph).
         if is_tensor(obj):
@@ -359,7 +353,7 @@ def _issubclass(tx: Any, cls: VariableTracker, classes: VariableTracker) -> Vari
     # Classes are constants of the trace: the real check (their metaclass's __subclasscheck__),
     # guarded on its answer.
     try:
-        return ConstantVariable(_subclass(tx, cls.as_python_constant(), classes.as_python_constant()))
+        return ConstantVariable(subclass_check(tx, cls.as_python_constant(), classes.as_python_constant()))
     except TypeError as e:
         raise TracedException(e) from e
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..exc import TracedException, Unsupported
 from ..source import ConstSource, Source
-from .base import Identity, VariableTracker, hash_key
+from .base import Identity, VariableTracker, find_on_class, hash_key
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .lists import TupleVariable
 
@@ -66,7 +66,7 @@ class ConstDictVariable(VariableTracker):
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if self.user_cls is not dict:
-            override = python_override(self.user_cls, dict, name)
+            override = python_override(tx, self.user_cls, dict, name)
             if override is not None:  # a dict subclass's own Python method
                 return tx.wrap(override, ConstSource.of(override)).call_function(tx, [self, *args], kwargs)
         return self.native_call_method(tx, name, args, kwargs)
@@ -262,15 +262,12 @@ _VIEW_PURE_METHODS = frozenset({
 })
 
 
-def python_override(cls: type, base: type, name: str) -> types.FunctionType | None:
-    """The Python function ``cls`` defines for ``name`` above the builtin ``base``, if any."""
-    for klass in cls.__mro__:
-        if klass is base:
-            return None
-        method = klass.__dict__.get(name)
-        if isinstance(method, types.FunctionType):
-            return method
-    return None
+def python_override(tx: Any, cls: type, base: type, name: str) -> types.FunctionType | None:
+    """The Python function ``cls`` defines for ``name`` above the builtin ``base``, if any (guarded)."""
+    klass, method = find_on_class(tx, cls, name)
+    if klass is None or klass in base.__mro__ or not isinstance(method, types.FunctionType):
+        return None
+    return method
 
 
 def _key(key: VariableTracker) -> Any:

@@ -15,7 +15,7 @@ import torch
 
 from ..exc import TracedException, Unsupported
 from ..source import Source, skip
-from .base import VariableTracker, as_proxy
+from .base import VariableTracker, as_proxy, class_static
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 
 
@@ -131,10 +131,8 @@ class NamedTupleVariable(TupleVariable):
         fields = self.fields()
         if name in fields:
             return self.items[fields.index(name)]
-        value = getattr(self.cls, name, None)
+        value = class_static(tx, self.cls, name)  # guarded: the class attribute may be reassigned
         if isinstance(value, (tuple, dict, str, int)) and not callable(value):  # _fields, _field_defaults
-            from .user_objects import lookup_on_class  # (a cycle at import time)
-            lookup_on_class(tx, self.cls, name)  # guarded: the class attribute may be reassigned
             return wrap_constant(value)
         return super().var_getattr(tx, name)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, PrivateObjectSource, Source
-from .base import DELETED, BoundMethodVariable, VariableTracker
+from .base import DELETED, BoundMethodVariable, VariableTracker, class_static, find_on_class, subclass_check
 from .constant import ConstantVariable, is_literal
 from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable, UserMethodVariable
@@ -29,30 +29,6 @@ from .tensor import TensorVariable
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
     return UserFunctionVariable(fn, source if source is not None else ConstSource.of(fn))
-
-
-def find_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type | None, Any]:
-    """Where ``name`` is found along ``cls``'s MRO (after ``start_after``, for super()), and
-    what: ``(klass, klass.__dict__[name])``, or ``(None, None)`` when no class has it. The one
-    way tracker code reads a class: guarded, so that a method or property replaced on the
-    class, added to a class before ``klass``, or new bases, retrace."""
-    mro = cls.__mro__
-    if start_after is not None:
-        if start_after not in mro:
-            raise Unsupported(f"super(): {start_after.__qualname__} is not a base of {cls.__qualname__}")
-        mro = mro[mro.index(start_after) + 1:]
-    found, static = None, None
-    for klass in mro:
-        if name in klass.__dict__:
-            found, static = klass, klass.__dict__[name]
-            break
-    tx.guards.class_lookup(cls, mro, name, found, static)
-    return found, static
-
-
-def class_static(tx: Any, cls: type, name: str) -> Any:
-    """What ``cls`` holds for ``name`` along its MRO (no descriptor run), or None: guarded."""
-    return find_on_class(tx, cls, name)[1]
 
 
 def lookup_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type, Any]:
@@ -363,9 +339,8 @@ def is_model_output_class(tx: Any, cls: type) -> bool:
         return False
     later = cls.__mro__[cls.__mro__.index(base):]
     for name in _MODEL_OUTPUT_PROTOCOL:
-        if not hasattr(cls, name):  # ModelOutput's behaviour relies on its absence
-            tx.guards.hasattr_match(ConstSource.of(cls), name, False)
-        elif lookup_on_class(tx, cls, name)[0] not in later:
+        klass, _ = find_on_class(tx, cls, name)  # (ModelOutput relies on some being absent)
+        if klass is not None and klass not in later:
             return False
     return True
 
@@ -528,7 +503,7 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
         return ExceptionVariable(cls, list(args))
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         fields = cls._fields
-        defaults = getattr(cls, "_field_defaults", {})
+        defaults = class_static(tx, cls, "_field_defaults") or {}
         values = dict(zip(fields, args))
         values.update(kwargs)
         missing = [f for f in fields if f not in values and f not in defaults]
@@ -581,12 +556,7 @@ class SuperVariable(VariableTracker):
         obj_cls = self.obj.python_type()
         if self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type):
             obj_cls = self.obj.as_python_constant()  # super() in a classmethod: cls's own MRO
-        mro = obj_cls.__mro__
-        if self.cls not in mro:
-            raise Unsupported(f"super(): {self.cls.__qualname__} is not a base of {obj_cls.__qualname__}")
-        for klass in mro[mro.index(self.cls) + 1:]:
-            if name in klass.__dict__:
-                if klass.__module__ == "builtins":
-                    return NativeMethodVariable(self.obj, name)
-                break
+        klass, _ = find_on_class(tx, obj_cls, name, start_after=self.cls)
+        if klass is not None and klass.__module__ == "builtins":
+            return NativeMethodVariable(self.obj, name)
         return class_attribute(tx, self.obj, obj_cls, name, start_after=self.cls)

@@ -1,0 +1,115 @@
+"""Guard completeness as a property of the code: tracker code reads a class only through the one
+guarded lookup (``variables.base.find_on_class`` / ``class_static``; ``subclass_check`` for
+``issubclass``), and an object's ``__dict__`` only where what it finds is wrapped with a source
+(so guarded) or the shadowing it rules out is guarded. This test reads the source of the
+interpreter and the trackers and fails on any other such read: a new one must use the guarded
+functions, or be added below with the reason it needs no guard."""
+
+import ast
+import pathlib
+
+import symexec
+
+ROOT = pathlib.Path(symexec.__file__).parent
+TRACING_CODE = sorted([*ROOT.glob("variables/*.py"), *ROOT.glob("instructions/*.py"), ROOT / "translator.py"])
+
+# (file, function) -> why that read is guarded or cannot change.
+ALLOWED = {
+    ("variables/base.py", "find_on_class"): "the one guarded class lookup",
+    ("translator.py", "InstructionTranslator.load_global"):
+        "the builtins module's dict: the name is guarded not to be a global, the builtin by identity",
+    ("variables/builder.py", "VariableBuilder.__call__"): "the wrapper is chosen by the input's type, which it guards",
+    ("variables/builder.py", "_overrides_protocol"): "the MRO of a builtin container class (immutable)",
+    ("variables/builder.py", "_wrap_sequence"): "a namedtuple class's _fields, fixed when the class is made",
+    ("variables/lists.py", "NamedTupleVariable.fields"): "a namedtuple class's _fields, fixed when the class is made",
+    ("variables/lists.py", "NamedTupleVariable.as_python_constant"): "a namedtuple class's _fields/_make",
+    ("variables/lists.py", "NamedTupleVariable.reconstruct"): "a namedtuple class's _make, run by generated code",
+    ("variables/user_objects.py", "construct"): "a namedtuple class's _fields, fixed when the class is made",
+    ("variables/builtins.py", "_unsupported_check"): "an error message",
+    ("variables/builtins.py", "_copy"): "the object's __dict__, copied and guarded equal (its class's copy protocol too)",
+    ("variables/constant.py", "wrap_constant"): "the type of a value computed while tracing (not a user object)",
+    ("variables/dicts.py", "DictViewVariable._base"):
+        "made only where python_override (guarded) found no Python keys/values/items",
+    ("variables/dicts.py", "DictViewVariable.call_method"): "the type of a real builtin dict view",
+    ("variables/dicts.py", "python_override"): "the MRO of the builtin base class (immutable)",
+    ("variables/misc.py", "UserDefinedClassVariable.var_getattr"): "wrapped with the source cls.name: guarded",
+    ("variables/nn_module.py", "NNModuleVariable.var_getattr"):
+        "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
+    ("variables/operators.py", "_make_inplace.inplace_op"): "the builtin type of a constant",
+    ("variables/tensor.py", "TensorVariable.python_attribute"): "wrapped with the source x.name, absence guarded",
+    ("variables/tensor.py", "wrap_fx_value"): "the type of an FX result (a fake value, not a user object)",
+    ("variables/user_objects.py", "is_model_output_class"): "the index of ModelOutput in the (guarded) MRO",
+    ("variables/user_objects.py", "UserDefinedObjectVariable.var_getattr"):
+        "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
+    ("variables/functions.py", "UserFunctionVariable.var_getattr"): "wrapped with the source fn.name: guarded",
+}
+
+_CLASS_NAMES = {"cls", "klass", "obj_cls"}
+
+
+def _class_like(node):
+    return (isinstance(node, ast.Attribute) and node.attr in ("cls", "user_cls")) or \
+        (isinstance(node, ast.Name) and node.id in _CLASS_NAMES) or \
+        (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type")
+
+
+def raw_reads():
+    """(file, function, line, what) of every class or instance-dict read in the tracing code."""
+    found = []
+    for path in TRACING_CODE:
+        rel = path.relative_to(ROOT).as_posix()
+        stack = []
+
+        class Visitor(ast.NodeVisitor):
+            def scope(self, node):
+                stack.append(node.name)
+                self.generic_visit(node)
+                stack.pop()
+
+            visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = scope
+
+            def hit(self, node, what):
+                found.append((rel, ".".join(stack) or "<module>", node.lineno, what))
+
+            def visit_Attribute(self, node):
+                if node.attr in ("__dict__", "__mro__") and isinstance(node.ctx, ast.Load):
+                    self.hit(node, node.attr)
+                self.generic_visit(node)
+
+            def visit_Call(self, node):
+                fn = node.func
+                if isinstance(fn, ast.Attribute) and fn.attr == "getattr_static":
+                    self.hit(node, "inspect.getattr_static")
+                if isinstance(fn, ast.Name) and fn.id in ("getattr", "hasattr") and node.args:
+                    if _class_like(node.args[0]):
+                        self.hit(node, f"{fn.id} on a class")
+                    elif len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and \
+                            node.args[1].value in ("__dict__", "__mro__"):
+                        self.hit(node, f"{fn.id}(..., {node.args[1].value!r})")
+                self.generic_visit(node)
+
+        Visitor().visit(ast.parse(path.read_text()))
+    return found
+
+
+def test_tracing_code_reads_classes_only_through_the_guarded_lookup():
+    unexplained = [f"{file}:{line} in {function}: {what}" for file, function, line, what in raw_reads()
+                   if (file, function) not in ALLOWED]
+    assert not unexplained, ("unguarded reads of a class or an object's __dict__ (use find_on_class / "
+                             "class_static, or explain it in ALLOWED):\n" + "\n".join(unexplained))
+
+
+def test_every_allowed_read_still_exists():
+    present = {(file, function) for file, function, _, _ in raw_reads()}
+    stale = sorted(set(ALLOWED) - present)
+    assert not stale, f"ALLOWED lists reads that are gone: {stale}"
+
+
+def test_the_scanner_finds_a_raw_class_read(tmp_path, monkeypatch):
+    code = tmp_path / "variables"
+    code.mkdir()
+    (code / "probe.py").write_text("def f(obj):\n    return getattr(obj.cls, 'x', None), type(obj).__mro__\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    monkeypatch.setattr(__import__(__name__), "TRACING_CODE", [code / "probe.py"])
+    assert [(f, fn, what) for f, fn, _, what in raw_reads()] == [
+        ("variables/probe.py", "f", "getattr on a class"), ("variables/probe.py", "f", "__mro__")]
