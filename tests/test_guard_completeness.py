@@ -580,8 +580,24 @@ def _slots_attribute():
     return (lambda s, x: x * s.a), [o, X], lambda: setattr(o, "a", 7)
 
 
+def _copy_protocol_added():
+    import copy
+
+    class Cfg:
+        def __init__(self):
+            self.k = 2
+
+    def patch():
+        def copy_(self):
+            new = Cfg.__new__(Cfg)
+            new.k = 10
+            return new
+        Cfg.__copy__ = copy_
+    return (lambda c, x: x * copy.copy(c).k), [Cfg(), X], patch
+
+
 @pytest.mark.parametrize("make", [_replace_init, _add_len, _add_getattribute, _add_setattr, _exception_init,
-                                  _bases_assigned, _abc_register, _slots_attribute],
+                                  _bases_assigned, _abc_register, _slots_attribute, _copy_protocol_added],
                          ids=lambda m: m.__name__.strip("_"))
 def test_class_fact_changed_after_compiling(make):
     fn, args, patch = make()

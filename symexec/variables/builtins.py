@@ -31,7 +31,8 @@ from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVaria
 from .functions import UserMethodVariable
 from .misc import SetVariable
 from .tensor import SymNodeVariable, TensorVariable, record_call
-from .user_objects import ExceptionVariable, ObjectVariableBase, SuperVariable, class_static, subclass_check
+from .base import class_static, subclass_check
+from .user_objects import ExceptionVariable, ObjectVariableBase, SuperVariable
 
 Handler = Callable[..., "VariableTracker | None"]
 HANDLERS: dict[Any, Handler] = {}

@@ -12,18 +12,17 @@ their attributes as trackers and are rebuilt by generated code if they survive t
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import sys
 import types
 from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, PrivateObjectSource, Source
-from .base import DELETED, BoundMethodVariable, VariableTracker, class_static, find_on_class, subclass_check
+from .base import DELETED, BoundMethodVariable, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import ListVariable, NamedTupleVariable, TupleVariable
+from .lists import NamedTupleVariable, TupleVariable
 from .tensor import TensorVariable
 
 
@@ -371,18 +370,19 @@ class ModelOutputVariable(VariableTracker):
         return list(self.fields.values())
 
     @staticmethod
-    def _rebuilt_items(fields: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+    def _rebuilt_items(fields: dict[str, VariableTracker]) -> dict[str, VariableTracker] | None:
         """The dict ``cls(**fields)`` makes (ModelOutput.__post_init__): the non-None fields, in
         field order; None when __post_init__ would instead unpack the first field as pairs."""
         values = list(fields.values())
         if values and not _is_none(values[0]) and all(_is_none(v) for v in values[1:]) and not isinstance(values[0], TensorVariable):
-            return None  # type: ignore[return-value]
+            return None
         return {k: v for k, v in fields.items() if not _is_none(v)}
 
     def _set(self, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
         """Set field ``name`` to ``value`` with the dict becoming ``items``, if rebuilding gives it."""
         fields = {**self.fields, name: value}
-        if self._rebuilt_items(fields) != items or list(self._rebuilt_items(fields)) != list(items):
+        rebuilt = self._rebuilt_items(fields)
+        if rebuilt is None or [(k, id(v)) for k, v in rebuilt.items()] != [(k, id(v)) for k, v in items.items()]:
             raise Unsupported(f"setting {self.cls.__qualname__}.{name}: the object could not be rebuilt from its fields")
         self.fields = fields
         self.dict.items.clear()
