@@ -26,6 +26,7 @@ from .codegen import MISS
 from .config import config
 from .convert import convert_frame
 from .dynamic import DynamicPolicy
+from .versions import check_supported
 
 
 class _Compiled:
@@ -117,8 +118,10 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", ful
             dynamic: bool | None = None) -> Any:
     """Compile ``fn`` with symexec: ``@compile``, ``@compile(backend=...)`` or ``compile(fn, ...)``.
 
-    Tracing happens on each call that no cached entry accepts, never at decoration.
+    Tracing happens on each call that no cached entry accepts, never at decoration. On a
+    Python symexec does not support, raises a RuntimeError naming it and the supported range.
     """
+    check_supported()
     backend_fn = lookup(backend)
     if not isinstance(fullgraph, bool):
         raise TypeError(f"fullgraph must be a bool, not {type(fullgraph).__name__}")

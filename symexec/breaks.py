@@ -24,11 +24,10 @@ from typing import Any, Callable
 import torch
 from bytecode import Instr, Label, TryBegin
 
+from . import versions
 from .exc import Unsupported
 from .resume import live_locals, resume_code
 from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
-
-_CALLS = frozenset({"CALL", "CALL_FUNCTION_EX"})
 
 
 @dataclass
@@ -37,6 +36,7 @@ class _Outcome:
     target: int  # instruction index in the original code
     nulls: list[bool]  # the stack there, from the bottom: True where CPython has NULL
     handler: bool = False  # an exception handler: run as plain Python, not compiled
+    landing: tuple[str, ...] = ()  # instructions right after the label (a loop's exit)
 
 
 class BreakPlan:
@@ -48,7 +48,7 @@ class BreakPlan:
         self.stack: list[VariableTracker] = list(tx.stack)
         self.kw_names: tuple[str, ...] = tx.kw_names
         self.grad_mode: bool = tx.output.grad_enabled
-        if self.inst.name in ("RETURN_VALUE", "YIELD_VALUE", "RETURN_GENERATOR"):
+        if self.inst.name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RETURN_GENERATOR"):
             raise Unsupported(f"a graph break at {self.inst.name}")
         self.outcomes = self._outcomes()
 
@@ -61,13 +61,23 @@ class BreakPlan:
         if inst.name not in ("RAISE_VARARGS", "RERAISE"):
             pushes = len(self.stack) + inst.stack_effect(jump=False) - len(below)
             if inst.name == "CALL":
-                pushes = 1
-            # LOAD_METHOD runs as LOAD_ATTR: NULL below the attribute, as CPython's non-method form.
-            results = [True, False] if inst.name == "LOAD_METHOD" else [False] * pushes
+                pushes = 1  # (3.11 books part of the call to PRECALL)
+            # A method load runs as an attribute load: a NULL beside the attribute, as CPython's
+            # non-method form.
+            results = list(versions.method_pair(True, False)) if _is_method_load(inst) else [False] * pushes
             outcomes.append(_Outcome(None, self.index + 1, below + results))
         if isinstance(inst.arg, Label):
+            target = program.labels[inst.arg]
             pushes = len(self.stack) + inst.stack_effect(jump=True) - len(below)
-            outcomes.append(_Outcome(Label(), program.labels[inst.arg], below + [False] * pushes))
+            if inst.name == "FOR_ITER" and versions.V.loop_exit:
+                # CPython's FOR_ITER pops the iterator and skips the loop's exit, which the
+                # code we write must still have after the label (its stack effect is booked).
+                landing = tuple(i.name for i in program.instructions[target: target + len(versions.V.loop_exit)])
+                if landing != versions.V.loop_exit:
+                    raise Unsupported(f"a loop whose exit is {landing}, not {versions.V.loop_exit}")
+                outcomes.append(_Outcome(Label(), target + len(landing), below, landing=landing))
+            else:
+                outcomes.append(_Outcome(Label(), target, below + [False] * pushes))
         handler: TryBegin | None = program.handlers[self.index]
         if handler is not None:
             there = nulls[: handler.stack_depth] + [False] * (bool(handler.push_lasti) + 1)
@@ -138,28 +148,38 @@ class BreakPlan:
         for outcome in self.outcomes:
             if outcome.label is not None:
                 cg.label(outcome.label)
+            for name in outcome.landing:
+                cg.emit(name)
             self._emit_continue(cg, fn, outcome, compile_fn)
 
     def _callee_slot(self) -> int | None:
-        """Where the callable of a breaking call sits on the stack."""
-        if self.inst.name == "CALL":
-            slot = len(self.stack) - self.inst.arg - 2
-            return slot + 1 if isinstance(self.stack[slot], NullVariable) else slot
-        if self.inst.name == "CALL_FUNCTION_EX":
-            return len(self.stack) - 2 - (self.inst.arg & 1)
-        return None
+        """Where the callable of a breaking call sits on the stack: of the two slots under the
+        arguments, the one that is not NULL, or the first (a method and its self)."""
+        if self.inst.name in ("CALL", "CALL_KW"):
+            slot = len(self.stack) - self.inst.arg - (2 if self.inst.name == "CALL" else 3)
+        elif self.inst.name == "CALL_FUNCTION_EX":
+            slot = len(self.stack) - 3 - (self.inst.arg & 1)
+        else:
+            return None
+        return slot + 1 if isinstance(self.stack[slot], NullVariable) else slot
 
     def _emit_instruction(self, cg: Any) -> None:
         inst = self.inst
         line = inst.lineno if isinstance(inst.lineno, int) else None  # tracebacks show the user's line
+        if versions.needs_bool_before(inst.name):
+            cg.emit("TO_BOOL", lineno=line)  # 3.13: the value may be a tensor, which the trace left unconverted
         if inst.name == "CALL":
             if self.kw_names:
                 cg.emit("KW_NAMES", self.kw_names, lineno=line)
             cg.call(inst.arg, lineno=line)
-        elif inst.name == "LOAD_METHOD":
-            cg.emit("LOAD_ATTR", inst.arg, lineno=line)
+        elif _is_method_load(inst):
+            if inst.name == "LOAD_SUPER_ATTR":
+                cg.emit("LOAD_SUPER_ATTR", (False, *inst.arg[1:]), note=self.note(), lineno=line)
+            else:
+                cg.load_attr(inst.arg if isinstance(inst.arg, str) else inst.arg[1], lineno=line)
             cg.push_null()
-            cg.emit("SWAP", 2)
+            if not versions.V.null_above_callable:
+                cg.emit("SWAP", 2)
         elif isinstance(inst.arg, Label):
             cg.jump(inst.name, next(o.label for o in self.outcomes if o.label is not None and not o.handler),
                     note=self.note(), lineno=line)
@@ -181,8 +201,7 @@ class BreakPlan:
         continuation = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
         if not outcome.handler:
             continuation = compile_fn(continuation)
-        cg.push_null()
-        cg.load_const(continuation, name=code.co_name)
+        cg.push_callable(lambda: cg.load_const(continuation, name=code.co_name))
         for temp in temps:
             cg.load_fast(temp)
         for name in live:
@@ -191,6 +210,12 @@ class BreakPlan:
             cg.load_fast(self.cell_temps[name])
         cg.call(len(temps) + len(live) + len(self.tx.code.co_cellvars))
         cg.emit("RETURN_VALUE")
+
+
+def _is_method_load(inst: Instr) -> bool:
+    if inst.name == "LOAD_METHOD":
+        return True
+    return inst.name in ("LOAD_ATTR", "LOAD_SUPER_ATTR") and isinstance(inst.arg, tuple) and bool(inst.arg[0])
 
 
 def _stable(fn: types.FunctionType) -> bool:

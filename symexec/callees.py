@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 from bytecode import Bytecode, Instr
 
+from .versions import call_instrs, with_null
+
 _copies: "weakref.WeakKeyDictionary[types.FunctionType, types.FunctionType]" = weakref.WeakKeyDictionary()
 
 
@@ -33,13 +35,15 @@ def with_compiled_callees(fn: types.FunctionType, compile_fn: Callable[[types.Fu
     bytecode = Bytecode.from_code(fn.__code__)
     items: list[Any] = []
     for item in bytecode:
-        items.append(item)
-        if isinstance(item, Instr) and item.name == "LOAD_GLOBAL":
-            line = item.lineno
-            # [..., value] -> [..., compiled_callee(value)]: NULL, the helper, the value, CALL 1.
-            items += [Instr("PUSH_NULL", lineno=line), Instr("SWAP", 2, lineno=line),
-                      Instr("LOAD_CONST", compiled_callee, lineno=line), Instr("SWAP", 2, lineno=line),
-                      Instr("PRECALL", 1, lineno=line), Instr("CALL", 1, lineno=line)]
+        if not (isinstance(item, Instr) and item.name == "LOAD_GLOBAL"):
+            items.append(item)
+            continue
+        push_null, name = item.arg
+        line = item.lineno
+        # compiled_callee(value), with the NULL of the call that follows where it was.
+        value = with_null([Instr("LOAD_CONST", compiled_callee, lineno=line)], line) \
+            + [Instr("LOAD_GLOBAL", (False, name), lineno=line), *call_instrs(1, line)]
+        items += with_null(value, line) if push_null else value
     bytecode.clear()
     bytecode.extend(items)
     code = bytecode.to_code()

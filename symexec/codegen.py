@@ -1,11 +1,11 @@
 """Writing bytecode: the one adapter over the ``bytecode`` package.
 
-``PyCodegen`` collects abstract instructions. It knows the pitfalls: on 3.11 a call is
-``PUSH_NULL; <callable>; <args>; PRECALL n; CALL n``, ``LOAD_GLOBAL`` takes
-``(push_null, name)``, free variables need ``COPY_FREE_VARS`` before ``RESUME`` and a
-``FreeVar`` argument, ``update_flags`` would drop ``NEWLOCALS`` (we copy flags from the
-original code), and a negative stack size is a bug in what we wrote. Version differences in
-the code we emit belong here and nowhere else.
+``PyCodegen`` collects abstract instructions. It knows the pitfalls: a call needs a NULL
+beside its callable (below it before 3.13, above it on 3.13) and is ``PRECALL n; CALL n`` on
+3.11, ``LOAD_GLOBAL`` takes ``(push_null, name)``, free variables need ``COPY_FREE_VARS``
+before ``RESUME`` and a ``FreeVar`` argument, ``update_flags`` would drop ``NEWLOCALS`` (we copy
+flags from the original code), and a negative stack size is a bug in what we wrote. How each
+version spells what we emit is in ``versions.py``; this module asks it and nowhere else does.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, Iterable
 import torch.fx
 from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
+from . import versions
 from .exc import InternalError
 from .rendering import Renderer
 from .variables import VariableTracker
@@ -48,10 +49,13 @@ class PyCodegen:
         ``lineno``: its line, so a traceback through it points at the user's code)."""
         line = lineno if lineno is not None else self.lineno
         if arg is None and name not in ("LOAD_CONST",):
-            self.instructions.append(Instr(name, lineno=line))
+            self.append(Instr(name, lineno=line), note)
         else:
-            self.instructions.append(Instr(name, arg, lineno=line))
-        self.renderer.feed(name, arg, note)
+            self.append(Instr(name, arg, lineno=line), note)
+
+    def append(self, instr: Instr, note: str = "") -> None:
+        self.instructions.append(instr)
+        self.renderer.feed(instr.name, instr.arg if instr.require_arg() or instr.name == "LOAD_CONST" else None, note)
 
     def label(self, label: Any) -> None:
         self.instructions.append(label)
@@ -82,8 +86,8 @@ class PyCodegen:
     def load_deref(self, name: str) -> None:
         self.emit("LOAD_DEREF", FreeVar(name))
 
-    def load_attr(self, name: str) -> None:
-        self.emit("LOAD_ATTR", name)
+    def load_attr(self, name: str, lineno: int | None = None) -> None:
+        self.emit("LOAD_ATTR", versions.attr_arg(name), lineno=lineno)
 
     def load_const(self, value: Any, name: str | None = None) -> None:
         """``name``: how the readable rendering shows the constant (a compiled graph...)."""
@@ -122,26 +126,36 @@ class PyCodegen:
             self.emit(_BUILD[cls], count)
 
     def jump(self, name: str, label: Any, note: str = "", lineno: int | None = None) -> None:
-        """A jump of kind ``name`` to ``label``, which lies ahead: on 3.11 the direction is part
-        of the opcode, so a backward conditional jump of the original becomes a forward one."""
-        self.emit(name.replace("BACKWARD", "FORWARD") if "IF" in name else name, label, note, lineno)
+        """A jump of kind ``name`` (any version's spelling) to ``label``, which lies ahead."""
+        self.emit(versions.jump_name(name), label, note, lineno)
 
     def call(self, nargs: int, lineno: int | None = None) -> None:
-        """Call the callable below ``nargs`` arguments; a NULL must sit below the callable."""
-        self.emit("PRECALL", nargs, lineno=lineno)
-        self.emit("CALL", nargs, lineno=lineno)
+        """Call the callable below ``nargs`` arguments and its NULL (see ``push_callable``)."""
+        for instr in versions.call_instrs(nargs, lineno if lineno is not None else self.lineno):
+            self.append(instr)
+
+    def push_callable(self, emit_callable: Any) -> None:
+        """What ``emit_callable`` pushes, with the NULL a call wants beside it."""
+        if not versions.V.null_above_callable:
+            self.push_null()
+        emit_callable()
+        if versions.V.null_above_callable:
+            self.push_null()
+
+    def make_function(self, flags: int) -> None:
+        for instr in versions.make_function_instrs(flags, self.lineno):
+            self.append(instr)
 
     def call_method(self, name: str, emit_args: Any) -> None:
         """With an object on the stack, call its method ``name``; ``emit_args`` pushes the
         arguments and returns them (a list, for the count)."""
-        self.emit("LOAD_METHOD", name)
+        self.append(versions.method_load_instr(name, self.lineno))
         args = emit_args()
         self.call(len(args))
 
     def call_const(self, fn: Any, emit_args: Any) -> None:
         """``fn(*args)`` where ``fn`` travels as a constant of the generated code."""
-        self.push_null()
-        self.load_const(fn)
+        self.push_callable(lambda: self.load_const(fn))
         args = emit_args()
         self.call(len(args))
 
@@ -215,7 +229,7 @@ def guard_prefix(template: types.CodeType, condition: types.FunctionType | None,
     nargs = condition.__code__.co_argcount + condition.__code__.co_kwonlyargcount
     if condition.__code__.co_varnames[:nargs] != template.co_varnames[:nargs]:
         return None
-    ok, handler = Label(), Label()
+    ok, handler, done = Label(), Label(), Label()
     begin = TryBegin(handler, False, 0)
     guard: list[Any] = [begin]
     for item in Bytecode.from_code(condition.__code__):
@@ -227,16 +241,21 @@ def guard_prefix(template: types.CodeType, condition: types.FunctionType | None,
             push_null, name = item.arg
             if name not in namespace:
                 return None
-            if push_null:
-                guard.append(Instr("PUSH_NULL", lineno=lineno))
-            guard.append(Instr("LOAD_CONST", namespace[name], lineno=lineno))
-        elif item.name == "RETURN_VALUE":
-            guard += [TryEnd(begin), Instr("POP_JUMP_FORWARD_IF_TRUE", ok, lineno=lineno),
-                      Instr("LOAD_CONST", MISS, lineno=lineno), Instr("RETURN_VALUE", lineno=lineno),
-                      handler, Instr("POP_TOP", lineno=lineno), Instr("LOAD_CONST", MISS, lineno=lineno),
-                      Instr("RETURN_VALUE", lineno=lineno), ok]
+            load = [Instr("LOAD_CONST", namespace[name], lineno=lineno)]
+            guard += versions.with_null(load, lineno) if push_null else load
+        elif item.name in ("RETURN_VALUE", "RETURN_CONST"):  # (3.12 may copy the return to each exit)
+            if item.name == "RETURN_CONST":
+                guard.append(Instr("LOAD_CONST", item.arg, lineno=lineno))
+            guard.append(Instr("JUMP_FORWARD", done, lineno=lineno))
         else:
             guard.append(item)
+    guard.append(done)
+    if versions.needs_bool_before("POP_JUMP_IF_TRUE"):
+        guard.append(Instr("TO_BOOL", lineno=lineno))
+    guard += [TryEnd(begin), Instr(versions.jump_name("POP_JUMP_IF_TRUE"), ok, lineno=lineno),
+              Instr("LOAD_CONST", MISS, lineno=lineno), Instr("RETURN_VALUE", lineno=lineno),
+              handler, Instr("POP_TOP", lineno=lineno), Instr("LOAD_CONST", MISS, lineno=lineno),
+              Instr("RETURN_VALUE", lineno=lineno), ok]
     return guard
 
 

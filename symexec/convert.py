@@ -310,8 +310,7 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
         except Exception as e:
             raise BackendCompilerFailed(backend, e) from e
         del examples
-        cg.push_null()
-        cg.load_const(compiled, name=f"__compiled_fn_{next(_graph_numbers)}")
+        cg.push_callable(lambda: cg.load_const(compiled, name=f"__compiled_fn_{next(_graph_numbers)}"))
         for graph_input in output.inputs:
             graph_input.source.emit_load(cg)
         cg.call(len(output.inputs))

@@ -21,6 +21,7 @@ import torch
 from .api import CompiledModule, _Compiled, _state, _wrap, lookup
 from .cache import CacheEntry
 from .guards import Guard
+from .versions import check_supported
 
 
 @dataclass
@@ -231,6 +232,7 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
     """Run ``fn(*args, **kwargs)`` once through a fresh symexec cache and report its graphs,
     graph breaks, guards, recompiles and generated code. ``fn`` may be a function, an
     ``nn.Module``, or what ``symexec.compile`` returned (its options are kept)."""
+    check_supported()
     backend: Any = "eager"
     fullgraph, dynamic = False, None
     target = fn

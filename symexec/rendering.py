@@ -93,17 +93,19 @@ class Renderer:
 
     def _LOAD_GLOBAL(self, arg: Any) -> None:
         push_null, name = arg
-        if push_null:
-            self.stack.append(_NULL)
         self.stack.append(name)
+        if push_null:
+            self.stack.append(_NULL)  # (beside the callable: _CALL takes either order)
 
-    def _LOAD_ATTR(self, arg: str) -> None:
+    def _LOAD_ATTR(self, arg: Any) -> None:
+        method, name = arg if isinstance(arg, tuple) else (False, arg)
         (obj,) = self._pop()
-        self.stack.append(f"{obj}.{arg}")
+        self.stack.append(f"{obj}.{name}")
+        if method:
+            self.stack.append(_NULL)
 
     def _LOAD_METHOD(self, arg: str) -> None:
-        (obj,) = self._pop()
-        self.stack += [_NULL, f"{obj}.{arg}"]
+        self._LOAD_ATTR((True, arg))
 
     def _BINARY_SUBSCR(self, arg: Any) -> None:
         obj, key = self._pop(2)
@@ -148,7 +150,12 @@ class Renderer:
     def _CALL(self, arg: int) -> None:
         args = self._pop(arg)
         first, second = self._pop(2)
-        fn, args = (second, args) if first == _NULL else (first, [second, *args])
+        if first == _NULL:
+            fn = second
+        elif second == _NULL:
+            fn = first
+        else:
+            fn, args = first, [second, *args]
         if self.kw_names:
             k = len(self.kw_names)
             args = args[:-k] + [f"{n}={v}" for n, v in zip(self.kw_names, args[-k:])]
@@ -186,7 +193,11 @@ class Renderer:
 
     def _POP_TOP(self, arg: Any) -> None:
         (value,) = self._pop()
-        self._line(value)
+        if value != "<value>":  # (a loop's exit after a label)
+            self._line(value)
+
+    def _END_FOR(self, arg: Any) -> None:
+        pass
 
     def _RETURN_VALUE(self, arg: Any) -> None:
         (value,) = self._pop()

@@ -23,6 +23,8 @@ from bytecode import Bytecode, Instr, Label, TryBegin
 from .exc import Unsupported
 
 _READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "DELETE_FAST", "LOAD_FAST_AND_CLEAR"})
+# 3.13's fused pairs: which of the two names are read.
+_PAIR_READS = {"LOAD_FAST_LOAD_FAST": slice(0, 2), "STORE_FAST_LOAD_FAST": slice(1, 2)}
 _ENDS = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "RETURN_CONST"})
 _UNCONDITIONAL = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"})
 
@@ -40,7 +42,10 @@ def live_locals(program: Any, target: int) -> set[str]:
         seen.add(i)
         inst = instructions[i]
         if inst.name in _READS:
-            live.add(inst.arg)
+            if isinstance(inst.arg, str):  # (3.13: a CellVar, loading the cell for a closure)
+                live.add(inst.arg)
+        elif inst.name in _PAIR_READS:
+            live.update(inst.arg[_PAIR_READS[inst.name]])
         if handlers[i] is not None:
             todo.append(labels[handlers[i].target])
         if isinstance(inst.arg, Label):

@@ -1,4 +1,4 @@
-"""The symbolic interpreter: CPython 3.11 bytecode over trackers.
+"""The symbolic interpreter: CPython bytecode (3.11 to 3.13, see ``versions.py``) over trackers.
 
 ``InstructionTranslator`` runs one frame: it owns the stack, the locals, the cells and the
 instruction pointer, and dispatches every instruction by opcode name to a handler of the

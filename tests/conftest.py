@@ -2,7 +2,9 @@
 
 No internal error passes unseen: every one symexec meets while compiling (raised, or run
 eagerly with a ``SymexecWarning``) fails the test that caused it, unless the test is marked
-``@pytest.mark.expect_internal_error``.
+``@pytest.mark.expect_internal_error``. The session counts them too, wherever they happen
+(module fixtures included), prints the count and fails the run if any was not expected; the
+scripts and the notebook, which run in their own processes, fail on a ``SymexecWarning``.
 """
 
 import os
@@ -21,6 +23,47 @@ sys.path.insert(0, os.path.dirname(__file__))  # so tests can `from helpers impo
 def pytest_configure(config):
     config.addinivalue_line("markers", "expect_internal_error: the test provokes symexec internal errors on purpose "
                                        "(fault injection); without it any internal error fails the test")
+
+
+_SESSION_INTERNAL_ERRORS = {"expected": 0, "unexpected": []}
+_CURRENT_ITEM = [None]
+_TEST_FIXTURE_ACTIVE = [False]  # while _no_unexpected_internal_errors watches (it fails the test itself)
+
+
+def _count_internal_error(fn, error):
+    if _TEST_FIXTURE_ACTIVE[0]:
+        return
+    item = _CURRENT_ITEM[0]
+    if item is not None and item.get_closest_marker("expect_internal_error") is not None:
+        _SESSION_INTERNAL_ERRORS["expected"] += 1
+        return
+    where = item.nodeid if item is not None else "outside any test"
+    _SESSION_INTERNAL_ERRORS["unexpected"].append(f"{where} (outside the test body): {getattr(fn, '__qualname__', fn)}: "
+                                                  f"{type(error).__name__}: {error}")
+
+
+def pytest_sessionstart(session):
+    symexec.convert.internal_error_hooks.append(_count_internal_error)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _CURRENT_ITEM[0] = item
+    yield
+    _CURRENT_ITEM[0] = None
+
+
+def pytest_terminal_summary(terminalreporter):
+    unexpected = _SESSION_INTERNAL_ERRORS["unexpected"]
+    terminalreporter.write_line(f"symexec internal errors on Python {sys.version.split()[0]}: {len(unexpected)} "
+                                f"unexpected, {_SESSION_INTERNAL_ERRORS['expected']} provoked on purpose")
+    for line in unexpected[:20]:
+        terminalreporter.write_line(f"  {line}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _SESSION_INTERNAL_ERRORS["unexpected"] and session.exitstatus == 0:
+        session.exitstatus = 1  # an internal error that no test failed on still fails the run
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -46,10 +89,16 @@ def _no_unexpected_internal_errors(request):
         seen.append(f"{getattr(fn, '__qualname__', fn)}: {type(error).__name__}: {error}")
 
     symexec.convert.internal_error_hooks.append(record)
+    _TEST_FIXTURE_ACTIVE[0] = True
     try:
         yield seen
     finally:
+        _TEST_FIXTURE_ACTIVE[0] = False
         symexec.convert.internal_error_hooks.remove(record)
+    if request.node.get_closest_marker("expect_internal_error") is not None:
+        _SESSION_INTERNAL_ERRORS["expected"] += len(seen)
+    else:
+        _SESSION_INTERNAL_ERRORS["unexpected"] += [f"{request.node.nodeid}: {line}" for line in seen]
     call = getattr(request.node, "_symexec_report_call", None)
     if call is not None and call.failed:  # already failed (the internal error raised, most often)
         return

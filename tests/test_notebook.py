@@ -67,6 +67,12 @@ def test_no_cell_raises(executed):
     assert not errors, errors
 
 
+def test_no_internal_error_ran_anything_eagerly(executed):
+    warned = [output.get("text", "") for cell in _code_cells(executed) for output in cell.outputs
+              if output.output_type == "stream" and "SymexecWarning" in output.get("text", "")]
+    assert not warned, warned
+
+
 def test_every_code_cell_ran(executed):
     assert all(cell.execution_count for cell in _code_cells(executed))
 

@@ -8,6 +8,7 @@ from typing import Any
 from bytecode import BinaryOp, Compare
 
 from ..variables import BuiltinVariable, ConstantVariable
+from .jumps import as_bool
 from .registry import instruction
 
 BINARY_OPS = {
@@ -23,10 +24,9 @@ BINARY_OPS = {
     BinaryOp.INPLACE_LSHIFT: operator.ilshift, BinaryOp.INPLACE_RSHIFT: operator.irshift,
     BinaryOp.INPLACE_AND: operator.iand, BinaryOp.INPLACE_OR: operator.ior, BinaryOp.INPLACE_XOR: operator.ixor,
 }
-COMPARE_OPS = {
-    Compare.LT: operator.lt, Compare.LE: operator.le, Compare.EQ: operator.eq,
-    Compare.NE: operator.ne, Compare.GT: operator.gt, Compare.GE: operator.ge,
-}
+_COMPARISONS = {"LT": operator.lt, "LE": operator.le, "EQ": operator.eq, "NE": operator.ne, "GT": operator.gt, "GE": operator.ge}
+# 3.13's LT_CAST...: the comparison, then bool() of the result.
+COMPARE_OPS = {c: _COMPARISONS[c.name.removesuffix("_CAST")] for c in Compare}
 UNARY_OPS = {
     "UNARY_NEGATIVE": operator.neg, "UNARY_POSITIVE": operator.pos,
     "UNARY_INVERT": operator.invert, "UNARY_NOT": operator.not_,
@@ -44,7 +44,8 @@ def BINARY_OP(tx: Any, inst: Any, a: Any, b: Any) -> Any:
 
 @instruction("COMPARE_OP", pops=2, pushes=1)
 def COMPARE_OP(tx: Any, inst: Any, a: Any, b: Any) -> Any:
-    return _call(COMPARE_OPS[inst.arg], tx, a, b)
+    result = _call(COMPARE_OPS[inst.arg], tx, a, b)
+    return as_bool(tx, result) if inst.arg.name.endswith("_CAST") else result
 
 
 @instruction(*UNARY_OPS, pops=1, pushes=1)

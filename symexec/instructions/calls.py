@@ -1,13 +1,37 @@
-"""Calls and functions: CALL and its 3.11 companions, MAKE_FUNCTION, RETURN_VALUE."""
+"""Calls and functions: CALL and its companions, MAKE_FUNCTION, returns, generators.
+
+The two slots under a call's arguments hold [NULL, callable] or [method, self] on 3.11 and
+3.12, [callable, NULL] or [callable, self] on 3.13: whichever slot is not NULL is the callable,
+and with no NULL the first is called with the second as its first argument. Keyword names come
+from KW_NAMES (3.11, 3.12) or as a tuple on the stack (CALL_KW, 3.13).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..exc import TracedException, Unsupported
-from ..variables import ConstantVariable, NestedUserFunctionVariable, NullVariable
+from ..variables import ConstantVariable, NestedUserFunctionVariable, NullVariable, wrap_constant
 from ..variables.user_objects import ExceptionVariable, ObjectVariableBase
+from ..versions import V
 from .registry import instruction
+
+
+def _callable_and_args(first: Any, second: Any, args: tuple) -> tuple[Any, list[Any]]:
+    if isinstance(first, NullVariable):
+        return second, list(args)
+    if isinstance(second, NullVariable):
+        return first, list(args)
+    return first, [second, *args]
+
+
+def _call(tx: Any, first: Any, second: Any, args: tuple, kw_names: tuple) -> Any:
+    fn, positional = _callable_and_args(first, second, args)
+    kwargs = {}
+    if kw_names:
+        kwargs = dict(zip(kw_names, positional[-len(kw_names):]))
+        positional = positional[: -len(kw_names)]
+    return tx.call(fn, positional, kwargs)
 
 
 @instruction("KW_NAMES")
@@ -17,19 +41,23 @@ def KW_NAMES(tx: Any, inst: Any) -> None:
 
 @instruction("CALL", pops=lambda n: n + 2, pushes=1)
 def CALL(tx: Any, inst: Any, first: Any, second: Any, *args: Any) -> Any:
-    # 3.11: [NULL, callable, args...] or [method, self, args...].
-    fn, positional = (second, list(args)) if isinstance(first, NullVariable) else (first, [second, *args])
     kw_names, tx.kw_names = tx.kw_names, ()
-    kwargs = {}
-    if kw_names:
-        kwargs = dict(zip(kw_names, positional[-len(kw_names):]))
-        positional = positional[: -len(kw_names)]
-    return tx.call(fn, positional, kwargs)
+    return _call(tx, first, second, args, kw_names)
+
+
+@instruction("CALL_KW", pops=lambda n: n + 3, pushes=1)
+def CALL_KW(tx: Any, inst: Any, first: Any, second: Any, *args_and_names: Any) -> Any:
+    *args, names = args_and_names
+    return _call(tx, first, second, tuple(args), names.as_python_constant())
 
 
 @instruction("CALL_FUNCTION_EX", pops=lambda flags: 3 + (flags & 1), pushes=1)
-def CALL_FUNCTION_EX(tx: Any, inst: Any, null: Any, fn: Any, args: Any, kwargs: Any = None) -> Any:
-    if not isinstance(null, NullVariable):
+def CALL_FUNCTION_EX(tx: Any, inst: Any, first: Any, second: Any, args: Any, kwargs: Any = None) -> Any:
+    if isinstance(first, NullVariable):
+        fn = second
+    elif isinstance(second, NullVariable):
+        fn = first
+    else:
         raise Unsupported("CALL_FUNCTION_EX without the NULL slot")
     positional = args.unpack(tx)
     keywords = {}
@@ -38,9 +66,13 @@ def CALL_FUNCTION_EX(tx: Any, inst: Any, null: Any, fn: Any, args: Any, kwargs: 
     return tx.call(fn, positional, keywords)
 
 
-@instruction("MAKE_FUNCTION", pops=lambda flags: 1 + bin(flags & 0x0F).count("1"), pushes=1)
+def _flags(arg: Any) -> int:
+    return arg if isinstance(arg, int) else 0  # 3.13: no argument, SET_FUNCTION_ATTRIBUTE follows
+
+
+@instruction("MAKE_FUNCTION", pops=lambda flags: 1 + bin(_flags(flags) & 0x0F).count("1"), pushes=1)
 def MAKE_FUNCTION(tx: Any, inst: Any, *values: Any) -> Any:
-    flags = inst.arg
+    flags = _flags(inst.arg)
     values_left = list(values)
     code = values_left.pop().as_python_constant()
     closure = values_left.pop() if flags & 0x08 else None
@@ -53,9 +85,27 @@ def MAKE_FUNCTION(tx: Any, inst: Any, *values: Any) -> Any:
     return fn
 
 
+@instruction("SET_FUNCTION_ATTRIBUTE", pops=2, pushes=1)
+def SET_FUNCTION_ATTRIBUTE(tx: Any, inst: Any, value: Any, fn: Any) -> Any:
+    flag = int(inst.arg)
+    if flag == 0x01:
+        fn.defaults = value
+    elif flag == 0x02:
+        fn.kwdefaults = value
+    elif flag == 0x08:
+        fn.closure = value
+    # 0x04, annotations: not needed to run the function
+    return fn
+
+
 @instruction("RETURN_VALUE", pops=1)
 def RETURN_VALUE(tx: Any, inst: Any, value: Any) -> None:
     tx.finish(value)
+
+
+@instruction("RETURN_CONST")
+def RETURN_CONST(tx: Any, inst: Any) -> None:
+    tx.finish(wrap_constant(inst.arg))
 
 
 @instruction("RETURN_GENERATOR", pushes=1)
@@ -69,6 +119,18 @@ def RETURN_GENERATOR(tx: Any, inst: Any) -> Any:
 def YIELD_VALUE(tx: Any, inst: Any, value: Any) -> Any:
     tx.yield_value(value)
     return ConstantVariable(None)  # what send() passes back in: next() sends None
+
+
+@instruction("END_SEND", pops=2, pushes=1)
+def END_SEND(tx: Any, inst: Any, receiver: Any, value: Any) -> Any:
+    return value
+
+
+@instruction("CLEANUP_THROW", pops=3, pushes=2)
+def CLEANUP_THROW(tx: Any, inst: Any, *values: Any) -> None:
+    # Reached only when an exception is thrown into a ``yield from``; the inner generator of
+    # an inlined one already ran to completion.
+    raise Unsupported("an exception thrown into a `yield from` of an inlined generator")
 
 
 @instruction("BEFORE_WITH", pops=1, pushes=2)
@@ -110,6 +172,16 @@ def PUSH_EXC_INFO(tx: Any, inst: Any, exception: Any) -> tuple:
 @instruction("POP_EXCEPT", pops=1)
 def POP_EXCEPT(tx: Any, inst: Any, previous: Any) -> None:
     tx.exc_info = None if previous.is_python_constant() and previous.as_python_constant() is None else previous
+
+
+@instruction("CHECK_EG_MATCH", pops=2, pushes=2)
+def CHECK_EG_MATCH(tx: Any, inst: Any, exception: Any, classes: Any) -> None:
+    raise Unsupported("`except*` (the graph breaks; CPython splits the exception group)")
+
+
+@instruction("PREP_RERAISE_STAR", pops=2, pushes=1)
+def PREP_RERAISE_STAR(tx: Any, inst: Any, original: Any, raised: Any) -> None:
+    raise Unsupported("`except*` (the graph breaks; CPython splits the exception group)")
 
 
 @instruction("CHECK_EXC_MATCH", pops=2, pushes=2)

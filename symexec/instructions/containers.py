@@ -47,13 +47,35 @@ def BUILD_SLICE(tx: Any, inst: Any, *parts: Any) -> Any:
     return SliceVariable(*parts) if len(parts) == 3 else SliceVariable(*parts, ConstantVariable(None))
 
 
+_CONVERSIONS = {1: str, 2: repr, 3: ascii}
+
+
+def _format(value: Any, spec: Any, conversion: int = 0) -> Any:
+    v = value.as_python_constant()
+    if conversion:
+        v = _CONVERSIONS[conversion](v)
+    return ConstantVariable(format(v, spec.as_python_constant() if spec is not None else ""))
+
+
 @instruction("FORMAT_VALUE", pops=lambda flags: 2 if flags & 0x04 else 1, pushes=1)
 def FORMAT_VALUE(tx: Any, inst: Any, value: Any, spec: Any = None) -> Any:
-    convert = {0: None, 1: str, 2: repr, 3: ascii}[inst.arg & 0x03]
-    v = value.as_python_constant()
-    if convert is not None:
-        v = convert(v)
-    return ConstantVariable(format(v, spec.as_python_constant() if spec is not None else ""))
+    return _format(value, spec, inst.arg & 0x03)
+
+
+# 3.13 splits FORMAT_VALUE: CONVERT_VALUE (!s, !r, !a), then FORMAT_SIMPLE or FORMAT_WITH_SPEC.
+@instruction("CONVERT_VALUE", pops=1, pushes=1)
+def CONVERT_VALUE(tx: Any, inst: Any, value: Any) -> Any:
+    return ConstantVariable(_CONVERSIONS[int(inst.arg)](value.as_python_constant()))
+
+
+@instruction("FORMAT_SIMPLE", pops=1, pushes=1)
+def FORMAT_SIMPLE(tx: Any, inst: Any, value: Any) -> Any:
+    return _format(value, None)
+
+
+@instruction("FORMAT_WITH_SPEC", pops=2, pushes=1)
+def FORMAT_WITH_SPEC(tx: Any, inst: Any, value: Any, spec: Any) -> Any:
+    return _format(value, spec)
 
 
 @instruction("LIST_APPEND", pops=1)

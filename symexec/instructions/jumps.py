@@ -1,5 +1,11 @@
 """Jumps and loops. Every condition must be known while tracing (SPEC §2); a condition on a
-tensor's value is data-dependent: the graph breaks there, and CPython takes the branch."""
+tensor's value is data-dependent: the graph breaks there, and CPython takes the branch.
+
+On 3.13 a condition goes through TO_BOOL (or COMPARE_OP's bool bit) before the jump. The
+conversion is left to the instruction that takes the truth (the jump, UNARY_NOT), so a
+data-dependent condition breaks at the jump on every version, with the same two continuations.
+From 3.12 a loop ends on END_FOR: FOR_ITER's jump pushes one more slot, which it pops.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,23 @@ from typing import Any
 
 from ..exc import Unsupported
 from ..variables import ConstantVariable, IteratorVariable, identical
+from ..versions import V
 from .registry import instruction
 
 _NONE = ConstantVariable(None)
+TRUTH_CONSUMERS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "UNARY_NOT"})
+
+
+def as_bool(tx: Any, value: Any) -> Any:
+    """``bool(value)``, deferred to the next instruction where that one takes the truth anyway."""
+    if tx.program.instructions[tx.ip].name in TRUTH_CONSUMERS:
+        return value
+    return ConstantVariable(value.truth(tx))
+
+
+@instruction("TO_BOOL", pops=1, pushes=1)
+def TO_BOOL(tx: Any, inst: Any, value: Any) -> Any:
+    return as_bool(tx, value)
 
 
 @instruction("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_NO_INTERRUPT", "JUMP")
@@ -60,10 +80,15 @@ def FOR_ITER(tx: Any, inst: Any, iterator: Any) -> Any:
     if not isinstance(iterator, IteratorVariable):
         raise Unsupported(f"iterating {iterator.describe()} passed in (a {iterator.python_type().__name__})")
     item = iterator.next_item()
-    if item is None:  # exhausted: pop the iterator and leave the loop
+    if item is None:  # exhausted: leave the loop, where the iterator is popped
         tx.jump(inst.arg)
-        return None
+        return (iterator, _NONE) if V.loop_exit else None
     return iterator, item
+
+
+@instruction("END_FOR", pops=V.end_for_pops)
+def END_FOR(tx: Any, inst: Any, *slots: Any) -> None:
+    return None
 
 
 @instruction("GET_YIELD_FROM_ITER", pops=1, pushes=1)
@@ -78,5 +103,5 @@ def SEND(tx: Any, inst: Any, iterator: Any, value: Any) -> Any:
     item = iterator.next_item() if isinstance(iterator, IteratorVariable) else None
     if item is None:
         tx.jump(inst.arg)
-        return ConstantVariable(None)
+        return (iterator, _NONE) if V.send_keeps_receiver else _NONE
     return iterator, item

@@ -1,4 +1,9 @@
-"""Loads and stores: locals, constants, globals and builtins, closure cells."""
+"""Loads and stores: locals, constants, globals and builtins, closure cells.
+
+3.12 adds LOAD_FAST_AND_CLEAR (inlined comprehensions save the outer variable, NULL when it
+is unbound, and store it back after); 3.13 adds the fused pairs LOAD_FAST_LOAD_FAST,
+STORE_FAST_LOAD_FAST and STORE_FAST_STORE_FAST, and loads a closure cell with LOAD_FAST.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +14,65 @@ from typing import Any
 from ..exc import Unsupported
 from ..source import ConstSource
 from ..variables import NULL, CellVariable, wrap_constant
+from ..variables.base import NullVariable
 from ..variables.constant import ConstantVariable
+from ..versions import global_null_order
 from .registry import instruction
+
+
+def _load(tx: Any, name: Any) -> Any:
+    # 3.13: LOAD_FAST of a cell (a CellVar/FreeVar, or the name of an argument that is also a
+    # cell) is the old LOAD_CLOSURE.
+    if not isinstance(name, str):
+        return tx.cells[name.name]
+    if name in tx.cells and not tx.has_local(name):
+        return tx.cells[name]
+    return tx.get_local(name)
+
+
+def _store(tx: Any, name: str, value: Any) -> None:
+    if isinstance(value, NullVariable):  # what LOAD_FAST_AND_CLEAR saved: the name was unbound
+        tx.delete_local(name)
+        return
+    tx.output.name_value(value, name)  # the graph calls it `z` where the user wrote z = ...
+    tx.set_local(name, value)
 
 
 @instruction("LOAD_FAST", "LOAD_FAST_CHECK", pushes=1)
 def LOAD_FAST(tx: Any, inst: Any) -> Any:
-    return tx.get_local(inst.arg)
+    return _load(tx, inst.arg)
+
+
+@instruction("LOAD_FAST_AND_CLEAR", pushes=1)
+def LOAD_FAST_AND_CLEAR(tx: Any, inst: Any) -> Any:
+    value = tx.get_local(inst.arg) if tx.has_local(inst.arg) else NULL
+    tx.delete_local(inst.arg)
+    return value
+
+
+@instruction("LOAD_FAST_LOAD_FAST", pushes=2)
+def LOAD_FAST_LOAD_FAST(tx: Any, inst: Any) -> tuple:
+    first, second = inst.arg
+    return _load(tx, first), _load(tx, second)
 
 
 @instruction("STORE_FAST", pops=1)
 def STORE_FAST(tx: Any, inst: Any, value: Any) -> None:
-    tx.output.name_value(value, inst.arg)  # the graph calls it `z` where the user wrote z = ...
-    tx.set_local(inst.arg, value)
+    _store(tx, inst.arg, value)
+
+
+@instruction("STORE_FAST_LOAD_FAST", pops=1, pushes=1)
+def STORE_FAST_LOAD_FAST(tx: Any, inst: Any, value: Any) -> Any:
+    stored, loaded = inst.arg
+    _store(tx, stored, value)
+    return _load(tx, loaded)
+
+
+@instruction("STORE_FAST_STORE_FAST", pops=2)
+def STORE_FAST_STORE_FAST(tx: Any, inst: Any, below: Any, top: Any) -> None:
+    first, second = inst.arg  # the top of the stack goes to the first name
+    _store(tx, first, top)
+    _store(tx, second, below)
 
 
 @instruction("DELETE_FAST")
@@ -42,12 +93,17 @@ def LOAD_CONST(tx: Any, inst: Any) -> Any:
 def LOAD_GLOBAL(tx: Any, inst: Any) -> Any:
     push_null, name = inst.arg
     value = tx.load_global(name)
-    return (NULL, value) if push_null else value
+    return global_null_order(NULL, value) if push_null else value
 
 
 @instruction("STORE_GLOBAL", pops=1)
 def STORE_GLOBAL(tx: Any, inst: Any, value: Any) -> None:
     tx.store_global(inst.arg, value)
+
+
+@instruction("DELETE_GLOBAL")
+def DELETE_GLOBAL(tx: Any, inst: Any) -> None:
+    raise Unsupported(f"deleting the global {inst.arg!r} (the graph breaks; CPython deletes it)")
 
 
 @instruction("IMPORT_NAME", pops=2, pushes=1)

@@ -263,7 +263,7 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
             cg.build(tuple, len(cells))
             flags |= 0x08
         cg.load_const(self.code)
-        cg.emit("MAKE_FUNCTION", flags)
+        cg.make_function(flags)
 
     def __repr__(self) -> str:
         return f"NestedUserFunctionVariable({self.code.co_qualname})"

@@ -444,8 +444,7 @@ class ModelOutputVariable(VariableTracker):
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:
-        cg.push_null()
-        cg.load_const(self.cls)
+        cg.push_callable(lambda: cg.load_const(self.cls))
         cg.build(tuple, 0)
         for key, value in self.fields.items():
             cg.load_const(key)
