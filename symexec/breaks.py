@@ -142,6 +142,9 @@ class BreakPlan:
         if handler is not None:
             user_handler = self.tx.program.handlers[self.index]
             begin = cg.try_begin(handler.label, user_handler.push_lasti, user_handler.stack_depth)
+            # The region must not start at the instruction itself: CPython 3.13 looks up the
+            # handler of an exception raised in a Python callee one code unit before the CALL.
+            cg.emit("NOP")
         self._emit_instruction(cg)
         if handler is not None:
             cg.try_end(begin)

@@ -216,7 +216,7 @@ class Renderer:
     def _RESUME(self, arg: Any) -> None:
         pass
 
-    _COPY_FREE_VARS = _RESUME
+    _COPY_FREE_VARS = _NOP = _RESUME
 
     # -- anything else: an instruction of the user's, run for real at a graph break ---------
     def _opaque(self, name: str, arg: Any, note: str) -> None:
