@@ -25,6 +25,7 @@ import torch
 from bytecode import Instr, Label, TryBegin
 
 from . import versions
+from .comprehensions import Span, cleanup_block, span_starting_at
 from .exc import Unsupported
 from .resume import live_locals, resume_code
 from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
@@ -50,11 +51,16 @@ class BreakPlan:
         self.grad_mode: bool = tx.output.grad_enabled
         if self.inst.name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RETURN_GENERATOR"):
             raise Unsupported(f"a graph break at {self.inst.name}")
+        # A break inside an inlined comprehension stops at its start (the translator moved it
+        # there): the comprehension runs as it is, as on 3.11 (comprehensions.py).
+        self.span: Span | None = span_starting_at(tx.program, self.index) if self.inst.name == "LOAD_FAST_AND_CLEAR" else None
         self.outcomes = self._outcomes()
 
     def _outcomes(self) -> list[_Outcome]:
         inst, program = self.inst, self.tx.program
         nulls = [isinstance(v, NullVariable) for v in self.stack]
+        if self.span is not None:  # [..., iterator] -> [..., the list, set or dict] (or stored)
+            return [_Outcome(None, self.span.end, nulls[:-1] + ([False] if self.span.result is None else []))]
         pops = self.tx.spec_of(inst).effect(inst.arg)[0]
         below = nulls[: len(nulls) - pops]
         outcomes = []
@@ -114,9 +120,13 @@ class BreakPlan:
             stack_temps.append(cg.new_temp())
             cg.store_fast(stack_temps[-1])
         bound = self.bound_locals()
-        self.live = {o.target: sorted(live_locals(self.tx.program, o.target) & bound.keys()) for o in self.outcomes}
+        written = {self.span.result} if self.span is not None and self.span.result else set()
+        # (a local the comprehension stores its result in is passed as the code left it: no temporary)
+        self.live = {o.target: sorted(live_locals(self.tx.program, o.target) & (bound.keys() | written))
+                     for o in self.outcomes}
         self.local_temps: dict[str, str] = {}
-        for name in sorted(set().union(*self.live.values())) if self.live else []:
+        span_reads = self.span.reads & bound.keys() if self.span is not None else set()
+        for name in sorted(set().union(span_reads, *self.live.values()) - written):
             var = bound[name]
             if var is not None:  # (an argument the trace never touched is still the caller's)
                 cg.reconstruct(var)
@@ -145,7 +155,10 @@ class BreakPlan:
             # The region must not start at the instruction itself: CPython 3.13 looks up the
             # handler of an exception raised in a Python callee one code unit before the CALL.
             cg.emit("NOP")
-        self._emit_instruction(cg)
+        if self.span is not None:
+            cleanups = self._emit_span(cg)
+        else:
+            self._emit_instruction(cg)
         if handler is not None:
             cg.try_end(begin)
         for outcome in self.outcomes:
@@ -154,6 +167,8 @@ class BreakPlan:
             for name in outcome.landing:
                 cg.emit(name)
             self._emit_continue(cg, fn, outcome, compile_fn)
+        if self.span is not None:
+            self._copy(cg, cleanups, self._span_labels)
 
     def _callee_slot(self) -> int | None:
         """Where the callable of a breaking call sits on the stack: of the two slots under the
@@ -188,6 +203,47 @@ class BreakPlan:
                     note=self.note(), lineno=line)
         else:
             cg.emit(inst.name, inst.arg if inst.require_arg() else None, note=self.note(), lineno=line)
+
+    def _emit_span(self, cg: Any) -> list[int]:
+        """The comprehension's own instructions, run as they are; returns the cleanup blocks'
+        instructions, written after the continuation's call (only an exception reaches them)."""
+        assert self.span is not None
+        for name in sorted(self.span.reads):  # its code reads the locals by name: bind them as traced
+            if name in self.local_temps:
+                cg.load_fast(self.local_temps[name])
+                cg.store_fast(name)
+        program = self.tx.program
+        self._span_labels: dict[Any, Label] = {}
+        cleanups = [i for start in self.span.cleanups for i in cleanup_block(program, start)]
+        self._copy(cg, list(range(self.span.start, self.span.end)), self._span_labels)
+        return cleanups
+
+    def _copy(self, cg: Any, indices: list[int], labels: dict[Any, Label]) -> None:
+        """Copy the original instructions at ``indices`` (consecutive runs), with their labels
+        and the handler regions over them, jumps and handlers going to the copies' labels."""
+        program = self.tx.program
+        at: dict[int, list[Any]] = {}
+        for label, index in program.labels.items():
+            at.setdefault(index, []).append(label)
+        note = self.note()
+        region: tuple[Any, Any] | None = None  # (the original TryBegin, ours)
+        for position, i in enumerate(indices):
+            contiguous = position > 0 and indices[position - 1] == i - 1
+            handler = program.handlers[i]
+            if region is not None and (not contiguous or handler is not region[0]):
+                cg.try_end(region[1])
+                region = None
+            for label in at.get(i, []):
+                cg.label(labels.setdefault(label, Label()))
+            if handler is not None and region is None:
+                target = labels.setdefault(handler.target, Label())
+                region = (handler, cg.try_begin(target, handler.push_lasti, handler.stack_depth))
+            inst = program.instructions[i]
+            arg = labels.setdefault(inst.arg, Label()) if isinstance(inst.arg, Label) else inst.arg
+            cg.append(Instr(inst.name, arg, lineno=inst.lineno) if inst.require_arg() else Instr(inst.name, lineno=inst.lineno),
+                      note)
+        if region is not None:
+            cg.try_end(region[1])
 
     def note(self) -> str:
         """The user's line, for the readable rendering of the instruction run for real."""

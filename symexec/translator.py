@@ -19,6 +19,7 @@ from typing import Any
 from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import faults, logs
+from .comprehensions import span_at
 from .config import Config
 from .exc import InternalError, TracedException, Unsupported
 from .guards import GuardSet
@@ -318,8 +319,7 @@ class InstructionTranslator:
             filename, lineno, function = self.location()
             e.add_location(filename, lineno, linecache.getline(filename, lineno or 0), function)
             if self.parent is None and e.break_point is None:
-                index = self.ip - 1
-                e.break_point = (index, self._runs[index])
+                e.break_point = self._break_point(self.ip - 1)
             raise
         except InternalError:
             raise
@@ -333,6 +333,18 @@ class InstructionTranslator:
             self.stack.extend(result)
         else:
             self.stack.append(result)
+
+    def _break_point(self, index: int) -> tuple[int, int]:
+        """Where the graph breaks for an instruction that cannot be traced: the instruction, or
+        the start of the inlined comprehension around it (3.12+) when that can run as it is."""
+        span = span_at(self.program, index)
+        if span is not None:
+            code = self.code
+            nargs = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+            # (a parameter it reads must be bound: the replacement function's own is)
+            if all(self.has_local(name) for name in span.reads if name in code.co_varnames[:nargs]):
+                index = span.start
+        return index, self._runs[index]
 
     def _log_trace(self, inst: Instr) -> None:
         limit = self.config.trace_repr_limit
