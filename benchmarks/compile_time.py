@@ -19,7 +19,7 @@ import torch
 import torch._dynamo  # only for torch._dynamo.reset() between measurements
 
 import symexec
-from workloads import DYNAMIC, HELPERS, MANY_ARGS, MATMUL, MSE, UNRELATED, check_symexec, options, same
+from workloads import DYNAMIC, HELPERS, MANY_ARGS, MATMUL, MSE, UNRELATED, check_symexec, environment, options, same
 
 SYSTEMS = {
     "symexec": (symexec.reset, lambda fn, **kw: symexec.compile(fn, backend="eager", **kw)),
@@ -47,6 +47,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     options = parser.parse_args()
+    print(environment(), flush=True)
 
     for system in SYSTEMS:
         first_call_ms(system, UNRELATED)
@@ -65,8 +66,7 @@ def main():
     symexec.reset()
     torch._dynamo.reset()
 
-    print(f"python {sys.version.split()[0]}, torch {torch.__version__}; "
-          f"first call, median of {options.repeats} repeats")
+    print(f"first call, median of {options.repeats} repeats")
     header = f"{'workload':<24}{'symexec':>11}{'t.compile':>12}{'ratio':>8}"
     print(header)
     print("-" * len(header))

@@ -27,7 +27,6 @@ import argparse
 import gc
 import os
 import statistics
-import sys
 import time
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: never download
@@ -37,7 +36,7 @@ import torch._dynamo  # only for torch._dynamo.reset() between measurements
 from torch import nn
 
 import symexec
-from workloads import check_symexec
+from workloads import check_symexec, environment
 
 SYSTEMS = {
     "symexec": (symexec.reset, lambda model: symexec.compile(model, backend="eager")),
@@ -263,6 +262,7 @@ def main():
     if unknown:
         parser.error(f"unknown model(s) {','.join(unknown)}; choose from {','.join(MODELS)}")
 
+    print(environment(), flush=True)
     torch.set_num_threads(options.threads)
     torch.manual_seed(0)
     notes = []
@@ -299,8 +299,7 @@ def main():
                 torch._dynamo.reset()
             rows.append((name, {s: statistics.median(t) for s, t in firsts.items()}, us))
 
-    print(f"python {sys.version.split()[0]}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads; first call: median of {options.repeats} repeats; "
+    print(f"{torch.get_num_threads()} threads; first call: median of {options.repeats} repeats; "
           f"per call: median of {options.rounds} rounds")
     header = (f"{'model':<9}{'1st symexec':>13}{'1st t.comp':>12}{'ratio':>7}"
               f"{'eager':>10}{'symexec':>10}{'t.comp':>10}"

@@ -17,7 +17,7 @@ import time
 import torch
 
 import symexec
-from workloads import DYNAMIC, MANY_ARGS, MSE, check_symexec, options, same
+from workloads import DYNAMIC, MANY_ARGS, MSE, check_symexec, environment, options, same
 
 
 def time_per_call_us(fn, args, calls):
@@ -66,8 +66,8 @@ def main():
     parser.add_argument("--calls", type=int, default=2000)
     options = parser.parse_args()
 
-    print(f"python {sys.version.split()[0]}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads; median of {options.rounds} rounds "
+    print(environment(), flush=True)
+    print(f"{torch.get_num_threads()} threads; median of {options.rounds} rounds "
           f"x {options.calls} calls")
     header = (f"{'workload':<24}{'eager':>9}{'symexec':>9}{'t.compile':>10}"
               f"{'symexec ovh':>13}{'t.compile ovh':>15}{'ovh ratio':>11}")

@@ -3,6 +3,9 @@
 Each workload is (name, function, make_args); make_args() returns a fresh tuple of arguments.
 """
 
+import os
+import platform
+
 import torch
 
 import symexec
@@ -98,6 +101,12 @@ HELPERS = ("helper functions", with_helpers, matmul_args)
 UNRELATED = ("unrelated", unrelated, unrelated_args)
 # Workloads carry the options both systems compile them with (a fourth element, optional).
 DYNAMIC = ("dynamic shapes", dynamic_rows, dynamic_args, {"dynamic": True})
+
+
+def environment():
+    """What the figures are measured on, printed first by every benchmark: Python, torch, machine."""
+    return (f"{platform.python_implementation()} {platform.python_version()}, torch {torch.__version__}, "
+            f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs")
 
 
 def options(workload):

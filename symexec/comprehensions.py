@@ -37,7 +37,7 @@ class Span:
 
 def span_at(program: Any, index: int) -> Span | None:
     """The outermost qualifying comprehension that contains instruction ``index``."""
-    spans = getattr(program, "comprehension_spans", None)
+    spans = program.comprehension_spans
     if spans is None:
         spans = program.comprehension_spans = _find(program)
     found = [s for s in spans if s.start <= index < s.end]

@@ -45,6 +45,7 @@ class Program:
         self.instructions: list[Instr] = []
         self.labels: dict[Label, int] = {}
         self.handlers: list[TryBegin | None] = []
+        self.comprehension_spans: list[Any] | None = None  # found on first need (comprehensions.py)
         lineno = code.co_firstlineno
         handler: TryBegin | None = None
         items = list(Bytecode.from_code(code))
