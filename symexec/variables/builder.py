@@ -198,7 +198,7 @@ def _wrap_grad_mode_exit(b: VariableBuilder, value: GradModeExit, source: Source
 @wraps(torch.Size)
 def _wrap_size(b: VariableBuilder, value: torch.Size, source: Source | None) -> VariableTracker:
     if source is not None:
-        b.guards.equals_match(source, tuple(value))
+        b.guards.equals_match(source, value)  # (of type torch.Size: a tuple guard would always fail)
     return SizeVariable([ConstantVariable(int(v)) for v in value], source)
 
 

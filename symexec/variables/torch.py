@@ -15,11 +15,11 @@ from typing import Any
 import torch
 
 from ..exc import AttributeMissing, Unsupported
-from ..source import Source
-from .base import VariableTracker
+from ..source import AttrSource, ConstSource, Source
+from .base import VariableTracker, class_static
 from .constant import ConstantVariable, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable
-from .tensor import record_call
+from .tensor import TensorVariable, record_call
 
 # Functions that change global state or leave the graph's world.
 _STATEFUL = frozenset({
@@ -40,6 +40,8 @@ def is_torch_object(value: Any) -> bool:
     module = getattr(value, "__module__", None) or ""
     if isinstance(value, types.ModuleType):
         module = value.__name__
+    elif isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+        module = getattr(value.__objclass__, "__module__", "")  # torch.Tensor.add: of torch._C.TensorBase
     return module == "torch" or module.startswith("torch.")
 
 
@@ -70,8 +72,19 @@ class TorchVariable(VariableTracker):
     def describe(self) -> str:
         return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
 
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if isinstance(self.fn, type) and issubclass(self.fn, torch.Tensor):
+            # ``torch.Tensor.add``: what the class holds, pinned by the builder (a method
+            # replaced on the class retraces).
+            if class_static(tx, self.fn, name) is None:
+                raise Unsupported(f"AttributeError: type object {self.fn.__qualname__!r} has no attribute {name!r}")
+            return tx.wrap(getattr(self.fn, name), AttrSource(self.source or ConstSource.of(self.fn), name))
+        return super().var_getattr(tx, name)
+
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         fn = self.fn
+        if isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType)) and args:
+            return _unbound_tensor_method(tx, fn, args, kwargs)
         if fn in _STATEFUL:
             raise Unsupported(f"{self.describe()} changes global state")
         if _qualified_name(fn) in _COMPILING_FLAGS:
@@ -104,6 +117,17 @@ class TorchVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def _unbound_tensor_method(tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``torch.Tensor.add(x, y)``: ``x.add(y)``, where ``x``'s class does not override it (a
+    subclass's own method would run instead of this one)."""
+    self_var = args[0]
+    if not isinstance(self_var, TensorVariable) or not isinstance(self_var.example, fn.__objclass__):
+        raise Unsupported(f"{fn.__qualname__} called on {self_var.describe()}")
+    if class_static(tx, self_var.python_type(), fn.__name__) is not fn:
+        raise Unsupported(f"{fn.__qualname__} on a {self_var.python_type().__qualname__}, which overrides it")
+    return self_var.call_method(tx, fn.__name__, args[1:], kwargs)
 
 
 class _Opaque(VariableTracker):
