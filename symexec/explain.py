@@ -281,7 +281,8 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
 
 
 def _states(root: _Compiled) -> list[_Compiled]:
-    return [root] + [w._symexec for w in root.related.values()]
+    # (a generator or coroutine function run at a break has an untraced wrapper: no state)
+    return [root] + [w._symexec for w in root.related.values() if hasattr(w, "_symexec")]
 
 
 def _reports(root: _Compiled) -> list[FunctionReport]:

@@ -54,3 +54,88 @@ def test_unbound_tensor_method_replaced_on_the_class_retraces(monkeypatch):
     assert torch.equal(compiled(x), -x)
     monkeypatch.setattr(torch.Tensor, "neg", lambda self: self + 100)
     assert torch.equal(compiled(x), x + 100)
+
+
+def _two_items(x):
+    yield x
+    print("between the items")  # breaks inside the generator: it runs at a break, untraced
+    yield x * 2
+
+
+def test_explain_with_a_generator_run_at_a_break():
+    # explain() listed the generator's untraced wrapper as a compiled function and raised.
+    def fn(x):
+        return sum(_two_items(x))
+
+    out = symexec.explain(fn, _t(3))
+    assert out.graph_break_count >= 1
+    check(fn, _t(3))
+
+
+def test_a_method_no_tracker_models_breaks_instead_of_recursing():
+    # type.__subclasses__ was handed back and forth between the attribute read and the call
+    # until Python's recursion limit: an internal error, and the function ran eagerly.
+    def fn(x):
+        return x * len(torch.nn.Module.__subclasses__()[:1])
+
+    check(fn, _t(3))
+
+
+def test_torch_jit_annotate_is_its_value():
+    # It was recorded as a graph node with a class argument, and the graph's code did not parse.
+    def fn(x):
+        y = torch.jit.annotate(torch.Tensor, x)
+        return y + 1
+
+    check(fn, _t(3))
+    ours, _ = assert_same_graphs_as_dynamo(fn, _t(3))
+    assert ours.op_counts() == [1]
+
+
+def test_itertools_over_known_iterables():
+    import itertools
+    import operator
+
+    def fn(x, ws):
+        total = x
+        for a, b in itertools.product([1, 2], ws):
+            total = total + a * b
+        for a, b in itertools.combinations(ws, 2):
+            total = total * a - b
+        for p in itertools.permutations([x, 2 * x]):
+            total = total + p[0]
+        for a, b in itertools.pairwise(itertools.chain(ws, [x])):
+            total = total + a * b
+        acc = list(itertools.accumulate([x, x, x]))
+        prods = list(itertools.accumulate(ws, operator.mul, initial=1))
+        tail = list(itertools.islice(itertools.chain(ws, ws), 1, None, 2))
+        pairs = list(itertools.zip_longest([x], ws, fillvalue=0))
+        odd = list(itertools.filterfalse(lambda v: v % 2 == 0, ws))
+        return total, acc[-1], prods, tail, len(pairs), pairs[-1][0], odd
+
+    check(fn, _t(3), [1, 2, 3])
+    ours, _ = assert_same_graphs_as_dynamo(fn, _t(3), [1, 2, 3])
+    assert ours.graph_count == 1
+
+
+def test_itertools_objects_keep_their_type():
+    import itertools
+
+    def fn(x):
+        # (torch.compile 2.13 answers 'generator' for the first: not compared with it)
+        return x + 1, type(itertools.chain([1])).__name__, type(itertools.product([1])).__name__
+
+    check(fn, _t(3))
+
+
+def test_itertools_errors_are_raised_by_cpython():
+    import itertools
+
+    def fn(x):
+        try:
+            list(itertools.islice([1, 2], -1))
+        except ValueError as e:
+            return x + 1, str(e)
+        return x, ""
+
+    check(fn, _t(3))

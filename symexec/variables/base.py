@@ -77,7 +77,11 @@ class VariableTracker:
 
     def call_method(self, tx: TracingContext, name: str, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker":
         # A method call is an attribute read followed by a call, unless a family knows better.
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+        method = self.var_getattr(tx, name)
+        if isinstance(method, BoundMethodVariable) and method.obj is self and method.name == name:
+            # (the read handed the call back here: no family models it)
+            raise Unsupported(f"calling the method {name!r} of {self.describe()}")
+        return method.call_function(tx, args, kwargs)
 
     def unpack(self, tx: TracingContext) -> list["VariableTracker"]:
         """The items this value yields when iterated, for finite, known iterables."""

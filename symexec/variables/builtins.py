@@ -13,6 +13,7 @@ import collections
 import copy
 import functools
 import inspect
+import itertools
 import types
 import math
 import operator
@@ -681,3 +682,79 @@ def _reduce(tx: Any, fn: VariableTracker, iterable: VariableTracker, initial: Va
 
 # Builtins everyone can reach by name through LOAD_GLOBAL.
 BUILTIN_NAMES = {name: value for name, value in vars(builtins).items() if callable(value)}
+
+
+# -- itertools over iterables known while tracing: their items, computed at once (as zip and
+# enumerate are); each keeps the real iterator's type. Arguments itertools would reject (a
+# wrong count, a negative bound) break the graph, and CPython raises for real.
+def _itertools(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def checked(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+            try:
+                return IteratorVariable(fn(tx, *args, **kwargs), cls)
+            except (TypeError, ValueError) as e:
+                raise Unsupported(f"itertools.{cls.__name__} raises {type(e).__name__}: {e}") from e
+        return handler(cls)(checked)
+    return register
+
+
+def _none(var: VariableTracker | None) -> bool:
+    return var is None or (var.is_python_constant() and var.as_python_constant() is None)
+
+
+@_itertools(itertools.chain)
+def _chain(tx: Any, *iterables: VariableTracker) -> list[VariableTracker]:
+    return [item for it in iterables for item in it.unpack(tx)]
+
+
+@_itertools(itertools.product)
+def _product(tx: Any, *iterables: VariableTracker, repeat: VariableTracker | None = None) -> list[VariableTracker]:
+    pools = [it.unpack(tx) for it in iterables] * (1 if repeat is None else repeat.as_python_constant())
+    return [TupleVariable(list(row)) for row in itertools.product(*pools)]
+
+
+@_itertools(itertools.combinations)
+def _combinations(tx: Any, iterable: VariableTracker, r: VariableTracker) -> list[VariableTracker]:
+    return [TupleVariable(list(row)) for row in itertools.combinations(iterable.unpack(tx), r.as_python_constant())]
+
+
+@_itertools(itertools.permutations)
+def _permutations(tx: Any, iterable: VariableTracker, r: VariableTracker | None = None) -> list[VariableTracker]:
+    count = None if r is None else r.as_python_constant()
+    return [TupleVariable(list(row)) for row in itertools.permutations(iterable.unpack(tx), count)]
+
+
+@_itertools(itertools.pairwise)
+def _pairwise(tx: Any, iterable: VariableTracker) -> list[VariableTracker]:
+    return [TupleVariable(list(pair)) for pair in itertools.pairwise(iterable.unpack(tx))]
+
+
+@_itertools(itertools.islice)
+def _islice(tx: Any, iterable: VariableTracker, *bounds: VariableTracker) -> list[VariableTracker]:
+    return list(itertools.islice(iterable.unpack(tx), *[b.as_python_constant() for b in bounds]))
+
+
+@_itertools(itertools.zip_longest)
+def _zip_longest(tx: Any, *iterables: VariableTracker, fillvalue: VariableTracker | None = None) -> list[VariableTracker]:
+    fill = fillvalue if fillvalue is not None else ConstantVariable(None)
+    return [TupleVariable(list(row)) for row in itertools.zip_longest(*[it.unpack(tx) for it in iterables], fillvalue=fill)]
+
+
+@_itertools(itertools.accumulate)
+def _accumulate(tx: Any, iterable: VariableTracker, func: VariableTracker | None = None, *,
+                initial: VariableTracker | None = None) -> list[VariableTracker]:
+    items = iterable.unpack(tx) if _none(initial) else [initial, *iterable.unpack(tx)]
+    step = BuiltinVariable(operator.add) if _none(func) else func
+    out: list[VariableTracker] = []
+    for item in items:
+        out.append(item if not out else step.call_function(tx, [out[-1], item], {}))
+    return out
+
+
+@_itertools(itertools.filterfalse)
+def _filterfalse(tx: Any, predicate: VariableTracker, iterable: VariableTracker) -> list[VariableTracker]:
+    items = iterable.unpack(tx)
+    if _none(predicate):
+        return [v for v in items if not v.truth(tx)]
+    return [v for v in items if not predicate.call_function(tx, [v], {}).truth(tx)]

@@ -89,6 +89,8 @@ class TorchVariable(VariableTracker):
             raise Unsupported(f"{self.describe()} changes global state")
         if _qualified_name(fn) in _COMPILING_FLAGS:
             return ConstantVariable(True)  # code that asks takes its compile-friendly path
+        if fn is torch.jit.annotate and len(args) == 2 and not kwargs:
+            return args[1]  # a type hint for TorchScript: the value itself, as under torch.compile
         if fn is torch.is_grad_enabled:
             return ConstantVariable(tx.output.grad_enabled)  # every entry guards the mode at entry
         if isinstance(fn, type):
