@@ -139,3 +139,20 @@ def test_itertools_errors_are_raised_by_cpython():
         return x, ""
 
     check(fn, _t(3))
+
+
+def test_operator_getters_and_methodcaller():
+    import operator
+
+    def fn(x, pairs):
+        first = operator.itemgetter(0)
+        both = operator.itemgetter(1, 0)
+        a, b = both(pairs)
+        real = operator.attrgetter("real")(x)
+        shape0 = operator.attrgetter("shape.numel")(x)()
+        summed = operator.methodcaller("sum", dim=0)(x)
+        return first(pairs)[0] * a[0] + b[1], real + summed, shape0, sorted(pairs, key=operator.itemgetter(1))
+
+    check(fn, _t(3), [(1, 5), (2, 4)])
+    ours, _ = assert_same_graphs_as_dynamo(fn, _t(3), [(1, 5), (2, 4)])
+    assert ours.graph_count == 1

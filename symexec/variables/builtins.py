@@ -758,3 +758,64 @@ def _filterfalse(tx: Any, predicate: VariableTracker, iterable: VariableTracker)
     if _none(predicate):
         return [v for v in items if not v.truth(tx)]
     return [v for v in items if not predicate.call_function(tx, [v], {}).truth(tx)]
+
+
+# -- operator.itemgetter, attrgetter and methodcaller made with constants ---------------------
+class OperatorCallableVariable(VariableTracker):
+    """``operator.itemgetter(1)`` and its kin, made in the trace from constants: the real
+    object (immutable) stands for itself; calling it does what it does, on trackers."""
+
+    def __init__(self, value: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+        super().__init__()
+        self.value, self.args, self.kwargs = value, args, kwargs
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return f"operator.{type(self.value).__name__}"
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if len(args) != 1 or kwargs:
+            raise Unsupported(f"calling {self.describe()} with {len(args)} arguments")
+        obj = args[0]
+        kind = type(self.value)
+        if kind is operator.methodcaller:
+            name, *method_args = self.args
+            return obj.call_method(tx, name, [wrap_constant(a) for a in method_args],
+                                   {k: wrap_constant(v) for k, v in self.kwargs.items()})
+        if kind is operator.itemgetter:
+            got = [BuiltinVariable(operator.getitem).call_function(tx, [obj, wrap_constant(i)], {}) for i in self.args]
+        else:
+            got = []
+            for dotted in self.args:
+                value = obj
+                for part in dotted.split("."):
+                    value = BuiltinVariable(getattr).call_function(tx, [value, ConstantVariable(part)], {})
+                got.append(value)
+        return got[0] if len(got) == 1 else TupleVariable(got)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.value)
+
+
+def _make_operator_handler(kind: type) -> Callable[..., VariableTracker]:
+    def make(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+        try:
+            const_args = tuple(a.as_python_constant() for a in args)
+            const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        except Unsupported:
+            raise Unsupported(f"operator.{kind.__name__} of values not known while tracing") from None
+        try:
+            value = kind(*const_args, **const_kwargs)
+        except (TypeError, ValueError) as e:
+            raise Unsupported(f"operator.{kind.__name__} raises {type(e).__name__}: {e}") from e
+        return OperatorCallableVariable(value, const_args, const_kwargs)
+    return make
+
+
+for _kind in (operator.itemgetter, operator.attrgetter, operator.methodcaller):
+    HANDLERS[_kind] = _make_operator_handler(_kind)
