@@ -13,7 +13,6 @@ from typing import Any
 from ..exc import TracedException, Unsupported
 from ..variables import ConstantVariable, NestedUserFunctionVariable, NullVariable, wrap_constant
 from ..variables.user_objects import ExceptionVariable, ObjectVariableBase
-from ..versions import V
 from .registry import instruction
 
 

@@ -9,6 +9,7 @@ from .functions import CellVariable, NestedUserFunctionVariable, UserFunctionVar
 from .lists import BaseListVariable, IteratorVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
 from .misc import SetVariable
 from .operators import identical  # (registers the operator handlers)
+from . import stdlib  # noqa: F401 - registers the itertools and operator handlers
 from .tensor import TensorVariable, record_call
 
 __all__ = [

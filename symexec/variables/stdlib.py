@@ -1,0 +1,153 @@
+"""The standard library's iterator and callable makers, modelled on trackers: ``itertools``
+over iterables known while tracing, and ``operator.itemgetter``/``attrgetter``/``methodcaller``
+made from constants. Handlers register in ``builtins.HANDLERS`` like the builtins'."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+from typing import Any, Callable
+
+from ..exc import Unsupported
+from .base import VariableTracker
+from .builtins import HANDLERS, BuiltinVariable, handler
+from .constant import ConstantVariable, wrap_constant
+from .lists import IteratorVariable, TupleVariable
+
+
+# -- itertools over iterables known while tracing: their items, computed at once (as zip and
+# enumerate are); each keeps the real iterator's type. Arguments itertools would reject (a
+# wrong count, a negative bound) break the graph, and CPython raises for real.
+def _itertools(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def checked(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+            try:
+                return IteratorVariable(fn(tx, *args, **kwargs), cls)
+            except (TypeError, ValueError) as e:
+                raise Unsupported(f"itertools.{cls.__name__} raises {type(e).__name__}: {e}") from e
+        return handler(cls)(checked)
+    return register
+
+
+def _none(var: VariableTracker | None) -> bool:
+    return var is None or (var.is_python_constant() and var.as_python_constant() is None)
+
+
+@_itertools(itertools.chain)
+def _chain(tx: Any, *iterables: VariableTracker) -> list[VariableTracker]:
+    return [item for it in iterables for item in it.unpack(tx)]
+
+
+@_itertools(itertools.product)
+def _product(tx: Any, *iterables: VariableTracker, repeat: VariableTracker | None = None) -> list[VariableTracker]:
+    pools = [it.unpack(tx) for it in iterables] * (1 if repeat is None else repeat.as_python_constant())
+    return [TupleVariable(list(row)) for row in itertools.product(*pools)]
+
+
+@_itertools(itertools.combinations)
+def _combinations(tx: Any, iterable: VariableTracker, r: VariableTracker) -> list[VariableTracker]:
+    return [TupleVariable(list(row)) for row in itertools.combinations(iterable.unpack(tx), r.as_python_constant())]
+
+
+@_itertools(itertools.permutations)
+def _permutations(tx: Any, iterable: VariableTracker, r: VariableTracker | None = None) -> list[VariableTracker]:
+    count = None if r is None else r.as_python_constant()
+    return [TupleVariable(list(row)) for row in itertools.permutations(iterable.unpack(tx), count)]
+
+
+@_itertools(itertools.pairwise)
+def _pairwise(tx: Any, iterable: VariableTracker) -> list[VariableTracker]:
+    return [TupleVariable(list(pair)) for pair in itertools.pairwise(iterable.unpack(tx))]
+
+
+@_itertools(itertools.islice)
+def _islice(tx: Any, iterable: VariableTracker, *bounds: VariableTracker) -> list[VariableTracker]:
+    return list(itertools.islice(iterable.unpack(tx), *[b.as_python_constant() for b in bounds]))
+
+
+@_itertools(itertools.zip_longest)
+def _zip_longest(tx: Any, *iterables: VariableTracker, fillvalue: VariableTracker | None = None) -> list[VariableTracker]:
+    fill = fillvalue if fillvalue is not None else ConstantVariable(None)
+    return [TupleVariable(list(row)) for row in itertools.zip_longest(*[it.unpack(tx) for it in iterables], fillvalue=fill)]
+
+
+@_itertools(itertools.accumulate)
+def _accumulate(tx: Any, iterable: VariableTracker, func: VariableTracker | None = None, *,
+                initial: VariableTracker | None = None) -> list[VariableTracker]:
+    items = iterable.unpack(tx) if _none(initial) else [initial, *iterable.unpack(tx)]
+    step = BuiltinVariable(operator.add) if _none(func) else func
+    out: list[VariableTracker] = []
+    for item in items:
+        out.append(item if not out else step.call_function(tx, [out[-1], item], {}))
+    return out
+
+
+@_itertools(itertools.filterfalse)
+def _filterfalse(tx: Any, predicate: VariableTracker, iterable: VariableTracker) -> list[VariableTracker]:
+    items = iterable.unpack(tx)
+    if _none(predicate):
+        return [v for v in items if not v.truth(tx)]
+    return [v for v in items if not predicate.call_function(tx, [v], {}).truth(tx)]
+
+
+# -- operator.itemgetter, attrgetter and methodcaller made with constants ---------------------
+class OperatorCallableVariable(VariableTracker):
+    """``operator.itemgetter(1)`` and its kin, made in the trace from constants: the real
+    object (immutable) stands for itself; calling it does what it does, on trackers."""
+
+    def __init__(self, value: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+        super().__init__()
+        self.value, self.args, self.kwargs = value, args, kwargs
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def describe(self) -> str:
+        return f"operator.{type(self.value).__name__}"
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if len(args) != 1 or kwargs:
+            raise Unsupported(f"calling {self.describe()} with {len(args)} arguments")
+        obj = args[0]
+        kind = type(self.value)
+        if kind is operator.methodcaller:
+            name, *method_args = self.args
+            return obj.call_method(tx, name, [wrap_constant(a) for a in method_args],
+                                   {k: wrap_constant(v) for k, v in self.kwargs.items()})
+        if kind is operator.itemgetter:
+            got = [BuiltinVariable(operator.getitem).call_function(tx, [obj, wrap_constant(i)], {}) for i in self.args]
+        else:
+            got = []
+            for dotted in self.args:
+                value = obj
+                for part in dotted.split("."):
+                    value = BuiltinVariable(getattr).call_function(tx, [value, ConstantVariable(part)], {})
+                got.append(value)
+        return got[0] if len(got) == 1 else TupleVariable(got)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.value)
+
+
+def _make_operator_handler(kind: type) -> Callable[..., VariableTracker]:
+    def make(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+        try:
+            const_args = tuple(a.as_python_constant() for a in args)
+            const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        except Unsupported:
+            raise Unsupported(f"operator.{kind.__name__} of values not known while tracing") from None
+        try:
+            value = kind(*const_args, **const_kwargs)
+        except (TypeError, ValueError) as e:
+            raise Unsupported(f"operator.{kind.__name__} raises {type(e).__name__}: {e}") from e
+        return OperatorCallableVariable(value, const_args, const_kwargs)
+    return make
+
+
+for _kind in (operator.itemgetter, operator.attrgetter, operator.methodcaller):
+    HANDLERS[_kind] = _make_operator_handler(_kind)
