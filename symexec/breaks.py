@@ -194,7 +194,7 @@ class BreakPlan:
             if inst.name == "LOAD_SUPER_ATTR":
                 cg.emit("LOAD_SUPER_ATTR", (False, *inst.arg[1:]), note=self.note(), lineno=line)
             else:
-                cg.load_attr(inst.arg if isinstance(inst.arg, str) else inst.arg[1], lineno=line)
+                cg.load_attr(versions.attr_name(inst.arg), lineno=line)
             cg.push_null()
             if not versions.V.null_above_callable:
                 cg.emit("SWAP", 2)

@@ -189,8 +189,7 @@ class PyCodegen:
             prologue.append(Instr("COPY_FREE_VARS", len(template.co_freevars), lineno=self.lineno))
         prologue.append(Instr("RESUME", 0, lineno=self.lineno))
         bc = Bytecode([*prologue, *(body if body is not None else self.instructions)])
-        nargs = template.co_argcount + template.co_kwonlyargcount + bool(template.co_flags & 0x04) + bool(template.co_flags & 0x08)
-        bc.argnames = list(template.co_varnames[:nargs])
+        bc.argnames = parameter_names(template)
         bc.argcount = template.co_argcount
         bc.posonlyargcount = template.co_posonlyargcount
         bc.kwonlyargcount = template.co_kwonlyargcount
@@ -210,6 +209,12 @@ class PyCodegen:
         # A handler we set up (a break inside a try block) has the original handler's depth,
         # which is not the depth where our region starts: keep the depths we wrote.
         return bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
+
+
+def parameter_names(code: types.CodeType) -> list[str]:
+    """The names of ``code``'s parameters, ``*args`` and ``**kwargs`` included."""
+    nargs = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+    return list(code.co_varnames[:nargs])
 
 
 MISS = object()  # what a guarded entry returns when its guards reject the call

@@ -19,6 +19,7 @@ from typing import Any
 from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from . import faults, logs
+from .codegen import parameter_names
 from .comprehensions import span_at
 from .config import Config
 from .exc import InternalError, TracedException, Unsupported
@@ -340,10 +341,9 @@ class InstructionTranslator:
         the start of the inlined comprehension around it (3.12+) when that can run as it is."""
         span = span_at(self.program, index)
         if span is not None:
-            code = self.code
-            nargs = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+            parameters = parameter_names(self.code)
             # (a parameter it reads must be bound: the replacement function's own is)
-            if all(self.has_local(name) for name in span.reads if name in code.co_varnames[:nargs]):
+            if all(self.has_local(name) for name in span.reads if name in parameters):
                 index = span.start
         return index, self._runs[index]
 

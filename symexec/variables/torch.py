@@ -76,8 +76,8 @@ class TorchVariable(VariableTracker):
         if isinstance(self.fn, type) and issubclass(self.fn, torch.Tensor):
             # ``torch.Tensor.add``: what the class holds, pinned by the builder (a method
             # replaced on the class retraces).
-            if class_static(tx, self.fn, name) is None:
-                raise Unsupported(f"AttributeError: type object {self.fn.__qualname__!r} has no attribute {name!r}")
+            if class_static(tx, self.fn, name) is None:  # (on its metaclass, or missing: CPython says which)
+                raise Unsupported(f"reading {name!r} of {self.fn.__qualname__}, which its class does not hold")
             return tx.wrap(getattr(self.fn, name), AttrSource(self.source or ConstSource.of(self.fn), name))
         return super().var_getattr(tx, name)
 
