@@ -1,10 +1,20 @@
 """Whole models: first-call and per-call time of symexec vs torch.compile(backend="eager").
 
     python benchmarks/models.py [--models gpt2,bert,...] [--repeats 3] [--rounds 15] [--threads 1]
+    python benchmarks/models.py --set hf25 --report capture [--explain]
 
 The models are small HF transformers (GPT-2, BERT, LLaMA, T5, built from tiny configs with
 random weights, nothing downloaded), torch.nn.TransformerEncoder, an MLP and a CNN, all in
-eval mode and run under torch.no_grad(). Everything runs in one process.
+eval mode and run under torch.no_grad(). Everything runs in one process. `--set hf25` takes
+instead the 25 HF architectures of tests/test_hf_models.py (Mistral ... CLIP, built by
+tests/models_common.py), `--set all` both lists.
+
+`--report capture` prints, instead of the times, what each system captures (see
+models_common.capture): graphs and op nodes of the first call, symexec's share of
+torch.compile's ops, whether fullgraph=True works, graphs compiled at the second and third
+sequence length, and whether every output equals eager's; `--report both` prints both tables.
+`--explain` adds, for every model where symexec falls short, symexec.explain's graphs, break
+reasons and fallbacks.
 
 First call: both systems are warmed up first (each compiles an unrelated small module), then
 every repeat, for each model, empties both caches (symexec.reset(), torch._dynamo.reset()),
@@ -27,6 +37,7 @@ import argparse
 import gc
 import os
 import statistics
+import sys
 import time
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: never download
@@ -34,9 +45,20 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # before transformers is imported: never dow
 import torch
 import torch._dynamo  # only for torch._dynamo.reset() between measurements
 from torch import nn
+from workloads import check_symexec, environment
 
 import symexec
-from workloads import check_symexec, environment
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from models_common import (
+    HF25,
+    SIZES,
+    build_hf25,
+    capture,
+    differences,
+    shortfalls,
+    sizes_of,
+)
 
 SYSTEMS = {
     "symexec": (symexec.reset, lambda model: symexec.compile(model, backend="eager")),
@@ -120,6 +142,13 @@ class Unrelated(nn.Module):
         return torch.tanh(self.linear(x)).sum() * 2
 
 
+def _hf25(name):
+    """One of the 25 at the first of its sizes, as (model, args, kwargs)."""
+    model, make = build_hf25(name)
+    args, kwargs = make(sizes_of(name)[0])
+    return model, args, kwargs
+
+
 MODELS = {
     "gpt2": lambda: _hf("gpt2"),
     "bert": lambda: _hf("bert"),
@@ -129,58 +158,13 @@ MODELS = {
     "mlp": mlp,
     "cnn": cnn,
 }
+DEFAULT = list(MODELS)
+MODELS.update({name: (lambda name=name: _hf25(name)) for name in HF25})
+SETS = {"default": DEFAULT, "hf25": HF25, "all": DEFAULT + HF25}
 
 
 # ---------------------------------------------------------------------------------------------
-# Comparing outputs.
-
-def _leaves(value, path="out"):
-    """(path, tensor-or-marker) pairs for every tensor in a model output, in order. Structure
-    (types, lengths) is part of the result, so a differently shaped output does not compare equal."""
-    if isinstance(value, torch.Tensor):
-        yield path, value
-    elif hasattr(value, "to_tuple"):  # a transformers ModelOutput
-        yield path, type(value).__name__
-        for i, item in enumerate(value.to_tuple()):
-            yield from _leaves(item, f"{path}[{i}]")
-    elif isinstance(value, (tuple, list)):
-        yield path, (type(value).__name__, len(value))
-        for i, item in enumerate(value):
-            yield from _leaves(item, f"{path}[{i}]")
-    elif isinstance(value, dict):
-        yield path, ("dict", tuple(value))
-        for key, item in value.items():
-            yield from _leaves(item, f"{path}[{key!r}]")
-    elif hasattr(value, "layers"):  # a transformers cache: layers with keys and values
-        yield path, (type(value).__name__, len(value.layers))
-        for i, layer in enumerate(value.layers):
-            yield from _leaves(getattr(layer, "keys", None), f"{path}.layers[{i}].keys")
-            yield from _leaves(getattr(layer, "values", None), f"{path}.layers[{i}].values")
-    elif hasattr(value, "self_attention_cache"):  # EncoderDecoderCache: two caches
-        yield path, type(value).__name__
-        yield from _leaves(value.self_attention_cache, f"{path}.self_attention_cache")
-        yield from _leaves(getattr(value, "cross_attention_cache", None), f"{path}.cross_attention_cache")
-    # anything else (None, numbers, ...) is skipped
-
-
-def differences(result, expected):
-    """Where result differs from expected; an empty list when every tensor is allclose."""
-    ours, theirs = list(_leaves(result)), list(_leaves(expected))
-    if [p for p, _ in ours] != [p for p, _ in theirs]:
-        return [f"output structure differs: {[p for p, _ in ours]} vs {[p for p, _ in theirs]}"]
-    problems = []
-    for (path, a), (_, b) in zip(ours, theirs):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-            if a.shape != b.shape or a.dtype != b.dtype:
-                problems.append(f"{path}: {a.dtype}{list(a.shape)} vs {b.dtype}{list(b.shape)}")
-            elif not torch.allclose(a, b, rtol=1e-4, atol=1e-5):
-                problems.append(f"{path}: max abs difference {(a - b).abs().max().item():.3g}")
-        elif a != b:
-            problems.append(f"{path}: {a} vs {b}")
-    if not any(isinstance(a, torch.Tensor) for _, a in ours):
-        problems.append("no tensor in the output")
-    return problems
-
+# Comparing outputs: models_common.differences (every tensor, ModelOutputs and caches included).
 
 def symexec_problems(compiled):
     """check_symexec, plus graph breaks: a break means more than one graph."""
@@ -246,24 +230,108 @@ def per_call_us(model, args, kwargs, rounds, round_ms, notes, name):
 
 
 # ---------------------------------------------------------------------------------------------
+# The capture table: graphs, ops, fullgraph, recompiles and equality, symexec vs torch.compile.
+
+def _capture_inputs(name):
+    """(model, make) for models_common.capture: the 25 vary their sequence length (image size);
+    a default model repeats its one input, so it shows no recompile."""
+    if name in HF25:
+        return build_hf25(name)
+    model, args, kwargs = MODELS[name]()
+    return model, lambda size: (args, kwargs)
+
+
+def _fullgraph(result):
+    return "yes" if result.fullgraph else "no"
+
+
+def _capture_row(name, ours, theirs, width):
+    ratio = ours.ops / theirs.ops if theirs.ops else float("nan")
+    recompiles = "/".join(str(n) for n in ours.new_graphs[1:]) or "-"
+    reference = "/".join(str(n) for n in theirs.new_graphs[1:]) or "-"
+    equal = "yes" if not ours.problems else "NO"
+    verdict = "ok" if not shortfalls(ours, theirs) else "SHORT"
+    return (f"{name:<{width}}{ours.graph_count:>6}{ours.ops:>6}{theirs.graph_count:>6}{theirs.ops:>6}"
+            f"{ratio:>7.3f}{_fullgraph(ours):>5}/{_fullgraph(theirs):<4}{recompiles:>7}{reference:>7}"
+            f"{equal:>7}{verdict:>7}")
+
+
+def _explain(name, notes):
+    """symexec.explain on the first size: graphs, break reasons and fallbacks, for the notes."""
+    model, make = _capture_inputs(name)
+    args, kwargs = make(sizes_of(name)[0])
+    try:
+        out = symexec.explain(model, *args, **kwargs)
+    except Exception as error:  # reported, the table goes on
+        notes.append(f"{name}: symexec.explain raised {type(error).__name__}: {error}")
+        return
+    notes.append(f"{name}: explain: {out.graph_count} graph(s), ops {[len(o) for o in out.ops_per_graph]}, "
+                 f"{out.graph_break_count} break(s)")
+    notes += [f"{name}:   break {i}: " + str(r).replace("\n", "\n      ") for i, r in enumerate(out.break_reasons, 1)]
+    notes += [f"{name}:   fallback {fn} ({kind}): {reason}" for fn, kind, reason in out.fallbacks]
+    symexec.reset()
+
+
+def capture_table(names, explain):
+    width = max(9, *(len(n) + 1 for n in names))
+    notes = []
+    others = ", ".join(f"{n} {sizes_of(n)}" for n in names if sizes_of(n) != SIZES)
+    print(f"capture: sizes {SIZES} (sequence length; image side / 2 for vit and clip){'; ' + others if others else ''}; "
+          f"fullgraph=True first, without it if that fails")
+    header = (f"{'model':<{width}}{'sym g':>6}{'ops':>6}{'tc g':>6}{'ops':>6}{'ratio':>7}{'fullgraph':>10}"
+              f"{'sym rc':>7}{'tc rc':>7}{'equal':>7}{'':>7}")
+    print(header)
+    print("-" * len(header))
+    for name in names:
+        model, make = _capture_inputs(name)
+        theirs = capture("torch.compile", model, make, sizes_of(name))
+        ours = capture("symexec", model, make, sizes_of(name))
+        print(_capture_row(name, ours, theirs, width), flush=True)
+        found = shortfalls(ours, theirs)
+        notes += [f"{name}: {f}" for f in found]
+        notes += [f"{name}: torch.compile fullgraph=True fails: {theirs.fullgraph_error}"] if not theirs.fullgraph else []
+        if found and explain:
+            _explain(name, notes)
+    print("(sym g, tc g = graphs of the first call; ops = their op nodes; ratio = symexec / torch.compile "
+          "ops, target >= 0.9; fullgraph = symexec/torch.compile; rc = graphs compiled at the 2nd/3rd size; "
+          "equal = every symexec output equals eager's)")
+    for note in notes:
+        print("NOTE:", note)
+
+
+# ---------------------------------------------------------------------------------------------
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help=f"comma-separated, from {','.join(MODELS)} (default: all)")
+    parser.add_argument("--models", default=None,
+                        help=f"comma-separated, from {','.join(MODELS)} (default: the --set)")
+    parser.add_argument("--set", default="default", choices=sorted(SETS),
+                        help="default: the 7 of the timing table; hf25: the 25 of test_hf_models.py; all: both")
+    parser.add_argument("--report", default="timing", choices=("timing", "capture", "both"),
+                        help="timing (default): first-call and per-call times; capture: the capture table")
+    parser.add_argument("--explain", action="store_true",
+                        help="capture: symexec.explain's break reasons for every model that falls short")
     parser.add_argument("--repeats", type=int, default=3, help="first-call repeats (median)")
     parser.add_argument("--rounds", type=int, default=15, help="per-call rounds (median)")
     parser.add_argument("--round-ms", type=float, default=20.0,
                         help="per-call: each round times about this many ms of eager calls")
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     options = parser.parse_args()
-    names = [n.strip() for n in options.models.split(",") if n.strip()]
+    names = SETS[options.set] if options.models is None else [n.strip() for n in options.models.split(",") if n.strip()]
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model(s) {','.join(unknown)}; choose from {','.join(MODELS)}")
 
     print(environment(), flush=True)
     torch.set_num_threads(options.threads)
+    if options.report in ("timing", "both"):
+        timing_table(names, options)
+    if options.report in ("capture", "both"):
+        torch.manual_seed(0)
+        capture_table(names, options.explain)
+
+
+def timing_table(names, options):
     torch.manual_seed(0)
     notes = []
     rows = []
@@ -301,18 +369,19 @@ def main():
 
     print(f"{torch.get_num_threads()} threads; first call: median of {options.repeats} repeats; "
           f"per call: median of {options.rounds} rounds")
-    header = (f"{'model':<9}{'1st symexec':>13}{'1st t.comp':>12}{'ratio':>7}"
+    width = max(9, *(len(n) + 1 for n in names))
+    header = (f"{'model':<{width}}{'1st symexec':>13}{'1st t.comp':>12}{'ratio':>7}"
               f"{'eager':>10}{'symexec':>10}{'t.comp':>10}"
               f"{'sym/eager':>11}{'tc/eager':>10}{'sym/tc':>8}")
     print(header)
     print("-" * len(header))
     for name, ms, us in rows:
         if ms is None:
-            print(f"{name:<9}  failed (see WARNING below)")
+            print(f"{name:<{width}}  failed (see WARNING below)")
             continue
         ours, theirs = ms["symexec"], ms["torch.compile"]
         eager, sym, tc = us["eager"], us["symexec"], us["torch.compile"]
-        print(f"{name:<9}{ours:>11.1f}ms{theirs:>10.1f}ms{ours / theirs:>7.2f}"
+        print(f"{name:<{width}}{ours:>11.1f}ms{theirs:>10.1f}ms{ours / theirs:>7.2f}"
               f"{eager:>8.1f}us{sym:>8.1f}us{tc:>8.1f}us"
               f"{sym / eager:>11.2f}{tc / eager:>10.2f}{sym / tc:>8.2f}")
     print("(ratio = first call symexec / torch.compile, target <= 0.5; "

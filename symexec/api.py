@@ -21,6 +21,7 @@ import torch
 
 from . import logs
 from .backends import lookup
+from .callees import NOT_TRACED_FLAGS, Callees, compiled_original
 from .cache import ALL_CACHES, CacheEntry, FunctionCache
 from .codegen import MISS
 from .config import config
@@ -33,7 +34,7 @@ class _Compiled:
     """Everything a compiled function knows besides its hot path."""
 
     def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], fullgraph: bool, dynamic: bool | None,
-                 related: dict[Any, Callable[..., Any]] | None = None) -> None:
+                 callees: Callees | None = None) -> None:
         self.fn = fn
         self.backend = backend
         self.fullgraph = fullgraph
@@ -41,23 +42,29 @@ class _Compiled:
         self.cache = FunctionCache(fn)
         ALL_CACHES.add(self.cache)
         # Compiled wrappers of what this function's graph breaks call: continuations and the
-        # user functions run at a break, one per function, so their caches persist. Shared by
-        # the whole family (a continuation's continuation is found here too).
-        self.related: dict[Any, Callable[..., Any]] = {} if related is None else related
+        # callees run at a break, one per function, so their caches persist. Shared by the
+        # whole family (a continuation's continuation, a callee's callee are found there too).
+        if callees is None:  # the root of a family
+            self.callees = Callees(self._compile_new, config.cache_size_limit)
+            # A callee that is this function (recursion) shares this cache, as the one code
+            # object shares one cache under Dynamo; depth-capped as any callee (_compile_new).
+            self.callees.wrappers[fn] = _wrap(self, max_depth=config.max_resume_depth)
+        else:
+            self.callees = callees
 
-    def compile_related(self, fn: types.FunctionType) -> Callable[..., Any]:
-        key = fn.__code__ if fn.__code__.co_name.startswith("__resume_at_") else fn
-        wrapper = self.related.get(key)
-        if wrapper is None and fn.__code__.co_flags & _NOT_TRACED_FLAGS:
-            wrapper = self.related[key] = _untraced(fn)
-        if wrapper is None:
-            # Depth-capped both: a recursive user function run at a break calls its wrapper
-            # once per level, two frames each (wrapper, replacement) where eager spends one;
-            # past the cap the rest runs as plain Python, so deep recursion that works eagerly
-            # does not hit the interpreter's recursion limit.
-            wrapper = self.related[key] = _wrap(_Compiled(fn, self.backend, self.fullgraph, self.dynamic, self.related),
-                                                max_depth=config.max_resume_depth)
-        return wrapper
+    @property
+    def related(self) -> dict[Any, Callable[..., Any]]:
+        return self.callees.wrappers
+
+    def _compile_new(self, fn: types.FunctionType) -> Callable[..., Any]:
+        if fn.__code__.co_flags & _NOT_TRACED_FLAGS:
+            return _untraced(fn)
+        # Depth-capped: a recursive user function run at a break calls its wrapper once per
+        # level, two frames each (wrapper, replacement) where eager spends one; past the cap
+        # the rest runs as plain Python, so deep recursion that works eagerly does not hit the
+        # interpreter's recursion limit.
+        return _wrap(_Compiled(fn, self.backend, self.fullgraph, self.dynamic, self.callees),
+                     max_depth=config.max_resume_depth)
 
     def miss(self, args: tuple, kwargs: dict) -> Any:
         # One trace at a time: tracing is not thread-safe (the ShapeEnv, the fake mode, the
@@ -108,7 +115,7 @@ class _Compiled:
         return convert_frame(self.fn, args, kwargs, backend=self.backend, fullgraph=self.fullgraph,
                               config=config, index=len(cache.entries),
                               policy=DynamicPolicy(self.dynamic, cache.frame_state),
-                              compile_fn=self.compile_related)
+                              compile_fn=self.callees)
 
 
 _compile_lock = threading.RLock()  # re-entrant: a backend may call compiled code that misses
@@ -133,9 +140,7 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", ful
         return CompiledModule(fn, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
     if not callable(fn):
         raise TypeError(f"symexec.compile expects a function, not {type(fn).__name__}")
-    original = getattr(fn, "_symexec_original", None)
-    if original is not None:
-        fn = original
+    fn = compiled_original(fn) or fn
     if not isinstance(fn, types.FunctionType):
         fn = _forwarder(fn)
     if fn.__code__.co_flags & _NOT_TRACED_FLAGS:
@@ -143,10 +148,9 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", ful
     return _wrap(_Compiled(fn, backend_fn, fullgraph, dynamic))
 
 
-# Coroutines, generators and async generators: calling one builds a frame object that runs
-# later, which a replacement function cannot stand in for. They run as they are, as under
-# torch.compile when it cannot trace a frame.
-_NOT_TRACED_FLAGS = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+# Coroutines, generators and async generators run as they are, as under torch.compile when it
+# cannot trace a frame (callees.py says why).
+_NOT_TRACED_FLAGS = NOT_TRACED_FLAGS
 
 
 def _untraced(fn: types.FunctionType) -> Callable[..., Any]:
@@ -296,7 +300,7 @@ def disable(fn: Callable[..., Any]) -> Callable[..., Any]:
     function that calls it breaks the graph at the call (like ``torch.compiler.disable``)."""
     if not callable(fn):
         raise TypeError(f"symexec.disable expects a function, not {type(fn).__name__}")
-    fn = getattr(fn, "_symexec_original", fn)
+    fn = compiled_original(fn) or fn
 
     @functools.wraps(fn)
     def disabled(*args: Any, **kwargs: Any) -> Any:

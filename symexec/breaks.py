@@ -7,8 +7,10 @@ stack and locals as CPython would have them. The replacement code then (SPEC §6
    effects;
 2. rebuilds the Python stack, each tracker by its source, as a graph output, or by its own
    ``reconstruct``;
-3. runs the instruction for real; a user function it calls runs through a compiled wrapper,
-   so the torch code inside it is still captured (there is no eval-frame hook to do that);
+3. runs the instruction for real; a callee the tracer would have inlined (a user function,
+   closure, bound method, ``functools.partial``, ``nn.Module``) runs through its compiled
+   stand-in (``callees.py``), so the torch code inside it is still captured, in graphs of its
+   own around its own breaks (there is no eval-frame hook to do that);
 4. for each way out of the instruction (fall through, a jump, an exception handler that
    covers it) stores the stack in temporaries and calls the continuation of the original
    code at that point (``resume.py``) with the stack values and the live locals, and
@@ -25,10 +27,13 @@ import torch
 from bytecode import Instr, Label, TryBegin
 
 from . import versions
+from .callees import Callees
 from .comprehensions import Span, cleanup_block, span_starting_at
 from .exc import Unsupported
 from .resume import live_locals, resume_code
 from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
+from .variables.builtins import PartialVariable
+from .variables.nn_module import NNModuleVariable
 
 
 @dataclass
@@ -103,7 +108,7 @@ class BreakPlan:
         return values
 
     # -- code --------------------------------------------------------------------------------
-    def emit(self, cg: Any, fn: types.FunctionType, compile_fn: Callable[[types.FunctionType], Any],
+    def emit(self, cg: Any, fn: types.FunctionType, callees: Callees,
              apply_side_effects: Callable[[], None]) -> None:
         # Everything the code needs is built before the side effects are written (a value
         # re-fetched through a list that the replay refills must be read first).
@@ -114,7 +119,7 @@ class BreakPlan:
                 stack_temps.append(None)
                 continue
             if i == callee:
-                _reconstruct_callee(cg, var, compile_fn)
+                _reconstruct_callee(cg, var, callees)
             else:
                 cg.reconstruct(var)
             stack_temps.append(cg.new_temp())
@@ -166,7 +171,7 @@ class BreakPlan:
                 cg.label(outcome.label)
             for name in outcome.landing:
                 cg.emit(name)
-            self._emit_continue(cg, fn, outcome, compile_fn)
+            self._emit_continue(cg, fn, outcome, callees)
         if self.span is not None:
             self._copy(cg, cleanups, self._span_labels)
 
@@ -250,7 +255,7 @@ class BreakPlan:
         reason = self.reason
         return f"{reason.filename}:{reason.lineno}: {reason.source_line.strip()}"
 
-    def _emit_continue(self, cg: Any, fn: types.FunctionType, outcome: _Outcome, compile_fn: Any) -> None:
+    def _emit_continue(self, cg: Any, fn: types.FunctionType, outcome: _Outcome, callees: Callees) -> None:
         temps = [cg.new_temp() for _ in outcome.nulls]
         for temp in reversed(temps):
             cg.store_fast(temp)  # a NULL stored in a local leaves it unbound; it is not passed
@@ -259,7 +264,7 @@ class BreakPlan:
         code = resume_code(fn.__code__, outcome.target, outcome.nulls, live)
         continuation = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
         if not outcome.handler:
-            continuation = compile_fn(continuation)
+            continuation = callees(continuation)
         cg.push_callable(lambda: cg.load_const(continuation, name=code.co_name))
         for temp in temps:
             cg.load_fast(temp)
@@ -277,18 +282,39 @@ def _is_method_load(inst: Instr) -> bool:
     return inst.name in ("LOAD_ATTR", "LOAD_SUPER_ATTR") and isinstance(inst.arg, tuple) and bool(inst.arg[0])
 
 
-def _stable(fn: types.FunctionType) -> bool:
-    """The same function on every call: no closure, or only a method's ``__class__`` cell."""
-    return not fn.__closure__ or fn.__code__.co_freevars == ("__class__",)
+def _reconstruct_callee(cg: Any, var: VariableTracker, callees: Callees) -> None:
+    """The callee of the breaking call runs compiled where the tracer would have inlined it, so
+    its own torch code is still captured, each frame in graphs of its own (``callees.py``).
 
-
-def _reconstruct_callee(cg: Any, var: VariableTracker, compile_fn: Callable[[types.FunctionType], Any]) -> None:
-    """A user function called at a break runs compiled: its own torch code is captured. (Not a
-    closure: the one called may be another of the same code, over other cells.)"""
-    if isinstance(var, UserFunctionVariable) and _stable(var.fn):
-        cg.load_const(compile_fn(var.fn))
-    elif isinstance(var, UserMethodVariable) and isinstance(var.fn, UserFunctionVariable) and _stable(var.fn.fn):
-        cg.call_const(types.MethodType, lambda: [cg.load_const(compile_fn(var.fn.fn)), cg.reconstruct(var.obj)])
-    else:  # (an inner function made while tracing runs as it is: its closure differs per call)
+    A function with no closure is the one the guards pinned: its compiled wrapper travels as a
+    constant. A closure (guarded by its code only: another closure of that code may come), a
+    bound method, a ``functools.partial`` or a module is re-fetched and mapped when the call
+    runs."""
+    if isinstance(var, UserMethodVariable) and isinstance(var.fn, UserFunctionVariable) and not var.fn.fn.__closure__:
+        compiled = callees.value(var.fn.fn)
+        if compiled is not var.fn.fn:
+            cg.call_const(types.MethodType, lambda: [cg.load_const(compiled), cg.reconstruct(var.obj)])
+            return
+    elif isinstance(var, UserFunctionVariable) and not var.fn.__closure__:
+        compiled = callees.value(var.fn)
+        if compiled is not var.fn:
+            cg.load_const(compiled)
+            return
+    elif _real_callee(var):
+        cg.push_callable(lambda: cg.load_const(callees.value, name="__compiled_callee"))
         cg.reconstruct(var)
+        cg.call(1)
+        return
+    # (anything else, a function made while tracing among them, runs as it is: its closure
+    # cells differ per call, and a new function object per call would trace anew each time)
+    cg.reconstruct(var)
 
+
+def _real_callee(var: VariableTracker) -> bool:
+    """Whether ``var`` calls a function that exists outside the trace (not one made by it: a
+    new function object per call would be compiled anew on each)."""
+    if isinstance(var, UserMethodVariable):
+        return isinstance(var.fn, UserFunctionVariable)
+    if isinstance(var, PartialVariable):
+        return _real_callee(var.fn)
+    return isinstance(var, (UserFunctionVariable, NNModuleVariable))

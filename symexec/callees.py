@@ -1,35 +1,170 @@
-"""A frame that runs as its original code still gets its callees compiled.
+"""Frames that CPython runs for real still get their own code compiled.
 
-CPython has no hook here to compile nested frames for us, so where symexec runs a function's
-original code (a graph break that cannot be resumed), it runs a copy whose every
-``LOAD_GLOBAL`` of a function of the same module goes through ``compiled_callee``: a compiled
-wrapper of that function, traced on its own, instead of the function itself. Nothing else
-changes: other values pass through untouched.
+CPython has no hook here to compile nested frames for us (Dynamo's eval-frame hook does that
+job), so wherever symexec hands a call to CPython it hands over a compiled stand-in instead:
+
+* at a graph break on a call whose callee the tracer would have inlined (``breaks.py``), the
+  generated code passes the callee through ``Callees.value`` first;
+* where a function runs as its original code (a break that cannot be resumed), it runs a copy
+  whose every ``LOAD_GLOBAL`` of a function of the same module goes through the same mapping
+  (``with_compiled_callees``).
+
+``Callees`` is one per family of compiled functions (a compiled function, its continuations and
+the callees its breaks call): each callee is compiled once, with its own cache, and found again
+on every later call. The mapping is exact: what it cannot stand in for (a ``symexec.disable``d
+function, a generator, a module that ``torch.jit`` traces...) is called as it is.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import threading
 import types
-import weakref
 from typing import Any, Callable
 
+import torch
 from bytecode import Bytecode, Instr
 
 from .versions import call_instrs, with_null
 
-_copies: "weakref.WeakKeyDictionary[types.FunctionType, types.FunctionType]" = weakref.WeakKeyDictionary()
+# Coroutines, generators and async generators: a call builds a frame object that runs later,
+# which a replacement function cannot stand in for.
+NOT_TRACED_FLAGS = inspect.CO_COROUTINE | inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+_MODULE_HOOKS = ("_backward_hooks", "_backward_pre_hooks", "_forward_hooks", "_forward_pre_hooks")
+# What nn.Module._call_impl checks before it skips its hook logic and calls ``forward``.
+_GLOBAL_MODULE_HOOKS = ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_hooks",
+                        "_global_forward_pre_hooks")
 
 
-def with_compiled_callees(fn: types.FunctionType, compile_fn: Callable[[types.FunctionType], Any]) -> types.FunctionType:
-    """``fn`` with the functions it reads from its globals called through compiled wrappers."""
-    copy = _copies.get(fn)
-    if copy is not None:
+def compiled_original(value: Any) -> Any:
+    """The function a symexec wrapper (``compile``'s, or an untraced one) stands for, else None.
+    (A user's ``functools.wraps`` wrapper of one copies its marks, but wraps the wrapper.)"""
+    original = getattr(value, "_symexec_original", None)
+    return original if original is not None and getattr(value, "__wrapped__", None) is original else None
+
+
+def runs_as_is(fn: types.FunctionType) -> bool:
+    """Whether a call of ``fn`` is never compiled: marked ``symexec.disable``, already a compiled
+    wrapper (it has its own cache), or a generator or coroutine function."""
+    if fn.__code__.co_flags & NOT_TRACED_FLAGS:
+        return True
+    marks = fn.__dict__
+    return bool(marks) and ("_symexec_disabled" in marks or compiled_original(fn) is not None)
+
+
+class Callees:
+    """The compiled stand-ins of one family's callees. ``compile_new(fn)`` makes the compiled
+    wrapper of a function (``api.py``); each is made once, then found here."""
+
+    def __init__(self, compile_new: Callable[[types.FunctionType], Callable[..., Any]], closures_per_code: int) -> None:
+        self._compile_new = compile_new
+        # Wrappers by function (a continuation: by code, a new function object each time).
+        self.wrappers: dict[Any, Callable[..., Any]] = {}
+        # A closure is a new function object each time its maker runs; past this many of one
+        # code, the others run as they are instead of each being traced (and kept) anew.
+        self.closures_per_code = closures_per_code
+        self._closures: dict[types.CodeType, int] = {}
+        self._fallback_copies: dict[types.FunctionType, types.FunctionType] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, fn: types.FunctionType) -> Callable[..., Any]:
+        """The compiled wrapper of ``fn`` (or ``fn`` itself, where it runs as is)."""
+        key: Any = fn
+        if fn.__code__.co_name.startswith("__resume_at_"):
+            # A continuation is a new function object each time: one wrapper per code. But the
+            # replacement traced from one runs over that one's closure cells, so a continuation
+            # of a closure (a callee made anew by each call of its maker) has one per closure.
+            key = (fn.__code__, *map(id, fn.__closure__)) if fn.__closure__ else fn.__code__
+        wrapper = self.wrappers.get(key)
+        if wrapper is not None:
+            return wrapper
+        with self._lock:  # (called when generated code runs: two threads make one wrapper)
+            wrapper = self.wrappers.get(key)
+            if wrapper is not None:
+                return wrapper
+            if key is not fn.__code__ and fn.__closure__:
+                made = self._closures.get(fn.__code__, 0)
+                if made >= self.closures_per_code:
+                    return fn
+                self._closures[fn.__code__] = made + 1
+            wrapper = self.wrappers[key] = self._compile_new(fn)
+        return wrapper
+
+    # -- run time: what the code generated at a break calls --------------------------------------
+    def value(self, callee: Any) -> Any:
+        """What to call instead of ``callee``, which the tracer would have inlined: the same
+        call, with the Python code it runs compiled."""
+        kind = type(callee)
+        if kind is types.FunctionType:
+            return callee if runs_as_is(callee) else self(callee)
+        if kind is types.MethodType:
+            fn = callee.__func__
+            compiled = self.value(fn) if type(fn) is types.FunctionType else fn
+            return callee if compiled is fn else types.MethodType(compiled, callee.__self__)
+        if kind is functools.partial:
+            compiled = self.value(callee.func)
+            return callee if compiled is callee.func else functools.partial(compiled, *callee.args, **callee.keywords)
+        if isinstance(callee, torch.nn.Module):
+            return self._module(callee)
+        return callee
+
+    def _module(self, module: torch.nn.Module) -> Any:
+        """``module(...)`` with its forward compiled; hooks, ``__call__`` overrides and
+        ``module.compile()`` behave as in eager."""
+        call = type(module).__call__
+        if call is not torch.nn.Module.__call__:  # the class's own __call__ is what runs
+            compiled = self.value(call) if type(call) is types.FunctionType else call
+            return module if compiled is call else types.MethodType(compiled, module)
+        if module._compiled_call_impl is not None or torch._C._get_tracing_state():
+            return module
+        forward = module.forward
+        compiled = self.value(forward) if type(forward) in (types.FunctionType, types.MethodType) else forward
+        if compiled is forward:
+            return module
+        hooks = torch.nn.modules.module
+        if any(getattr(module, name) for name in _MODULE_HOOKS) or any(getattr(hooks, name) for name in _GLOBAL_MODULE_HOOKS):
+            return functools.partial(_call_with_forward, module, compiled)
+        return compiled  # no hooks: nn.Module.__call__ would call forward and nothing else
+
+    # -- a function run as its original code --------------------------------------------------
+    def fallback_copy(self, fn: types.FunctionType) -> types.FunctionType:
+        """``fn`` with the functions it reads from its globals called through compiled wrappers."""
+        copy = self._fallback_copies.get(fn)
+        if copy is None:
+            copy = self._fallback_copies[fn] = _copy_with_compiled_callees(fn, self)
         return copy
+
+
+def _call_with_forward(module: torch.nn.Module, forward: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call ``module`` (its hooks run) with ``forward`` as its forward for this call, as
+    ``CompiledModule`` does; a module with a forward of its own instance is called as it is."""
+    attributes = module.__dict__
+    if "forward" in attributes:
+        return module(*args, **kwargs)
+    attributes["forward"] = forward
+    try:
+        return module(*args, **kwargs)
+    finally:
+        if attributes.get("forward") is forward:
+            del attributes["forward"]
+
+
+def with_compiled_callees(fn: types.FunctionType, callees: Callees) -> types.FunctionType:
+    """What runs ``fn`` as its original code for this family (made once)."""
+    return callees.fallback_copy(fn)
+
+
+def _copy_with_compiled_callees(fn: types.FunctionType, callees: Callees) -> types.FunctionType:
+    """A copy of ``fn`` whose ``LOAD_GLOBAL`` of a function of its own module (not ``fn``
+    itself) loads that function's compiled stand-in. Nothing else changes: other values pass
+    through untouched."""
     module_globals = fn.__globals__
 
     def compiled_callee(value: Any) -> Any:
-        if isinstance(value, types.FunctionType) and value.__globals__ is module_globals and value is not fn:
-            return compile_fn(value)
+        if type(value) is types.FunctionType and value.__globals__ is module_globals and value is not fn:
+            return callees.value(value)
         return value
 
     bytecode = Bytecode.from_code(fn.__code__)
@@ -50,5 +185,4 @@ def with_compiled_callees(fn: types.FunctionType, compile_fn: Callable[[types.Fu
     copy = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__kwdefaults__ = fn.__kwdefaults__
     copy.__qualname__ = fn.__qualname__
-    _copies[fn] = copy
     return copy

@@ -20,6 +20,9 @@ class Config:
     max_resume_depth: int = 64
     # Longest repr of a tracker in the instruction trace.
     trace_repr_limit: int = 80
+    # Tensor.item() and .tolist() in the graph as symbolic numbers known only at run time
+    # (torch.compile's capture_scalar_outputs); off, they break the graph, as under Dynamo.
+    capture_scalar_outputs: bool = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         # A misspelt option would otherwise be a new attribute nobody reads, silently.

@@ -51,6 +51,16 @@ class AttributeMissing(Unsupported):
     """The trace found that an attribute does not exist: ``getattr(obj, name, default)``
     takes the default, ``hasattr`` is False; anything else breaks, and CPython raises."""
 
+    # The AttributeError CPython raises here, where its message is known exactly: then the
+    # trace raises it too (an ``except AttributeError`` in the traced code handles it).
+    error: BaseException | None = None
+
+    @classmethod
+    def exactly(cls, error: BaseException) -> "AttributeMissing":
+        missing = cls(f"AttributeError: {error}")
+        missing.error = error
+        return missing
+
 
 class TracedException(SymexecError):
     """A user exception raised inside the traced code (``raise``, a failed lookup, an

@@ -20,6 +20,7 @@ import torch
 
 from .api import CompiledModule, _Compiled, _state, _wrap, lookup
 from .cache import CacheEntry
+from .callees import compiled_original
 from .guards import Guard
 from .versions import check_supported
 
@@ -241,7 +242,7 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
         original = _state(fn)
         fn, backend, fullgraph, dynamic = fn._orig_mod, original.backend, original.fullgraph, original.dynamic
         target = fn
-    elif state is not None:
+    elif state is not None and compiled_original(fn) is not None:  # (not a user's wrapper of one)
         original = _state(fn)
         target, backend, fullgraph, dynamic = original.fn, original.backend, original.fullgraph, original.dynamic
     module = None
@@ -266,7 +267,7 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
     entries = [r.entry for r in reports]
     return ExplainOutput(
         graphs=compiled_graphs,
-        break_reasons=[_break_reason(r) for r in reports if r.entry.break_reason is not None],
+        break_reasons=_unique_breaks(reports),
         guards=[g for e in entries for g in e.guards],
         recompile_reasons=[r for s in _states(root) for r in s.cache.recompile_reasons],
         functions=reports,
@@ -282,7 +283,8 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
 
 def _states(root: _Compiled) -> list[_Compiled]:
     # (a generator or coroutine function run at a break has an untraced wrapper: no state)
-    return [root] + [w._symexec for w in root.related.values() if hasattr(w, "_symexec")]
+    states = [root] + [w._symexec for w in root.related.values() if hasattr(w, "_symexec")]
+    return list({id(s): s for s in states}.values())  # (the root is its own callee too: recursion)
 
 
 def _reports(root: _Compiled) -> list[FunctionReport]:
@@ -299,6 +301,32 @@ def _reports(root: _Compiled) -> list[FunctionReport]:
 def _break_reason(report: FunctionReport) -> BreakReason:
     e = report.entry.break_reason
     return BreakReason(e.reason, e.hint, e.filename, e.lineno, e.source_line, list(e.user_stack), report.name)
+
+
+def _unique_breaks(reports: list[FunctionReport]) -> list[BreakReason]:
+    """Each graph break once. A break inside an inlined call also ends the graph of every
+    frame it unwinds through, each of which then runs its callee compiled, where the same break
+    comes back one frame shorter: ``fn -> middle -> leaf: print`` is one break, reported by the
+    frame it is in (``leaf``), with the longest user stack that led to it."""
+    reasons = [_break_reason(r) for r in reports if r.entry.break_reason is not None]
+    stacks = [[frame[:3] for frame in r.user_stack] for r in reasons]  # (file, line, function)
+    deeper = {i: _same_break_deeper(i, reasons, stacks) for i in range(len(reasons))}
+    for i in sorted(deeper, key=lambda i: -len(stacks[i])):  # outermost first: along a chain
+        j = deeper[i]
+        if j is not None and len(reasons[i].user_stack) > len(reasons[j].user_stack):
+            reasons[j].user_stack = reasons[i].user_stack
+    return [r for i, r in enumerate(reasons) if deeper[i] is None]
+
+
+def _same_break_deeper(i: int, reasons: list[BreakReason], stacks: list[list[tuple]]) -> int | None:
+    """The report of break ``i`` by the nearest frame it passed through: the same reason at the
+    same place, its user stack a tail of break ``i``'s."""
+    frames = stacks[i]
+    for depth in range(1, len(frames)):
+        for j in range(len(reasons)):
+            if reasons[j].reason == reasons[i].reason and stacks[j] == frames[depth:]:
+                return j
+    return None
 
 
 def _source(fn: types.FunctionType) -> tuple[list[str], int] | None:

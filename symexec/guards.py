@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 import re
 import types
 from dataclasses import dataclass, field
@@ -57,6 +58,11 @@ def _literal(value: Any) -> str | None:
 
 
 _MISSING = object()
+
+
+def _inexact(value: Any) -> bool:
+    """A float or complex, of Python's or NumPy's (``numpy.float32``): nan and -0.0 are values."""
+    return isinstance(value, numbers.Complex) and not isinstance(value, (numbers.Integral, bool))
 
 
 class GuardSet:
@@ -142,14 +148,14 @@ class GuardSet:
             self.id_match(source, value)
             return
         self.type_match(source, value)
-        if isinstance(value, float) and math.isnan(value):
+        if _inexact(value) and value != value:  # nan
             self.add(GuardKind.EQUALS_MATCH, f"math.isnan({source.name})", f"{source.expr()} != {source.expr()}", source)
             return
         literal = _literal(value)
         if literal is None:
             literal = self._const(value)
         self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {display(value)}", f"{source.expr()} == {literal}", source)
-        if isinstance(value, (float, complex)) and value == 0:  # -0.0 == 0.0, yet str() and copysign differ
+        if _inexact(value) and value == 0:  # -0.0 == 0.0, yet str() and copysign differ
             self.add(GuardKind.EQUALS_MATCH, f"str({source.name}) == {str(value)!r}",
                      f"___str({source.expr()}) == {str(value)!r}", source)
 

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 from .dynamic import DynamicPolicy, FrameState
@@ -82,6 +83,10 @@ class OutputGraph:
             assert known.source is not None
             self.guards.alias(source, known.source)
             return known
+        if value.layout is not torch.strided or value.is_quantized or value.is_nested:
+            # (torch.compile runs these uncompiled too: fake tensors and guards model strides)
+            raise Unsupported(f"a {value.layout} tensor" if value.layout is not torch.strided else
+                              f"a {'quantized' if value.is_quantized else 'nested'} tensor")
         dims = self.policy.dynamic_dims(source, value)
         if any(dims):
             context = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC if d else DimDynamic.STATIC for d in dims])
@@ -194,7 +199,10 @@ class OutputGraph:
 
     def _run_fake(self, op: str, target: Any, args: tuple, kwargs: dict) -> Any:
         fake_args, fake_kwargs = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["example_value"])
-        with self.fake_mode:
+        # Torch's Python dispatcher, as under torch.compile: ops whose meta functions are
+        # written in Python for symbolic sizes (expand in addbmm, interpolate's output size)
+        # reach them only through it.
+        with self.fake_mode, enable_python_dispatcher():
             if op == "call_method":
                 return getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
             return target(*fake_args, **fake_kwargs)
@@ -248,6 +256,8 @@ class OutputGraph:
 
     @staticmethod
     def _is_pure(node: torch.fx.Node) -> bool:
+        if node.meta.get("pure"):
+            return True  # its maker knows it has no effect (an item of a node's tuple result)
         if isinstance(node.meta.get("example_value"), torch.Tensor):
             return False  # tensor ops may mutate their inputs; they stay
         target = node.target

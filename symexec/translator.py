@@ -17,6 +17,7 @@ import weakref
 from typing import Any
 
 from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import faults, logs
 from .codegen import parameter_names
@@ -318,13 +319,16 @@ class InstructionTranslator:
             self.raise_exception(e)
             return
         except Unsupported as e:
-            filename, lineno, function = self.location()
-            e.add_location(filename, lineno, linecache.getline(filename, lineno or 0), function)
-            if self.parent is None and e.break_point is None:
-                e.break_point = self._break_point(self.ip - 1)
+            self._locate(e)
             raise
         except InternalError:
             raise
+        except GuardOnDataDependentSymNode as e:
+            # A size known only at run time (unique's length, an item() captured with
+            # capture_scalar_outputs) decides a branch: Python must decide it.
+            unsupported = Unsupported(f"a decision on a value known only at run time: {str(e).splitlines()[0]}")
+            self._locate(unsupported)
+            raise unsupported from e
         except Exception as e:
             filename, lineno, _ = self.location()
             raise InternalError(f"{type(e).__name__} in {inst.name} at {filename}:{lineno}: {e}") from e
@@ -335,6 +339,12 @@ class InstructionTranslator:
             self.stack.extend(result)
         else:
             self.stack.append(result)
+
+    def _locate(self, e: Unsupported) -> None:
+        filename, lineno, function = self.location()
+        e.add_location(filename, lineno, linecache.getline(filename, lineno or 0), function)
+        if self.parent is None and e.break_point is None:
+            e.break_point = self._break_point(self.ip - 1)
 
     def _break_point(self, index: int) -> tuple[int, int]:
         """Where the graph breaks for an instruction that cannot be traced: the instruction, or

@@ -84,6 +84,13 @@ def _float_equal(a, b):
 
 
 def _tensor_equal(a, b):
+    if a.layout != b.layout or a.is_quantized != b.is_quantized:
+        return False
+    if a.layout != torch.strided:
+        return _tensor_equal(a.to_dense(), b.to_dense())  # (sparse: compared by value)
+    if a.is_quantized:
+        return a.qscheme() == b.qscheme() and torch.equal(a.int_repr(), b.int_repr()) and _tensor_equal(
+            a.dequantize(), b.dequantize())
     if a.dtype.is_floating_point or a.dtype.is_complex:
         return torch.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True)
     return torch.equal(a, b)

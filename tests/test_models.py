@@ -17,6 +17,7 @@ import torch  # noqa: E402
 import torch._dynamo  # noqa: E402
 import transformers  # noqa: E402
 from helpers import CountingBackend  # noqa: E402
+from models_common import assert_outputs_equal, sequence_dim_is_symbolic  # noqa: E402
 
 import symexec  # noqa: E402
 
@@ -78,35 +79,6 @@ def build(name):
         return model.eval(), (lambda s: ((), make(s)))
     model, make = _local(name)
     return model.eval(), (lambda s: (make(s), {}))
-
-
-def tensors(value):
-    """Every tensor of a model output, in order (ModelOutputs, tuples, caches)."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if hasattr(value, "to_tuple"):
-        return tensors(value.to_tuple())
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in tensors(v)]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensors(v)]
-    if hasattr(value, "layers"):  # a transformers Cache
-        return [t for layer in value.layers for t in tensors([getattr(layer, "keys", None), getattr(layer, "values", None)])]
-    return []
-
-
-def assert_outputs_equal(expected, actual):
-    a, b = tensors(expected), tensors(actual)
-    assert len(a) == len(b) and a, (len(a), len(b))
-    for x, y in zip(a, b):
-        assert x.shape == y.shape and x.dtype == y.dtype
-        assert torch.allclose(x, y, rtol=1e-4, atol=1e-5), (x - y).abs().max()
-
-
-def sequence_dim_is_symbolic(gm):
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    examples = [n.meta.get("example_value") for n in placeholders]
-    return any(isinstance(e, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in e.shape) for e in examples)
 
 
 @pytest.mark.parametrize("name", MODELS)

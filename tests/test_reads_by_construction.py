@@ -42,6 +42,7 @@ ALLOWED = {
     ("variables/user_objects.py", "UserDefinedObjectVariable.var_getattr"):
         "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
     ("variables/functions.py", "UserFunctionVariable.var_getattr"): "wrapped with the source fn.name: guarded",
+    ("variables/autograd.py", "<module>"): "torch's own autograd.Function bases, read once at import",
 }
 
 _CLASS_NAMES = {"cls", "klass", "obj_cls"}

@@ -10,6 +10,7 @@ import operator
 from typing import Any
 
 from ..variables import NULL, BuiltinVariable, ConstantVariable, SliceVariable
+from ..variables.builtins import read_attribute
 from ..versions import method_pair
 from .registry import instruction
 
@@ -21,16 +22,16 @@ def _is_method_load(arg: Any) -> bool:
 @instruction("LOAD_ATTR", pops=1, pushes=lambda arg: 1 + _is_method_load(arg))
 def LOAD_ATTR(tx: Any, inst: Any, obj: Any) -> Any:
     if isinstance(inst.arg, str):  # 3.11
-        return obj.var_getattr(tx, inst.arg)
+        return read_attribute(tx, obj, inst.arg)
     method, name = inst.arg
-    value = obj.var_getattr(tx, name)
+    value = read_attribute(tx, obj, name)
     # CPython pushes (method, self) or the attribute and a NULL; the NULL form is always valid.
     return method_pair(NULL, value) if method else value
 
 
 @instruction("LOAD_METHOD", pops=1, pushes=2)
 def LOAD_METHOD(tx: Any, inst: Any, obj: Any) -> tuple:
-    return method_pair(NULL, obj.var_getattr(tx, inst.arg))
+    return method_pair(NULL, read_attribute(tx, obj, inst.arg))
 
 
 @instruction("LOAD_SUPER_ATTR", pops=3, pushes=lambda arg: 1 + arg[0])

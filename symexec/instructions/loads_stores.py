@@ -8,6 +8,7 @@ STORE_FAST_LOAD_FAST and STORE_FAST_STORE_FAST, and loads a closure cell with LO
 from __future__ import annotations
 
 import builtins
+import importlib.util
 import sys
 from typing import Any
 
@@ -110,15 +111,37 @@ def DELETE_GLOBAL(tx: Any, inst: Any) -> None:
 def IMPORT_NAME(tx: Any, inst: Any, level: Any, fromlist: Any) -> Any:
     # A module imported inside the function: the one imported for real (import runs code
     # only the first time, and the trace must not be the first time: eager would run it too).
-    name = inst.arg
-    if level.as_python_constant() != 0:
-        raise Unsupported(f"a relative import of {name!r} inside a compiled function")
+    name = _absolute_name(tx, inst.arg, level.as_python_constant())
     module = sys.modules.get(name)
     if module is None:
         raise Unsupported(f"importing {name!r}, not imported yet, inside a compiled function")
-    if not fromlist.as_python_constant():  # `import a.b` binds a
+    names = fromlist.as_python_constant()
+    if not names:  # `import a.b` binds a
         module = sys.modules[name.partition(".")[0]]
+    elif hasattr(module, "__path__") and not all(n != "*" and n in vars(module) for n in names):
+        # `from pkg import sub`: a submodule not imported yet is imported (its code run).
+        raise Unsupported(f"from {name} import {', '.join(names)}: not all of them are attributes of the package yet")
     return tx.wrap(module, ConstSource.of(module))
+
+
+def _absolute_name(tx: Any, name: str, level: int) -> str:
+    """The module a (relative) import names, as CPython resolves it from the function's
+    module: ``__package__``, else ``__spec__.parent``, else from ``__name__``."""
+    if level == 0:
+        return name
+    f_globals = tx.f_globals
+    package = f_globals.get("__package__")
+    if package is None:
+        spec = f_globals.get("__spec__")
+        package = spec.parent if spec is not None else f_globals.get("__name__", "")
+        if spec is None and "__path__" not in f_globals:
+            package = package.rpartition(".")[0]
+    if not isinstance(package, str) or not package:
+        raise Unsupported("a relative import outside a package")  # (CPython raises ImportError)
+    try:
+        return importlib.util.resolve_name("." * level + name, package)
+    except ImportError as e:
+        raise Unsupported(f"a relative import CPython refuses: {e}") from e
 
 
 @instruction("IMPORT_FROM", pops=1, pushes=2)

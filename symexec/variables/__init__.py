@@ -1,5 +1,6 @@
 """Trackers: one module per family of Python values (see base.py for the shared protocol)."""
 
+from .autograd import AutogradApplyVariable, AutogradFunctionVariable
 from .base import NULL, BoundMethodVariable, NullVariable, VariableTracker
 from .builder import VariableBuilder
 from .builtins import BuiltinVariable
@@ -10,10 +11,11 @@ from .lists import BaseListVariable, IteratorVariable, ListVariable, SizeVariabl
 from .misc import SetVariable
 from .operators import identical  # (registers the operator handlers)
 from . import stdlib  # noqa: F401 - registers the itertools and operator handlers
+from . import pytree  # noqa: F401 - registers the torch.utils._pytree handlers
 from .tensor import TensorVariable, record_call
 
 __all__ = [
-    "NULL", "BaseListVariable", "BoundMethodVariable", "BuiltinVariable", "CellVariable", "ConstDictVariable",
+    "NULL", "AutogradApplyVariable", "AutogradFunctionVariable", "BaseListVariable", "BoundMethodVariable", "BuiltinVariable", "CellVariable", "ConstDictVariable",
     "ConstantVariable", "IteratorVariable", "ListVariable", "NestedUserFunctionVariable", "NullVariable",
     "SetVariable", "SizeVariable", "SliceVariable", "TensorVariable", "TupleVariable", "UserFunctionVariable",
     "UserMethodVariable", "VariableBuilder", "VariableTracker", "identical", "record_call", "wrap_constant",

@@ -9,7 +9,9 @@ guarded lazily, when the trace first uses their value (``constant.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import operator
 import types
 from typing import Any, Callable
 
@@ -17,18 +19,21 @@ import torch
 
 from ..exc import Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource, Source, peek
+from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
+                      PrivateObjectSource, Source, peek)
+from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
 from .base import VariableTracker, find_on_class
 from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal
 from .ctx import GradModeExit, GradModeExitVariable
-from .dicts import ConstDictVariable
-from .functions import UserFunctionVariable, UserMethodVariable
+from .dicts import ConstDictVariable, MappingProxyVariable
+from .functions import LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable
 from .nn_module import NNModuleVariable
+from .stdlib import operator_callable
 from .user_objects import UserDefinedObjectVariable
-from .torch import TorchModuleVariable, TorchVariable, is_torch_object
+from .torch import TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
 
 Wrapper = Callable[["VariableBuilder", Any, "Source | None"], VariableTracker]
 WRAPPERS: dict[type, Wrapper] = {}
@@ -73,7 +78,7 @@ class VariableBuilder:
             wrapper = _wrap_object
         if cls is not type(value) and cls in _CONTAINERS and _overrides_protocol(self, type(value), cls):
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
-        if isinstance(value, _TORCH_CALLABLE_TYPES) and is_torch_object(value):
+        if isinstance(value, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
             wrapper = _wrap_torch_callable
         try:
             var = wrapper(self, value, source)
@@ -253,7 +258,9 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
     if value in HANDLERS:  # a Python function symexec models itself (copy.deepcopy, inspect...)
         return BuiltinVariable(value, source)
     original = getattr(value, "_symexec_original", None)
-    if original is not None:  # a symexec.compile wrapper: trace what it wraps
+    # A symexec.compile wrapper: trace what it wraps. (Not a user's functools.wraps wrapper of
+    # one: it copies the mark, but wraps the compiled function, not the original.)
+    if original is not None and getattr(value, "__wrapped__", None) is original:
         return UserFunctionVariable(original, None)
     return UserFunctionVariable(value, source)
 
@@ -285,9 +292,11 @@ def _wrap_class(b: VariableBuilder, value: type, source: Source | None) -> Varia
         b.guards.id_match(source, value)
     if value in HANDLERS or value in FOLDABLE:
         return BuiltinVariable(value, source)
-    if is_torch_object(value):
+    if is_user_function_class(value):  # (before torch's classes: one may live in a torch module)
+        return AutogradFunctionVariable(value, source)
+    if is_torch_object(value) and not dataclasses.is_dataclass(value):
         return TorchVariable(value, source)
-    return UserDefinedClassVariable(value, source)
+    return UserDefinedClassVariable(value, source)  # (a dataclass of torch's is plain data, a user's)
 
 
 @wraps(types.ModuleType)
@@ -310,8 +319,37 @@ _TORCH_CALLABLE_TYPES = (
 def _wrap_bound_method(b: VariableBuilder, value: types.MethodType, source: Source | None) -> VariableTracker:
     if source is None or not isinstance(value.__func__, types.FunctionType):
         raise Unsupported(f"the bound method {getattr(value, '__qualname__', value)}")
+    if is_apply_method(value):  # ``MyFn.apply`` kept in an object: the class's, pinned by its function
+        b.guards.id_match(AttrSource(source, "__func__"), value.__func__)
+        b(value.__self__, AttrSource(source, "__self__"))  # (guards the class's identity)
+        return AutogradApplyVariable(value.__self__, AttrSource(source, "__self__"), source)
     fn = b(value.__func__, AttrSource(source, "__func__"))
     return UserMethodVariable(fn, b(value.__self__, AttrSource(source, "__self__")))
+
+
+@wraps(operator.itemgetter, operator.attrgetter, operator.methodcaller)
+def _wrap_operator_callable(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is not None:
+        b.guards.id_match(source, value)
+    var = operator_callable(value)
+    var.source = source
+    return var
+
+
+@wraps(types.MappingProxyType)
+def _wrap_mapping_proxy(b: VariableBuilder, value: types.MappingProxyType, source: Source | None) -> VariableTracker:
+    if source is None or not isinstance(source.root(), PrivateObjectSource) or not all(is_literal(k) for k in value):
+        return _wrap_object(b, value, source)  # (a view of a dict the trace may change through another name)
+    return MappingProxyVariable({k: b(v, GetItemSource(source, k)) for k, v in value.items()}, source)
+
+
+@wraps(functools._lru_cache_wrapper)
+def _wrap_lru_cache(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is None:
+        raise Unsupported("an lru_cache wrapper that cannot be re-fetched")
+    b.guards.id_match(source, value)  # (its cache is its own: the wrapper is pinned by identity)
+    wrapped = b(value.__wrapped__, AttrSource(source, "__wrapped__"))
+    return LruCacheVariable(value, wrapped, source)
 
 
 @wraps(functools.partial)

@@ -12,7 +12,6 @@ import builtins
 import collections
 import copy
 import functools
-import inspect
 import types
 import math
 import operator
@@ -30,12 +29,15 @@ from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVaria
                     sort_keys)
 from .functions import UserMethodVariable
 from .misc import SetVariable
+from .snapshots import same_state
 from .tensor import SymNodeVariable, TensorVariable, record_call
 from .base import class_static, subclass_check
 from .user_objects import ExceptionVariable, ObjectVariableBase, SuperVariable
 
 Handler = Callable[..., "VariableTracker | None"]
 HANDLERS: dict[Any, Handler] = {}
+# (builtin class, name) -> one instance of that class method (``dict.fromkeys``), a key of HANDLERS.
+CLASS_METHODS: dict[tuple[type, str], Any] = {}
 
 # Operators that compute on tensors as graph nodes.
 BINARY_OPERATORS = (
@@ -117,9 +119,15 @@ class BuiltinVariable(VariableTracker):
             raise Unsupported("print() writes outside the graph", hint="the graph breaks around it; move it out of the hot code to keep one graph")
         if args and any(a.source is not None and isinstance(a.source.root(), PrivateObjectSource) for a in args):
             # The trace's own objects (a copy, a signature): builtins run on them for real.
-            return _run_pure(tx, fn, tuple(args), kwargs)
+            return run_pure(tx, fn, tuple(args), kwargs)
         names = ", ".join(a.describe() for a in args)
         raise Unsupported(f"calling {self.describe()} with {names or 'no arguments'}")
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        method = CLASS_METHODS.get((self.fn, name)) if isinstance(self.fn, type) else None
+        if method is not None:  # dict.fromkeys: a builtin class's method with a handler
+            return BuiltinVariable(method)
+        return super().var_getattr(tx, name)
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
@@ -276,9 +284,9 @@ def _copy(tx: Any, copier: Any, obj: VariableTracker, rest: tuple) -> VariableTr
     for protocol in ("__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__"):
         class_static(tx, obj.python_type(), protocol)  # how the class copies: guarded too
     snapshot = copy.deepcopy(state)
-    name = tx.guards.constant(snapshot)
+    name, same = tx.guards.constant(snapshot), tx.guards.constant(same_state)
     tx.guards.add(GuardKind.EQUALS_MATCH, f"{obj.source.name}.__dict__ == <its state when traced>",
-                  f"{obj.source.expr()}.__dict__ == {name}", obj.source)
+                  f"{same}({obj.source.expr()}.__dict__, {name})", obj.source)
     value = copier(obj.value)
     return tx.wrap(value, PrivateObjectSource.of(value))
 
@@ -287,13 +295,8 @@ HANDLERS[copy.deepcopy] = _copy_handler(copy.deepcopy)
 HANDLERS[copy.copy] = _copy_handler(copy.copy)
 
 
-# Pure functions of the inspect module: they run for real on the objects the trace holds.
-for _fn in (inspect.signature, inspect.isclass, inspect.isfunction, inspect.ismethod, inspect.iscoroutinefunction,
-            inspect.isgeneratorfunction, inspect.getfullargspec):
-    HANDLERS[_fn] = lambda tx, *args, _fn=_fn, **kwargs: _run_pure(tx, _fn, args, kwargs)
 
-
-def _run_pure(tx: Any, fn: Any, args: tuple, kwargs: dict) -> VariableTracker:
+def run_pure(tx: Any, fn: Any, args: tuple, kwargs: dict) -> VariableTracker:
     value = fn(*[_real_value(a) for a in args], **{k: _real_value(v) for k, v in kwargs.items()})
     if is_literal(value):
         return ConstantVariable(value)
@@ -395,11 +398,24 @@ def _lookup(tx: Any, obj: VariableTracker, attr: str) -> VariableTracker | None:
         return None
 
 
+def read_attribute(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
+    """``obj.name`` (LOAD_ATTR, ``getattr``): where the trace knows the AttributeError CPython
+    raises, the trace raises it (its absence guarded), for an ``except`` to handle."""
+    try:
+        return obj.var_getattr(tx, name)
+    except AttributeMissing as e:
+        if e.error is None:
+            raise
+        if obj.source is not None:
+            tx.guards.hasattr_match(obj.source, name, False)
+        raise TracedException(e.error) from None
+
+
 @handler(getattr)
 def _getattr(tx: Any, obj: VariableTracker, name: VariableTracker, default: VariableTracker | None = None) -> VariableTracker:
     attr = name.as_python_constant()
     if default is None:
-        return obj.var_getattr(tx, attr)
+        return read_attribute(tx, obj, attr)
     found = _lookup(tx, obj, attr)
     return default if found is None else found
 

@@ -10,6 +10,12 @@ from __future__ import annotations
 import enum
 from typing import Any, Callable
 
+try:  # (numpy is optional for torch; its scalars are constants when it is there)
+    import numpy
+    NUMPY_SCALAR_TYPES: tuple[type, ...] = (numpy.number, numpy.bool_)
+except ImportError:  # pragma: no cover - numpy missing
+    NUMPY_SCALAR_TYPES = ()
+
 import torch
 
 from ..exc import AttributeMissing, Unsupported
@@ -19,10 +25,10 @@ from .base import BoundMethodVariable, VariableTracker
 # Types whose instances are immutable values that may live in the graph and in generated code.
 LITERAL_TYPES: tuple[type, ...] = (
     int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
-    torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum,
+    torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum, *NUMPY_SCALAR_TYPES,
 )
 # Types whose methods are pure and may run while tracing when every argument is constant.
-PURE_METHOD_TYPES: tuple[type, ...] = (int, float, bool, str, bytes, complex, tuple, frozenset)
+PURE_METHOD_TYPES: tuple[type, ...] = (int, float, bool, str, bytes, complex, tuple, frozenset, *NUMPY_SCALAR_TYPES)
 
 
 def is_literal(value: Any) -> bool:
@@ -40,6 +46,14 @@ class ConstantVariable(VariableTracker):
             self._guards.equals_match(self.source, self._value)
             self._guards = None
         return self._value
+
+    def as_proxy(self) -> Any:
+        """The value as an argument of a graph node: a NumPy scalar as the Python number torch
+        takes it for (FX code cannot name NumPy, and torch reads it as that number)."""
+        value = self.as_python_constant()
+        if NUMPY_SCALAR_TYPES and isinstance(value, NUMPY_SCALAR_TYPES):
+            return graph_scalar(value)
+        return value
 
     def python_type(self) -> type:
         if self._guards is not None:  # the trace branches on the type (isinstance, type(v) is T)
@@ -87,6 +101,18 @@ class ConstantVariable(VariableTracker):
     def __repr__(self) -> str:
         text = repr(self._value)
         return f"ConstantVariable({text if len(text) < 40 else text[:37] + '...'})"
+
+
+def graph_scalar(value: Any) -> Any:
+    """A NumPy scalar as the Python number torch reads it as. torch takes ``numpy.bool_`` for a
+    float (``int_tensor * np.bool_(True)`` is a float tensor, unlike ``* True``): not modelled."""
+    if isinstance(value, numpy.integer):
+        return int(value)
+    if isinstance(value, numpy.floating):
+        return float(value)
+    if isinstance(value, numpy.complexfloating):
+        return complex(value)
+    raise Unsupported(f"a numpy.{type(value).__name__} scalar as an argument of a torch operation")
 
 
 def _constant_argument(tx: Any, arg: VariableTracker) -> Any:

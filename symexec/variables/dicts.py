@@ -275,3 +275,18 @@ def _key(key: VariableTracker) -> Any:
 
 
 COMPUTED_WRAPPERS[dict] = lambda v: ConstDictVariable({k: wrap_constant(x) for k, x in v.items()})
+
+
+class MappingProxyVariable(ConstDictVariable):
+    """A read-only ``types.MappingProxyType`` over a mapping private to the trace (the
+    ``parameters`` of an ``inspect.signature`` it made): reads as a dict's, nothing else."""
+
+    _READS = frozenset({"__getitem__", "__len__", "__contains__", "get", "keys", "values", "items"})
+
+    def __init__(self, items: dict[Any, VariableTracker], source: Source) -> None:
+        super().__init__(items, source, user_cls=types.MappingProxyType)
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name not in self._READS:
+            raise Unsupported(f"method {name!r} of a mappingproxy")
+        return self.native_call_method(tx, name, args, kwargs)

@@ -8,14 +8,15 @@ mutating such a pre-existing list is a side effect, replayed after the graph (si
 
 from __future__ import annotations
 
+import collections
 import operator
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from ..exc import TracedException, Unsupported
 from ..source import Source, skip
-from .base import VariableTracker, as_proxy, class_static
+from .base import VariableTracker, as_proxy, class_static, find_on_class
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 
 
@@ -113,6 +114,13 @@ class SizeVariable(TupleVariable):
         cg.load_const(self.as_python_constant())
 
 
+_TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)  # a namedtuple's field descriptor
+
+# How an attribute a class defines is read on an instance (user_objects.class_attribute, a
+# higher layer, registers it): a namedtuple subclass's methods and properties.
+CLASS_ATTRIBUTE: list[Callable[..., VariableTracker]] = []
+
+
 class NamedTupleVariable(TupleVariable):
     """A named tuple or a torch structseq (``torch.return_types.max``): items plus field names."""
 
@@ -129,12 +137,22 @@ class NamedTupleVariable(TupleVariable):
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         fields = self.fields()
-        if name in fields:
-            return self.items[fields.index(name)]
-        value = class_static(tx, self.cls, name)  # guarded: the class attribute may be reassigned
+        if class_static(tx, self.cls, "_fields") is None:  # a structseq: fields and tuple methods only
+            if name in fields:
+                return self.items[fields.index(name)]
+            return super().var_getattr(tx, name)
+        klass, value = find_on_class(tx, self.cls, name)  # guarded: the class attribute may be reassigned
+        if type(value) is _TUPLEGETTER:  # a field (or another field's getter, assigned under this name)
+            return self.items[value.__reduce__()[1][0]]
+        if klass is None or klass in (tuple, object):
+            return super().var_getattr(tx, name)
+        if self.source is not None and class_static(tx, self.cls, "__dict__") is not None:
+            tx.guards.not_in_instance_dict(self.source, name)  # (a subclass's instances have a __dict__)
         if isinstance(value, (tuple, dict, str, int)) and not callable(value):  # _fields, _field_defaults
             return wrap_constant(value)
-        return super().var_getattr(tx, name)
+        # What the namedtuple or a subclass defines (_replace, _asdict, methods, properties):
+        # looked up as on any object, so it runs as its Python code does.
+        return CLASS_ATTRIBUTE[0](tx, self, self.cls, name)
 
     def as_python_constant(self) -> Any:
         values = [item.as_python_constant() for item in self.items]

@@ -11,9 +11,15 @@ from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, Source
-from .base import Identity, VariableTracker, hash_key
+from ..guards import GuardKind
+from .base import BoundMethodVariable, Identity, VariableTracker, class_static, find_on_class, hash_key
+from .lists import ListVariable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
-from .user_objects import class_attribute, construct
+from .user_objects import class_attribute, construct, tp_name
+
+
+# What ``type`` holds of every class, plain data.
+CLASS_DATA_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"})
 
 
 class UserDefinedClassVariable(VariableTracker):
@@ -33,10 +39,36 @@ class UserDefinedClassVariable(VariableTracker):
         return f"class {self.cls.__qualname__}"
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
-        if name in ("__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"):
+        if name in CLASS_DATA_ATTRS:
             # Assignable on a class: read through a source, so guarded like any attribute.
             return tx.wrap(getattr(self.cls, name), AttrSource(self.source or ConstSource.of(self.cls), name))
-        return class_attribute(tx, None, self.cls, name, class_source=self.source)
+        try:
+            return class_attribute(tx, None, self.cls, name, class_source=self.source)
+        except AttributeMissing:
+            pass
+        # Not on the class: then on its metaclass (``type``'s ``__subclasses__``, ``mro``...).
+        meta = type(self.cls)
+        if find_on_class(tx, meta, name)[0] is not None:
+            if name == "__subclasses__" and meta is type:
+                return BoundMethodVariable(self, name)
+            raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__} from its metaclass")
+        if class_static(tx, meta, "__getattr__") is not None or class_static(tx, meta, "__getattribute__") is not type.__getattribute__:
+            raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__}: its metaclass has __getattr__")
+        raise AttributeMissing.exactly(AttributeError(f"type object '{tp_name(self.cls)}' has no attribute '{name}'"))
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "__subclasses__" and not args and not kwargs and type(self.cls) is type:
+            return self._subclasses(tx)
+        return super().call_method(tx, name, args, kwargs)
+
+    def _subclasses(self, tx: Any) -> VariableTracker:
+        """``cls.__subclasses__()``: the live subclasses, guarded to be these (a class defined,
+        or collected, later changes the answer)."""
+        found = self.cls.__subclasses__()
+        cls_name, found_name = tx.guards.constant(self.cls), tx.guards.constant(found)
+        tx.guards.add(GuardKind.EQUALS_MATCH, f"{self.cls.__qualname__}.__subclasses__() == <as traced>",
+                      f"{cls_name}.__subclasses__() == {found_name}")
+        return ListVariable([tx.wrap(c, None) for c in found])
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return construct(tx, self.cls, args, kwargs)

@@ -19,7 +19,7 @@ from .dicts import ConstDictVariable, DictViewVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, TupleVariable
 from .misc import SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, record_call
-from .user_objects import DUNDERS, ObjectVariableBase, class_static
+from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase, class_static
 
 def _make_binary(fn: Any) -> Handler:
     def binary(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
@@ -153,7 +153,7 @@ HANDLERS[operator.is_not] = lambda tx, a, b: ConstantVariable(not identical(a, b
 def _contains(tx: Any, container: VariableTracker, item: VariableTracker) -> VariableTracker | None:
     if isinstance(container, ObjectVariableBase) and container.has_python_method(tx, "__contains__"):
         return ConstantVariable(container.call_method(tx, "__contains__", [item], {}).truth(tx))
-    if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable)):
+    if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable, InstanceDictVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if is_tensor(container) or is_tensor(item) and not isinstance(container, BaseListVariable):
         return None

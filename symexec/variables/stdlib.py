@@ -1,19 +1,26 @@
-"""The standard library's iterator and callable makers, modelled on trackers: ``itertools``
-over iterables known while tracing, and ``operator.itemgetter``/``attrgetter``/``methodcaller``
-made from constants. Handlers register in ``builtins.HANDLERS`` like the builtins'."""
+"""The standard library, modelled on trackers: ``itertools`` over iterables known while
+tracing, ``operator.itemgetter``/``attrgetter``/``methodcaller`` (made inside or passed in),
+``tuple.__new__`` (a namedtuple's ``_make``), ``dict.fromkeys``, and ``inspect``'s predicates
+and signatures. Handlers register in ``builtins.HANDLERS`` like the builtins'."""
 
 from __future__ import annotations
 
+import collections
 import functools
+import inspect
 import itertools
 import operator
+import types
 from typing import Any, Callable
 
 from ..exc import Unsupported
-from .base import VariableTracker
-from .builtins import HANDLERS, BuiltinVariable, handler
-from .constant import ConstantVariable, wrap_constant
-from .lists import IteratorVariable, TupleVariable
+from ..source import AttrSource, PrivateObjectSource
+from .base import VariableTracker, class_static
+from .builtins import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, run_pure
+from .dicts import ConstDictVariable
+from .constant import ConstantVariable, is_literal, wrap_constant
+from .functions import UserMethodVariable
+from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
 
 
 # -- itertools over iterables known while tracing: their items, computed at once (as zip and
@@ -151,3 +158,75 @@ def _make_operator_handler(kind: type) -> Callable[..., VariableTracker]:
 
 for _kind in (operator.itemgetter, operator.attrgetter, operator.methodcaller):
     HANDLERS[_kind] = _make_operator_handler(_kind)
+
+
+def operator_callable(value: Any) -> OperatorCallableVariable:
+    """An itemgetter/attrgetter/methodcaller made outside: what it does, read from how it pickles
+    (the object is immutable: pinned by identity, it does the same on every call)."""
+    maker, args = value.__reduce__()
+    kwargs: dict[str, Any] = {}
+    if isinstance(maker, functools.partial):  # methodcaller with keyword arguments
+        args, kwargs = (*maker.args, *args), dict(maker.keywords)
+    if not is_literal(args) or not all(is_literal(v) for v in kwargs.values()):
+        raise Unsupported(f"an operator.{type(value).__name__} of values that are not constants")
+    return OperatorCallableVariable(value, tuple(args), kwargs)
+
+
+# -- tuple.__new__(cls, iterable): a namedtuple's ``_make`` (and so ``_replace``) -------------
+@handler(tuple.__new__)
+def _tuple_new(tx: Any, cls: VariableTracker, iterable: VariableTracker | None = None) -> VariableTracker | None:
+    klass = cls.as_python_constant()
+    items = iterable.unpack(tx) if iterable is not None else []
+    if klass is tuple:
+        return TupleVariable(items)
+    if isinstance(klass, type) and issubclass(klass, tuple) and class_static(tx, klass, "_fields") is not None:
+        return NamedTupleVariable(items, klass)  # (no length check: _make checks it, as CPython's does)
+    return None
+
+
+# -- dict.fromkeys(keys, value): every key maps to the one value object -------------------------
+def _fromkeys_handler(cls: type) -> Callable[..., VariableTracker]:
+    def fromkeys(tx: Any, keys: VariableTracker, value: VariableTracker | None = None) -> VariableTracker:
+        shared = value if value is not None else ConstantVariable(None)
+        return ConstDictVariable({k.as_python_constant(): shared for k in keys.unpack(tx)}, user_cls=cls)
+    return fromkeys
+
+
+for _cls in (dict, collections.OrderedDict):
+    CLASS_METHODS[(_cls, "fromkeys")] = _cls.fromkeys
+    HANDLERS[CLASS_METHODS[(_cls, "fromkeys")]] = _fromkeys_handler(_cls)
+
+
+# Pure functions of the inspect module: they run for real on the objects the trace holds.
+for _fn in (inspect.isclass, inspect.isfunction, inspect.ismethod, inspect.iscoroutinefunction,
+            inspect.isgeneratorfunction):
+    HANDLERS[_fn] = lambda tx, *args, _fn=_fn, **kwargs: run_pure(tx, _fn, args, kwargs)
+
+
+def _signature_handler(inspector: Any) -> Handler:
+    def signature(tx: Any, fn: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+        _guard_signature_facts(tx, fn)
+        return run_pure(tx, inspector, (fn,), kwargs)
+    return signature
+
+
+def _guard_signature_facts(tx: Any, fn: VariableTracker) -> None:
+    """What ``inspect.signature`` reads of a function besides its code: its defaults and
+    annotations (assignable), and a ``__signature__`` or ``__wrapped__`` it would follow."""
+    if fn.source is not None and isinstance(fn.source.root(), PrivateObjectSource):
+        return
+    if isinstance(fn, UserMethodVariable):  # a bound method: its function's signature, less self
+        fn = fn.fn
+    value = fn.as_python_constant() if fn.is_python_constant() else None
+    if fn.source is None or not isinstance(value, types.FunctionType):
+        raise Unsupported(f"the signature of {fn.describe()}")
+    for name in ("__defaults__", "__kwdefaults__", "__annotations__"):
+        tx.guards.id_match(AttrSource(fn.source, name), getattr(value, name))
+    for name in ("__signature__", "__wrapped__"):
+        if hasattr(value, name):
+            raise Unsupported(f"the signature of {fn.describe()}, which has {name}")
+        tx.guards.hasattr_match(fn.source, name, False)
+
+
+HANDLERS[inspect.signature] = _signature_handler(inspect.signature)
+HANDLERS[inspect.getfullargspec] = _signature_handler(inspect.getfullargspec)

@@ -28,9 +28,9 @@ from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 # read from the real tensor and guarded when the trace reads it (``input_fact``).
 _METADATA_ATTRS = frozenset({
     "dtype", "device", "layout", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_sparse",
-    "is_quantized", "is_meta", "is_leaf", "is_complex_attr", "is_nested", "is_mkldnn",
+    "is_quantized", "is_meta", "is_leaf", "is_complex_attr", "is_nested", "is_mkldnn", "is_mps", "is_xpu",
 })
-_PINNED_BY_TENSOR_GUARD = frozenset({"dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "dim",
+_PINNED_BY_TENSOR_GUARD = frozenset({"dtype", "device", "ndim", "requires_grad", "is_cuda", "is_cpu", "is_mps", "is_xpu", "dim",
                                      "ndimension", "is_floating_point", "is_complex", "is_signed",
                                      "element_size", "get_device", "type"})
 # Methods that read a fact no tensor guard pins: read from an input for real, and guarded.
@@ -124,6 +124,8 @@ class TensorVariable(VariableTracker):
         raise AttributeMissing(f"AttributeError: 'Tensor' object has no attribute {name!r}")
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name in ("item", "tolist") and tx.config.capture_scalar_outputs and not args and not kwargs:
+            return record_call(tx, "call_method", name, [self], {})  # (a number the graph returns)
         if name in _BREAKING_METHODS:
             raise Unsupported(f"Tensor.{name}() {_BREAKING_METHODS[name]}", hint="move it out of the compiled function")
         if name in _FACT_METHODS and self.source is not None and not (
@@ -132,7 +134,7 @@ class TensorVariable(VariableTracker):
             const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
             if not const_args and not const_kwargs:
                 return self.input_fact(tx, f"{name}()", f".{name}()", lambda t: getattr(t, name)())
-        if name in _METADATA_METHODS or name == "size":
+        if name in _METADATA_METHODS and not (name == "type" and (args or kwargs)) or name == "size":  # (x.type(dtype) converts)
             value = getattr(self.example, name)(*[a.as_python_constant() for a in args],
                                                 **{k: v.as_python_constant() for k, v in kwargs.items()})
             if isinstance(value, torch.Size) and not is_symbolic(value):
@@ -248,10 +250,9 @@ def wrap_fx_value(tx: Any, node: torch.fx.Node, example: Any) -> VariableTracker
             return NamedTupleVariable(items, type(example))
         return TupleVariable(items)
     if example is None:
-        target = node.target
-        if isinstance(target, types.FunctionType) and not target.__name__.endswith("_"):
-            tx.output.remove_node(node)  # a Python helper of torch that returned None (_canonical_mask)
-        return ConstantVariable(None)  # otherwise an operation for its effect (x[0] = 5): it stays
+        # An operation for its effect (x[0] = 5, torch.optim.sgd.sgd updating its tensors in
+        # place): it stays in the graph.
+        return ConstantVariable(None)
     # A Python value computed from metadata only: a constant, and the node is not needed.
     if is_literal(example) or isinstance(example, torch.Size):
         tx.output.remove_node(node)

@@ -16,9 +16,12 @@ import torch
 
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, Source
-from .base import VariableTracker, class_static
+from .base import VariableTracker, as_proxy, class_static, subclass_check
 from .constant import ConstantVariable, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable
+from .functions import UserFunctionVariable
+from .misc import CLASS_DATA_ATTRS, UserDefinedClassVariable
+from .new_modules import construct_torch_module
 from .tensor import TensorVariable, record_call
 
 # Functions that change global state or leave the graph's world.
@@ -32,6 +35,31 @@ _STATEFUL = frozenset({
 _VALUE_CLASSES = (torch.Size, torch.device, torch.finfo, torch.iinfo)
 # Context managers and other classes whose objects tracing cannot hold yet.
 _UNSUPPORTED_CLASSES = (torch.inference_mode,)
+
+
+def is_torch_operation(fn: Any) -> bool:
+    """Whether a callable of torch's namespace becomes one graph node: anything torch implements
+    in C (builtins, descriptors, ops), and a Python function of torch's public API, reachable
+    by its name (``torch.nn.functional.relu``, ``torch.functional.einsum``). Any other Python
+    function there (a lambda or helper of ``torch.testing._internal``, a private module's
+    function, ``F._canonical_mask``) is inlined like a user's: a node must be something the
+    graph can call by name and that is a real operation."""
+    if not isinstance(fn, types.FunctionType):
+        return True
+    wrapped = getattr(fn, "__wrapped__", None)
+    if wrapped is not None and getattr(wrapped, "__name__", None) == fn.__name__ and is_torch_object(wrapped):
+        # torch's own wrapper of an operation (importing torch._dynamo replaces torch.manual_seed
+        # with a functools.wraps wrapper that only turns Dynamo off): what it wraps decides.
+        return is_torch_operation(wrapped)
+    parts = (fn.__module__ or "").split(".")
+    if fn.__name__.startswith("_") or parts[0] != "torch" or any(part.startswith("_") for part in parts):
+        return False
+    # Reached from ``torch`` by attributes, as the graph's code will call it (torch.optim.sgd
+    # is a module torch.optim does not keep as an attribute: its sgd is inlined).
+    value: Any = torch
+    for part in (*parts[1:], fn.__name__):
+        value = getattr(value, part, None)
+    return value is fn
 
 
 def is_torch_object(value: Any) -> bool:
@@ -59,9 +87,10 @@ def _qualified_name(fn: Any) -> str:
 class TorchVariable(VariableTracker):
     """A callable from torch's namespace."""
 
-    def __init__(self, fn: Any, source: Source | None = None) -> None:
+    def __init__(self, fn: Any, source: Source | None = None, owner: type | None = None) -> None:
         super().__init__(source)
         self.fn = fn
+        self.owner = owner  # the tensor class a Python method was read from (torch.Tensor.split)
 
     def python_type(self) -> type:
         return type(self.fn)
@@ -73,24 +102,34 @@ class TorchVariable(VariableTracker):
         return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
-        if isinstance(self.fn, type) and issubclass(self.fn, torch.Tensor):
-            # ``torch.Tensor.add``: what the class holds, pinned by the builder (a method
-            # replaced on the class retraces).
+        if isinstance(self.fn, type) and name in CLASS_DATA_ATTRS:
+            return UserDefinedClassVariable(self.fn, self.source).var_getattr(tx, name)  # (its __name__...)
+        if isinstance(self.fn, type):
+            # ``torch.Tensor.add``, a dataclass's fields: what the class holds, pinned by the
+            # builder (a method replaced on the class retraces).
             if class_static(tx, self.fn, name) is None:  # (on its metaclass, or missing: CPython says which)
                 raise Unsupported(f"reading {name!r} of {self.fn.__qualname__}, which its class does not hold")
-            return tx.wrap(getattr(self.fn, name), AttrSource(self.source or ConstSource.of(self.fn), name))
+            value = getattr(self.fn, name)
+            var = tx.wrap(value, AttrSource(self.source or ConstSource.of(self.fn), name))
+            if issubclass(self.fn, torch.Tensor) and isinstance(value, types.FunctionType) and is_torch_object(value):
+                # A method torch writes in Python (Tensor.split, Tensor.unique): called on a
+                # tensor it is that tensor's method call, like the ones written in C.
+                return TorchVariable(value, var.source, owner=self.fn)
+            return var
         return super().var_getattr(tx, name)
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         fn = self.fn
-        if isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType)) and args:
-            return _unbound_tensor_method(tx, fn, args, kwargs)
-        if fn in _STATEFUL:
+        if args and (self.owner is not None or isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType))):
+            return _unbound_tensor_method(tx, fn, getattr(fn, "__objclass__", self.owner), args, kwargs)
+        if fn in _STATEFUL or isinstance(fn, types.FunctionType) and getattr(fn, "__wrapped__", None) in _STATEFUL:
             raise Unsupported(f"{self.describe()} changes global state")
         if _qualified_name(fn) in _COMPILING_FLAGS:
             return ConstantVariable(True)  # code that asks takes its compile-friendly path
         if fn is torch.jit.annotate and len(args) == 2 and not kwargs:
             return args[1]  # a type hint for TorchScript: the value itself, as under torch.compile
+        if fn is torch.is_tensor and len(args) == 1 and not kwargs:  # isinstance(obj, torch.Tensor)
+            return ConstantVariable(subclass_check(tx, args[0].python_type(), torch.Tensor))
         if fn is torch.is_grad_enabled:
             return ConstantVariable(tx.output.grad_enabled)  # every entry guards the mode at entry
         if isinstance(fn, type):
@@ -104,12 +143,18 @@ class TorchVariable(VariableTracker):
             if issubclass(fn, _UNSUPPORTED_CLASSES):
                 raise Unsupported(f"using {fn.__qualname__} inside a compiled function")
             if issubclass(fn, torch.nn.Module):
-                raise Unsupported(f"constructing {fn.__qualname__} inside a compiled function")
+                return construct_torch_module(tx, fn, args, kwargs)
             if fn not in (torch.Tensor,) and not issubclass(fn, torch.Tensor):
                 # A torch class made for its effect (an RAII guard like _InferenceMode): never
                 # run while tracing.
                 raise Unsupported(f"constructing torch's {fn.__qualname__} inside a compiled function",
                                   hint="the graph breaks; CPython makes it")
+        if isinstance(fn, types.FunctionType) and not _graph_can_hold(args, kwargs):
+            # A public Python function of torch given what a graph cannot hold (a module or a
+            # function as the distance of triplet_margin_with_distance_loss, an options
+            # object): traced into, as a user's function, with its code pinned.
+            tx.guards.id_match(AttrSource(self.source or ConstSource.of(fn), "__code__"), fn.__code__)
+            return UserFunctionVariable(fn, self.source).call_function(tx, args, kwargs)
         # Even a call on constants is recorded: its fake result says whether it made a tensor
         # (a factory such as torch.ones) or a constant, whose node is then dropped.
         return record_call(tx, "call_function", fn, args, kwargs)
@@ -121,11 +166,23 @@ class TorchVariable(VariableTracker):
         return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
 
 
-def _unbound_tensor_method(tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def _graph_can_hold(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> bool:
+    """Whether every argument can be an argument of a graph node (a tensor, a number, a
+    constant, containers of them)."""
+    try:
+        for value in (*args, *kwargs.values()):
+            as_proxy(value)
+    except Unsupported:
+        return False
+    return True
+
+
+def _unbound_tensor_method(tx: Any, fn: Any, owner: type, args: list[VariableTracker],
+                           kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``torch.Tensor.add(x, y)``: ``x.add(y)``, where ``x``'s class does not override it (a
     subclass's own method would run instead of this one)."""
     self_var = args[0]
-    if not isinstance(self_var, TensorVariable) or not isinstance(self_var.example, fn.__objclass__):
+    if not isinstance(self_var, TensorVariable) or not isinstance(self_var.example, owner):
         raise Unsupported(f"{fn.__qualname__} called on {self_var.describe()}")
     if class_static(tx, self_var.python_type(), fn.__name__) is not fn:
         raise Unsupported(f"{fn.__qualname__} on a {self_var.python_type().__qualname__}, which overrides it")

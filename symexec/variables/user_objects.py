@@ -17,12 +17,12 @@ import types
 from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
-from ..source import AttrSource, ConstSource, PrivateObjectSource, Source
+from ..source import AttrSource, ConstSource, GetItemSource, PrivateObjectSource, Source
 from .base import DELETED, BoundMethodVariable, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import NamedTupleVariable, TupleVariable
+from .lists import CLASS_ATTRIBUTE, NamedTupleVariable, TupleVariable
 from .tensor import TensorVariable
 
 
@@ -42,7 +42,13 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
                     class_source: Source | None = None) -> VariableTracker:
     """``name`` looked up on ``cls`` (after ``start_after`` in its MRO, for super()), bound to
     ``obj`` when it is an instance attribute access."""
-    klass, static = lookup_on_class(tx, cls, name, start_after)
+    try:
+        klass, static = lookup_on_class(tx, cls, name, start_after)
+    except AttributeMissing:
+        if obj is None or start_after is not None or class_static(tx, cls, "__getattr__") is not None or \
+                not generic_access(tx, cls, "__getattribute__"):
+            raise
+        raise AttributeMissing.exactly(no_attribute(cls, name)) from None
     # `type(obj).name` re-fetches it through the MRO; without a source for the class, the
     # class that holds it is a constant of the trace.
     if class_source is not None and start_after is None:
@@ -61,8 +67,46 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
             raise Unsupported(f"the property {cls.__qualname__}.{name} has no Python getter")
         return _function(static.fget, None).call_function(tx, [obj], {})
     if hasattr(static, "__get__") and not isinstance(static, type):
-        raise Unsupported(f"reading {cls.__qualname__}.{name}, a {type(static).__name__} descriptor")
+        getter = class_static(tx, type(static), "__get__")
+        if not isinstance(getter, types.FunctionType):
+            raise Unsupported(f"reading {cls.__qualname__}.{name}, a {type(static).__name__} descriptor")
+        # A descriptor written in Python (a lazy property): its __get__ runs, inlined. It is
+        # read from the class's __dict__ (reading it as an attribute would run __get__ again).
+        descriptor = tx.wrap(static, GetItemSource(AttrSource(ConstSource.of(klass), "__dict__"), name))
+        owner = tx.wrap(cls, class_source)
+        return _function(getter, None).call_function(tx, [descriptor, obj if obj is not None else ConstantVariable(None), owner], {})
     return tx.wrap(static, source)
+
+
+CLASS_ATTRIBUTE.append(class_attribute)
+
+# C classes whose __getattribute__/__setattr__ slots are CPython's generic ones, set explicitly.
+_GENERIC_ACCESS = frozenset({types.SimpleNamespace})
+
+
+def tp_name(cls: type) -> str:
+    """How CPython's messages name a class: its C-level name, with the module of a static type."""
+    heap_type = cls.__flags__ & (1 << 9)  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+    return cls.__name__ if heap_type or cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+
+
+def no_attribute(cls: type, name: str) -> AttributeError:
+    """The AttributeError CPython raises for a missing attribute of a ``cls`` instance."""
+    return AttributeError(f"'{tp_name(cls)}' object has no attribute '{name}'")
+
+
+def is_slot(static: Any, name: str) -> bool:
+    """Whether a class attribute is the descriptor of one of the class's ``__slots__``, which
+    stores the value in the object as an attribute would."""
+    return type(static) is types.MemberDescriptorType and name not in ("__dict__", "__weakref__")
+
+
+def generic_access(tx: Any, cls: type, name: str) -> bool:
+    """Whether ``cls``'s ``name`` (``__getattribute__`` or ``__setattr__``) is object's own
+    behaviour (the class lookup guarded)."""
+    static = class_static(tx, cls, name)
+    return static is getattr(object, name) or (
+        type(static) is types.WrapperDescriptorType and static.__objclass__ in _GENERIC_ACCESS)
 
 
 # Binary operators and the dunder methods that implement them for user objects.
@@ -148,8 +192,10 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         if written is not None:
             return written
         cls = self.cls
-        if class_static(tx, cls, "__getattribute__") is not object.__getattribute__:
+        if not generic_access(tx, cls, "__getattribute__"):
             return self.real_attribute(tx, name)
+        if name == "__dict__":
+            return InstanceDictVariable.of(tx, self)
         static = class_static(tx, cls, name)
         if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
             return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
@@ -168,7 +214,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
     def missing_attribute(self, tx: Any, name: str) -> VariableTracker:
         if class_static(tx, self.cls, "__getattr__") is not None:
             return self.real_attribute(tx, name)
-        raise AttributeMissing(f"AttributeError: {self.cls.__qualname__} object has no attribute {name!r}")
+        raise AttributeMissing.exactly(no_attribute(self.cls, name))
 
     def real_attribute(self, tx: Any, name: str) -> VariableTracker:
         """Where the class customises attribute access (a config object mapping names), read
@@ -177,7 +223,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         try:
             value = getattr(self.value, name)
         except AttributeError as e:
-            raise AttributeMissing(f"AttributeError: {e}") from e
+            raise AttributeMissing.exactly(e) from e
         if isinstance(value, types.MethodType) and value.__self__ is self.value:
             return UserMethodVariable(_function(value.__func__, None), self)
         return tx.wrap(value, AttrSource(self.source, name))
@@ -191,7 +237,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             tx.output.input_trackers.pop(AttrSource(self.source, name), None)  # read it afresh
             return
         static = class_static(tx, self.cls, name)
-        if hasattr(static, "__set__") or class_static(tx, self.cls, "__setattr__") is not object.__setattr__:
+        if (hasattr(static, "__set__") and not is_slot(static, name)) or not generic_access(tx, self.cls, "__setattr__"):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor or __setattr__)")
         tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
 
@@ -230,13 +276,17 @@ class NewObjectVariable(ObjectVariableBase):
         if name == "__class__":
             return self.class_variable(tx)
         if name == "__dict__":
-            raise Unsupported("reading __dict__ of an object created while tracing")
+            return InstanceDictVariable.of(tx, self)
+        if is_slot(class_static(tx, self.cls, name), name) and generic_access(tx, self.cls, "__getattribute__"):
+            raise AttributeMissing.exactly(no_attribute(self.cls, name))
         return class_attribute(tx, self, self.cls, name, class_source=None)
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
         static = class_static(tx, self.cls, name)
-        if hasattr(static, "__set__") or class_static(tx, self.cls, "__setattr__") is not object.__setattr__:
+        if (hasattr(static, "__set__") and not is_slot(static, name)) or not generic_access(tx, self.cls, "__setattr__"):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code")
+        if not is_slot(static, name) and class_static(tx, self.cls, "__dict__") is None:
+            raise Unsupported(f"setting {name!r} of a {self.cls.__qualname__}, which has __slots__ and no __dict__")
         if value is None:
             if name not in self.attributes:
                 raise AttributeMissing(f"AttributeError: {name!r}")
@@ -257,6 +307,71 @@ class NewObjectVariable(ObjectVariableBase):
 
     def __repr__(self) -> str:
         return f"NewObjectVariable({self.cls.__qualname__}, {list(self.attributes)})"
+
+
+class InstanceDictVariable(VariableTracker):
+    """``obj.__dict__`` of a user object: its items are the object's own attributes. A write is
+    the object's attribute write (which refuses a name a data descriptor or ``__setattr__``
+    would handle, where the two differ); a read is the instance-dict part of a lookup."""
+
+    def __init__(self, obj: "UserDefinedObjectVariable | NewObjectVariable") -> None:
+        super().__init__()
+        self.obj = obj
+
+    @classmethod
+    def of(cls, tx: Any, obj: Any) -> "InstanceDictVariable":
+        static = class_static(tx, obj.cls, "__dict__")
+        if type(static) is not types.GetSetDescriptorType or not generic_access(tx, obj.cls, "__getattribute__"):
+            raise Unsupported(f"reading __dict__ of {obj.describe()}")
+        return cls(obj)
+
+    def python_type(self) -> type:
+        return dict
+
+    def describe(self) -> str:
+        return f"the __dict__ of {self.obj.describe()}"
+
+    def _lookup(self, tx: Any, key: VariableTracker) -> VariableTracker | None:
+        name = key.as_python_constant()
+        if type(name) is not str:
+            raise Unsupported(f"a {type(name).__name__} key of {self.describe()}")
+        obj = self.obj
+        if isinstance(obj, NewObjectVariable):
+            return obj.attributes.get(name)
+        written = obj.written_attribute(tx, name)
+        if written is not None:
+            return written
+        instance_dict = vars(obj.value)
+        if name in instance_dict:
+            return tx.wrap(instance_dict[name], AttrSource(obj.source, name))
+        tx.guards.not_in_instance_dict(obj.source, name)
+        return None
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if kwargs:
+            raise Unsupported(f"{self.describe()}.{name}() with keyword arguments")
+        if name == "__setitem__" and len(args) == 2:
+            if type(args[0].as_python_constant()) is not str:
+                raise Unsupported(f"a non-str key written into {self.describe()}")
+            self.obj.store_attr(tx, args[0].as_python_constant(), args[1])
+            return ConstantVariable(None)
+        if name in ("__getitem__", "__contains__") and len(args) == 1 or name == "get" and 1 <= len(args) <= 2:
+            found = self._lookup(tx, args[0])
+            if name == "__contains__":
+                return ConstantVariable(found is not None)
+            if found is None and name == "get":
+                return args[1] if len(args) > 1 else ConstantVariable(None)
+            if found is None:
+                raise TracedException(KeyError(args[0].as_python_constant()))
+            return found
+        raise Unsupported(f"calling {name!r} of {self.describe()}")
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.reconstruct(self.obj)
+        cg.load_attr("__dict__")
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.obj]
 
 
 class ExceptionVariable(VariableTracker):
@@ -512,6 +627,10 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
         return NamedTupleVariable(items, cls)
     if class_static(tx, type(cls), "__call__") is not type.__call__:  # ABCMeta is fine; a metaclass __call__ is not
         raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
+    if cls is types.SimpleNamespace and not args:  # its attributes are the keyword arguments
+        obj = NewObjectVariable(cls)
+        obj.attributes.update(kwargs)
+        return obj
     if class_static(tx, cls, "__new__") is not object.__new__:
         raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
     obj = NewObjectVariable(cls)

@@ -1,0 +1,571 @@
+"""A graph break inside a nested call compiles the callee's frame on its own (issue 11).
+
+Where a break happens inside an inlined call, the outer frame breaks at the call and the call
+runs through the callee's compiled stand-in: the callee's torch code lands in graphs of its
+own, around its own break, as torch.compile compiles every frame. Each case runs eagerly and
+compiled (``check``) and, where Dynamo sees the same break, makes as many graphs with as many
+ops each as torch.compile (``assert_same_graphs_as_dynamo``).
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import weakref
+
+import pytest
+import torch
+import torch._dynamo  # the reference, compared against over several calls
+from helpers import CountingBackend, assert_same_graphs_as_dynamo, check, check_sequence, copy_args
+
+import symexec
+
+
+def _t(*shape):
+    return torch.randn(*shape) if shape else torch.randn(4)
+
+
+# -- kinds of callees ---------------------------------------------------------------------------
+def leaf(x):
+    y = x.exp()
+    print("leaf")
+    return y + 1
+
+
+def middle(x):
+    return leaf(x * 2) - 1
+
+
+def _make_closure(k):
+    def scaled(x):
+        y = x * k
+        print("scaled", k)
+        return y - 1
+    return scaled
+
+
+scaled_by_3 = _make_closure(3)
+
+
+def twice(f):
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs) * 2
+    return wrapper
+
+
+@twice
+def decorated(x):
+    y = x.cos()
+    print("decorated")
+    return y + 1
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x):
+        y = x.sin()
+        print("apply")
+        return y * self.k
+
+
+class Base:
+    def apply(self, x):
+        y = x.tanh()
+        print("base")
+        return y + 2
+
+
+class Derived(Base):
+    def apply(self, x):  # super() makes this a closure over __class__
+        return super().apply(x * 3) - 1
+
+
+scaler = Scaler(3.0)
+partial_leaf = functools.partial(leaf)
+
+
+def test_module_level_function():
+    def fn(x):
+        return leaf(x + 1) * 2
+
+    check(fn, _t())
+    assert_same_graphs_as_dynamo(fn, _t())
+
+
+def test_closure():
+    def fn(x):
+        return scaled_by_3(x + 1) * 2
+
+    check(fn, _t())
+    ours, _ = assert_same_graphs_as_dynamo(fn, _t())
+    assert ours.graph_count == 4  # fn's add; scaled's mul and sub; fn's mul
+
+
+def test_closures_of_one_code_each_run_their_own_cells():
+    # Both are guarded by their code only: the stand-in is looked up for the one called.
+    def fn(x, f):
+        return f(x + 1) * 2
+
+    check_sequence(fn, [_t(), scaled_by_3], [_t(), _make_closure(5)], [_t(), scaled_by_3])
+
+
+def test_a_closure_made_per_call_is_compiled_a_bounded_number_of_times():
+    def fn(x, f):
+        return f(x + 1) * 2
+
+    compiled = symexec.compile(fn)
+    for k in range(20):
+        x = _t()
+        assert torch.allclose(compiled(x, _make_closure(k)), fn(x, _make_closure(k)))
+    callees = compiled._symexec.callees
+    made = [key for key in callees.wrappers if getattr(key, "__code__", None) is scaled_by_3.__code__]
+    assert len(made) == symexec.config.cache_size_limit  # the rest ran as they are
+
+
+def test_bound_method():
+    def fn(x):
+        return scaler.apply(x + 1) * 2
+
+    check(fn, _t())
+    assert_same_graphs_as_dynamo(fn, _t())
+
+
+def test_method_calling_super():
+    obj = Derived()
+
+    def fn(x):
+        return obj.apply(x + 1) * 2
+
+    check(fn, _t())
+    assert_same_graphs_as_dynamo(fn, _t())
+
+
+def test_functools_wraps_wrapper():
+    def fn(x):
+        return decorated(x + 1) - 3
+
+    check(fn, _t())
+    ours, _ = assert_same_graphs_as_dynamo(fn, _t())
+    assert ours.graph_count == 5  # fn's add | decorated's cos | its + 1 | the wrapper's * 2 | fn's - 3
+
+
+def test_functools_partial():
+    def fn(x):
+        return partial_leaf(x + 1) * 2
+
+    check(fn, _t())
+    assert_same_graphs_as_dynamo(fn, _t())
+
+
+def test_partial_made_in_the_traced_code():
+    def fn(x):
+        f = functools.partial(leaf)
+        return f(x + 1) * 2
+
+    check(fn, _t())
+    assert_same_graphs_as_dynamo(fn, _t())
+
+
+def test_two_levels_deep():
+    def fn(x):
+        z = x.sin()
+        return middle(z) * z
+
+    check(fn, _t())
+    ours, _ = assert_same_graphs_as_dynamo(fn, _t())
+    assert ours.graph_count == 6  # sin | mul (middle) | exp (leaf) | add (leaf) | sub (middle) | mul
+
+
+def test_callee_called_twice_is_traced_once():
+    def fn(x):
+        return leaf(x) + leaf(x * 2)
+
+    check(fn, _t())
+    assert_same_graphs_as_dynamo(fn, _t())
+    out = symexec.explain(fn, _t())
+    leaf_entries = [r for r in out.functions if r.name == "leaf"]
+    assert len(leaf_entries) == 1 and leaf_entries[0].kind == "callee"
+
+
+def test_callee_recompiles_on_a_new_shape():
+    def fn(x):
+        return leaf(x + 1) * 2
+
+    check_sequence(fn, [_t(4)], [_t(8)], [_t(16)], [_t(4)])
+    ours, dynamo = CountingBackend(), CountingBackend()
+    torch._dynamo.reset()
+    compiled_ours = symexec.compile(fn, backend=ours)
+    compiled_dynamo = torch.compile(fn, backend=dynamo)
+    for size in (4, 8, 16):
+        x = _t(size)
+        compiled_ours(copy_args(x))
+        compiled_dynamo(copy_args(x))
+    torch._dynamo.reset()
+    assert ours.op_counts() == dynamo.op_counts()
+    leaf_wrapper = compiled_ours._symexec.callees.wrappers[leaf]
+    assert len(symexec.recompile_reasons(leaf_wrapper)) == 1  # 4 then 8: one retrace, dynamic from there
+
+
+def rec(x, n):
+    if n == 0:
+        return x
+    y = x * 2
+    print(n)
+    return rec(y, n - 1) + 1
+
+
+def test_recursion_shares_the_functions_own_cache():
+    check(rec, _t(), 3)
+    assert_same_graphs_as_dynamo(rec, _t(), 3)
+    compiled = symexec.compile(rec)
+    compiled(_t(), 3)
+    assert compiled._symexec.callees.wrappers[rec]._symexec is compiled._symexec
+
+
+# -- results equal eager's -------------------------------------------------------------------
+def _raises_after_break(x):
+    y = x * 2
+    print("about to raise")
+    if y.shape[0] == 4:
+        raise ValueError("shape four")
+    return y
+
+
+def _mutates_after_break(x, log):
+    y = x + 1
+    print("mutating")
+    log.append(y.shape[0])
+    x.add_(1)
+    return y
+
+
+def test_exception_raised_by_the_callee():
+    def fn(x):
+        return _raises_after_break(x + 1)
+
+    check(fn, _t(), expect_traced=True)
+
+
+def test_mutations_by_the_callee():
+    def fn(x, log):
+        y = _mutates_after_break(x, log)
+        return y * x
+
+    check(fn, _t(), [])
+
+
+def test_exception_of_the_callee_caught_by_the_caller():
+    def fn(x):
+        try:
+            return _raises_after_break(x + 1)
+        except ValueError as e:
+            return x * len(str(e))
+
+    check(fn, _t())
+    check(fn, _t(3))
+
+
+def test_callee_under_no_grad():
+    def fn(x):
+        with torch.no_grad():
+            y = leaf(x * 2)
+        return y + x
+
+    check(fn, _t().requires_grad_())
+
+
+def test_callee_through_star_arguments():
+    def fn(x, args):
+        return middle(*args, x + 1) * 2  # CALL_FUNCTION_EX
+
+    check(fn, _t(), ())
+    assert_same_graphs_as_dynamo(fn, _t(), ())
+
+
+def _keywords(x, *, scale=1.0, shift=0.0):
+    y = x * scale
+    print("kw")
+    return y + shift
+
+
+def test_keyword_arguments_reach_the_callee():
+    def fn(x):
+        return _keywords(x, shift=2.0, scale=3.0) - 1
+
+    check(fn, _t())
+    assert_same_graphs_as_dynamo(fn, _t())
+
+
+@pytest.mark.parametrize("make", [lambda: leaf, lambda: scaled_by_3, lambda: Outer(PrintingBlock())],
+                         ids=["function", "closure", "module"])
+def test_a_nested_break_keeps_no_tensor_of_the_call_alive(make):
+    callee = make()
+
+    def fn(x):
+        return callee(x + 1) * 2
+
+    compiled = symexec.compile(fn)
+    gc.collect()
+    gc.disable()  # by reference counts alone
+    try:
+        x = torch.randn(4)
+        ref = weakref.ref(x)
+        out = compiled(x)
+        assert torch.allclose(out, fn(x))
+        del x, out
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+# -- callees that run as they are -------------------------------------------------------------
+@symexec.disable
+def _disabled(x):
+    return x * 5
+
+
+def _gen(x):
+    y = x * 2
+    print("gen")
+    yield y
+    yield y + 1
+
+
+def test_disabled_callee_runs_as_is():
+    def fn(x):
+        return _disabled(x + 1) * 2
+
+    check(fn, _t())
+    out = symexec.explain(fn, _t())
+    assert [r.kind for r in out.functions if r.name == "_disabled"] == []
+    assert out.graph_count == 2
+
+
+def test_generator_callee_runs_as_is():
+    def fn(x):
+        total = x
+        for item in _gen(x):
+            total = total + item
+        return total
+
+    check(fn, _t())
+    out = symexec.explain(fn, _t())
+    assert all(r.kind != "callee" for r in out.functions)
+
+
+def test_function_made_in_the_traced_code_runs_as_is():
+    def fn(x):
+        k = 2
+
+        def inner(y):
+            print("inner")
+            return y * k
+        return inner(x + 1) - 1
+
+    check(fn, _t())
+
+
+# -- nn.Modules -------------------------------------------------------------------------------
+class PrintingBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        print("block")
+        return y.relu()
+
+
+class BranchingBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        if y.sum() > 0:
+            y = y * 2
+        return y.relu()
+
+
+class BreakingBlock(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        symexec.graph_break()
+        return y + 1
+
+
+class Outer(torch.nn.Module):
+    def __init__(self, block):
+        super().__init__()
+        self.pre = torch.nn.Linear(4, 4)
+        self.block = block
+
+    def forward(self, x):
+        return self.block(self.pre(x)) + 1
+
+
+class Deep(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Outer(PrintingBlock())
+        self.post = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.post(self.inner(x * 2))
+
+
+class Stack(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([PrintingBlock() for _ in range(4)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+@pytest.mark.parametrize("block", [PrintingBlock, BranchingBlock], ids=["print", "data_dependent_if"])
+def test_submodule_with_a_break(block):
+    torch.manual_seed(0)
+    model = Outer(block())
+    check(model, _t())
+    ours, _ = assert_same_graphs_as_dynamo(model, _t())
+    assert ours.graph_count == 4  # pre | the block's linear... | the block's rest | + 1
+
+
+def test_submodule_with_symexec_graph_break():
+    model = Outer(BreakingBlock())
+    check(model, _t())
+    out = symexec.explain(model, _t())
+    names = [[getattr(op, "__name__", op) for op in ops] for ops in out.ops_per_graph]
+    assert names == [["linear"], ["mul"], ["add"], ["add"]]  # pre | block: y = x * 2 | y + 1 | + 1
+    assert out.graph_break_count == 1
+
+
+def test_submodules_two_levels_deep():
+    torch.manual_seed(0)
+    model = Deep()
+    check(model, _t())
+    assert_same_graphs_as_dynamo(model, _t())
+
+
+def test_many_blocks_of_one_class_share_a_cache():
+    torch.manual_seed(0)
+    model = Stack()
+    check(model, _t())
+    assert_same_graphs_as_dynamo(model, _t())
+
+
+def test_submodule_hooks_still_run():
+    torch.manual_seed(0)
+    model = Outer(PrintingBlock())
+    calls = []
+    model.block.register_forward_pre_hook(lambda m, args: calls.append("pre"))
+    model.block.register_forward_hook(lambda m, args, out: out * 2)
+    check(model, _t())
+    assert calls == ["pre"] * 4  # two rounds, eager and compiled
+    assert "forward" not in vars(model.block)  # the compiled forward was only lent for the call
+    backend = CountingBackend()
+    symexec.compile(model, backend=backend)(_t())
+    # (torch.compile also compiles the hook's own frame: one graph more, the hook's `* 2`)
+    assert backend.op_counts() == [1, 1, 1, 1]
+
+
+def test_training_flag_of_a_submodule_is_respected():
+    class Dropping(torch.nn.Module):
+        def forward(self, x):
+            y = x * 2
+            print("training" if self.training else "eval")
+            return y + (1 if self.training else 2)
+
+    model = Outer(Dropping())
+    compiled = symexec.compile(model)
+    for mode in ("train", "eval", "train"):
+        getattr(model, mode)()
+        x = _t()
+        assert torch.allclose(compiled(x), model(x))
+
+
+def test_submodule_with_its_own_call():
+    class Calling(torch.nn.Module):
+        def __call__(self, x):
+            y = x.cos()
+            print("call")
+            return y * 2
+
+    model = Outer(Calling())
+    check(model, _t())
+    assert_same_graphs_as_dynamo(model, _t())
+
+
+# -- explain and fullgraph -------------------------------------------------------------------
+def test_explain_counts_a_nested_break_once():
+    def fn(x):
+        z = x.sin()
+        return middle(z) * z
+
+    out = symexec.explain(fn, _t())
+    assert out.graph_count == 6
+    assert out.graph_break_count == 1
+    (reason,) = out.break_reasons
+    assert [frame[2] for frame in reason.user_stack] == ["fn", "middle", "leaf"]
+    assert reason.function == "leaf"
+    assert {r.name for r in out.functions} >= {"fn", "middle", "leaf"}
+
+
+def test_explain_counts_a_callees_break_once_however_often_it_is_called():
+    def fn(x):
+        return leaf(x) + leaf(x * 2)
+
+    out = symexec.explain(fn, _t())
+    assert out.graph_break_count == 1
+
+
+def _two_breaks(x):
+    y = x + 1
+    print("one")
+    y = y * 2
+    print("two")
+    return y
+
+
+def test_explain_keeps_two_breaks_of_one_callee():
+    def fn(x):
+        return _two_breaks(x) - 1
+
+    out = symexec.explain(fn, _t())
+    assert out.graph_break_count == 2
+
+
+def test_fullgraph_still_raises_at_a_nested_break():
+    def fn(x):
+        return middle(x + 1)
+
+    with pytest.raises(symexec.Unsupported):
+        symexec.compile(fn, fullgraph=True)(_t())
+
+
+# -- a user's functools.wraps wrapper of a compiled function ---------------------------------
+@twice
+@symexec.compile
+def _compiled_then_wrapped(x):
+    return x + 1
+
+
+def test_wrapper_of_a_compiled_function_is_not_taken_for_it():
+    # functools.wraps copies the compiled wrapper's marks onto the user's wrapper: its own code
+    # (the `* 2`) must still run, traced, compiled again, disabled or explained.
+    def fn(x):
+        return _compiled_then_wrapped(x) - 1
+
+    check(fn, _t())
+    check(_compiled_then_wrapped, _t())
+    x = _t()
+    assert torch.allclose(symexec.disable(_compiled_then_wrapped)(x), (x + 1) * 2)
+    assert torch.allclose(symexec.explain(_compiled_then_wrapped, x).result, (x + 1) * 2)
