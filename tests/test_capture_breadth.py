@@ -298,3 +298,18 @@ def test_torch_wrappers_of_operations_made_by_importing_dynamo():
     check(fn, _t(2), expect_traced=False)
     assert [str(b.reason).split("\n")[0] for b in symexec.explain(fn, _t(2)).break_reasons] == [
         "torch function manual_seed changes global state"]
+
+
+def test_a_public_torch_function_given_a_module_is_traced_into():
+    # triplet_margin_with_distance_loss with a module as its distance: a node cannot hold the
+    # module (the graph broke before the whole call); its Python is traced, the module inlined.
+    import torch.nn.functional as F
+
+    distance = torch.nn.PairwiseDistance()
+
+    def fn(a, p, n):
+        return F.triplet_margin_with_distance_loss(a, p, n, distance_function=distance)
+
+    check(fn, _t(3, 4), _t(3, 4), _t(3, 4))
+    ours, _ = assert_same_graphs_as_dynamo(fn, _t(3, 4), _t(3, 4), _t(3, 4))
+    assert ours.graph_count == 1

@@ -105,7 +105,7 @@ class TorchVariable(VariableTracker):
         if isinstance(self.fn, type) and name in CLASS_DATA_ATTRS:
             return UserDefinedClassVariable(self.fn, self.source).var_getattr(tx, name)  # (its __name__...)
         if isinstance(self.fn, type):
-            # ``torch.Tensor.add``, a dataclass's fields: what the class holds, pinned by the
+            # ``torch.Tensor.add``, a class attribute: what the class holds, pinned by the
             # builder (a method replaced on the class retraces).
             if class_static(tx, self.fn, name) is None:  # (on its metaclass, or missing: CPython says which)
                 raise Unsupported(f"reading {name!r} of {self.fn.__qualname__}, which its class does not hold")
