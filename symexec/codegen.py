@@ -169,16 +169,28 @@ class PyCodegen:
             self.subscr()
             return
         if var.source is None and var.built_once:
-            temp = self._built.get(id(var))
-            if temp is not None:
-                self.load_fast(temp)
+            if self.load_built(var):
                 return
             var.reconstruct(self)
-            temp = self._built[id(var)] = self.new_temp()
-            self.emit("COPY", 1)
-            self.store_fast(temp)
+            if id(var) not in self._built:  # (its reconstruct may have remembered it already)
+                self.remember(var)
             return
         var.reconstruct(self)
+
+    def load_built(self, var: VariableTracker) -> bool:
+        """Push the object already built for ``var``, if there is one."""
+        temp = self._built.get(id(var))
+        if temp is not None:
+            self.load_fast(temp)
+        return temp is not None
+
+    def remember(self, var: VariableTracker) -> None:
+        """The object on the stack is ``var``'s: later reconstructions load it. A tracker calls
+        it before its ``reconstruct`` is done where the object may reach itself (a closure cell
+        holding the function that closes over it)."""
+        temp = self._built[id(var)] = self.new_temp()
+        self.emit("COPY", 1)
+        self.store_fast(temp)
 
     # -- the code object ----------------------------------------------------------------------
     def assemble(self, template: types.CodeType, name: str, body: Iterable[Instr] | None = None) -> types.CodeType:

@@ -82,6 +82,8 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         guards = GuardSet()
         guards.global_state(state)
         guards.function_match(fn)
+        if reason is not None and getattr(reason, "break_guards", None) is not None:
+            reason.break_guards(guards)
         output = OutputGraph(guards, policy)
         if inference_mode:  # fake tensors do not trace under inference mode: this frame runs eagerly
             return _fallback_entry(fn, guards, "called under torch.inference_mode()", start, fullgraph=fullgraph)

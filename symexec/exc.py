@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class SymexecError(Exception):
     """Base class of every error symexec raises on its own behalf."""
@@ -18,10 +20,13 @@ class SymexecError(Exception):
 class Unsupported(SymexecError):
     """The tracer cannot model this code; the frame breaks or runs as the original function."""
 
-    def __init__(self, reason: str, *, hint: str = "") -> None:
+    def __init__(self, reason: str, *, hint: str = "", break_guards: Any = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.hint = hint
+        # What the break itself relies on (``GuardSet -> None``), installed in the breaking
+        # entry's guards: the trace that makes the entry stops before the instruction.
+        self.break_guards = break_guards
         # Filled by the translator when the error passes through it: the user's location.
         self.filename: str | None = None
         self.lineno: int | None = None

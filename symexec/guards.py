@@ -14,6 +14,7 @@ import enum
 import math
 import numbers
 import re
+import sys
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -285,6 +286,12 @@ class GuardSet:
                     f"___list(___map({self._const(module)}.__dict__.get, {self._const(names)})) == "
                     f"{self._const([v for _, v in pairs])}")
         self._grow(("module attributes", id(module)), (name, value), GuardKind.ID_MATCH, render)
+
+    def module_not_imported(self, name: str) -> None:
+        """A module the function imports is not imported yet (the entry that leaves the import
+        to CPython is for that first time only: once imported, the call is traced anew)."""
+        self.add(GuardKind.ID_MATCH, f"{display(name)} not in sys.modules",
+                 f"{self._const(name)} not in {self._const(sys.modules)}")
 
     def not_a_global(self, globals_source: Source | None, name: str) -> None:
         """A builtin the trace used is not shadowed by a global of the module (None: the

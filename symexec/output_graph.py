@@ -93,7 +93,11 @@ class OutputGraph:
             fake = self.fake_mode.from_tensor(value, source=source, symbolic_context=context)
             static = [isinstance(s, int) for s in fake.size()]
             self.guards.tensor_match(source, value, static_dims=tuple(static))
-            self.symbolic_inputs.append((fake, source))
+            # The guards are produced at the end, on the input's metadata as it came in: a
+            # view of it, which an in-place resize_ or transpose_ of the input leaves alone.
+            with self.fake_mode:
+                as_given = fake.as_strided(fake.size(), fake.stride(), fake.storage_offset())
+            self.symbolic_inputs.append((as_given, source))
         else:
             self.guards.tensor_match(source, value)
             fake = self.fake_mode.from_tensor(value, static_shapes=True)

@@ -49,21 +49,22 @@ class PythonVersion:
     end_for_pops: int  # END_FOR pops the iterator and the slot of its last item (3.12) or the slot only
     send_keeps_receiver: bool  # SEND's jump leaves the receiver (END_SEND pops it)
     function_attributes_apart: bool  # MAKE_FUNCTION takes no flags; SET_FUNCTION_ATTRIBUTE sets each
+    slot_error_qualified: bool  # an unset __slots__ member's AttributeError names the class module.qualname
 
 
 _VERSIONS = {
     (3, 11): PythonVersion((3, 11), precall=True, null_above_callable=False, method_load="LOAD_METHOD",
                            attr_arg_has_bit=False, directed_jumps=True, jumps_need_bool=False, loop_exit=(),
                            end_for_pops=0, send_keeps_receiver=False,
-                           function_attributes_apart=False),
+                           function_attributes_apart=False, slot_error_qualified=False),
     (3, 12): PythonVersion((3, 12), precall=False, null_above_callable=False, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=False, loop_exit=("END_FOR",),
                            end_for_pops=2, send_keeps_receiver=True,
-                           function_attributes_apart=False),
+                           function_attributes_apart=False, slot_error_qualified=False),
     (3, 13): PythonVersion((3, 13), precall=False, null_above_callable=True, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=True,
                            loop_exit=("END_FOR", "POP_TOP"), end_for_pops=1, send_keeps_receiver=True,
-                           function_attributes_apart=True),
+                           function_attributes_apart=True, slot_error_qualified=True),
 }
 
 

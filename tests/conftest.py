@@ -19,6 +19,12 @@ import symexec.convert
 
 sys.path.insert(0, os.path.dirname(__file__))  # so tests can `from helpers import check`
 
+# One intra-op thread, here and in the scripts the tests start: the tensors are tiny, and idle
+# OpenMP threads spinning beside another suite (CI runs two at once on two cores) cost more
+# than they give. Results compare eager and compiled in the same process either way.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+torch.set_num_threads(1)
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "expect_internal_error: the test provokes symexec internal errors on purpose "

@@ -396,9 +396,16 @@ def test_forward_mutating_a_global_breaks_the_graph():
         return Logging.apply(x * 2)
 
     LOG.clear()
-    check(fn, torch.randn(3))
+    check(fn, torch.randn(3, requires_grad=True))
     assert len(LOG) == 4  # two eager calls and two compiled ones, each once
-    assert symexec.explain(fn, torch.randn(3)).graph_break_count == 1
+    assert symexec.explain(fn, torch.randn(3, requires_grad=True)).graph_break_count == 1
+    # Where autograd records nothing, forward is traced like any function: the append replayed.
+    # (Each call changes the length of LOG, which the trace guards: no `check` of a cache hit.)
+    LOG.clear()
+    x = torch.randn(3)
+    assert_same(fn(x), symexec.compile(fn)(x))
+    assert LOG == [1, 1]
+    assert symexec.explain(fn, torch.randn(3)).graph_break_count == 0
 
 
 def test_pending_mutation_before_apply_is_not_reordered():
@@ -566,3 +573,61 @@ def test_autograd_function_db(op, sample):
     elif ours.graph_count and op.name != "NumpyExpMarkDirtyAutogradFunction":
         # the node and one getitem per tensor output, as torch.compile's graphs have
         assert ours.op_counts() == [1 + len(_tensors(result))]
+
+
+# -- Where autograd records nothing: forward traced into the graph ------------------------------
+
+
+class Returns(torch.autograd.Function):
+    """Returns its input as it came, a new tensor and a number."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x, torch.tanh(x) * 0.5, 3
+
+    @staticmethod
+    def backward(ctx, g, h, _):
+        (x,) = ctx.saved_tensors
+        return g + h * 0.5 * (1 - torch.tanh(x) ** 2)
+
+
+@pytest.mark.parametrize("grad_mode", [True, False], ids=["grad", "no_grad"])
+def test_forward_traced_into_the_graph_when_no_input_requires_grad(grad_mode):
+    def fn(x):
+        a, b, n = Returns.apply(x * 2)
+        return a, b * n, SinScale.apply(x, 2.0)
+
+    with torch.set_grad_enabled(grad_mode):
+        check(fn, torch.randn(4))
+        _, dynamo = dynamo_graphs(fn, torch.randn(4))
+        _, ours = symexec_graphs(fn, torch.randn(4))
+    # As many graphs; every op of torch.compile's, and the grad-mode switches apply makes (and
+    # the view it returns for an input) on top.
+    assert ours.graph_count == dynamo.graph_count == 1
+    assert ours.op_counts()[0] >= dynamo.op_counts()[0]
+    targets = [n.target for gm in ours.graphs for n in gm.graph.nodes]
+    assert torch.tanh in targets and not any("apply" in getattr(t, "__name__", "") for t in targets)
+    # Under no_grad an input that requires grad still goes through the real apply.
+    with torch.no_grad():
+        check(fn, torch.randn(4, requires_grad=True))
+
+
+def test_input_returned_by_forward_is_a_new_view_of_it():
+    def fn(x):
+        return x, Returns.apply(x)[0], Returns.apply(x[1:])[0]
+
+    x = torch.randn(4)
+    _, same, sliced = symexec.compile(fn)(x)
+    _, eager_same, eager_sliced = fn(x)
+    for out, expected in ((same, eager_same), (sliced, eager_sliced)):
+        assert out is not x and (out._base is x) == (expected._base is x)
+        assert_same(expected, out)
+
+
+def test_forward_traced_without_grad_restores_grad_mode_at_a_break():
+    def fn(x):
+        return Printing.apply(x) + 1
+
+    check(fn, torch.randn(3))
+    assert torch.is_grad_enabled()

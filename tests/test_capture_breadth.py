@@ -1,6 +1,8 @@
 """Capture what torch.compile captures (issue 11): each cause found on code nobody here wrote,
 with a regression test against eager (and torch.compile where graph counts matter)."""
 
+import sys
+
 import torch
 
 import symexec
@@ -190,6 +192,20 @@ def test_public_python_functions_of_torch_stay_one_node():
     assert F.layer_norm in targets and torch.functional.einsum in targets
 
 
+def test_public_functions_defined_in_private_modules_stay_one_node():
+    # torch.masked.norm lives in torch.masked._ops: it was inlined, into a class statement
+    # (an autograd.Function defined inside) that broke the graph.
+    def fn(x, mask):
+        return torch.masked.norm(x, 2.0, mask=mask), torch.masked.sum(x, 1, mask=mask)
+
+    args = (_t(3, 4), torch.rand(3, 4) > 0.5)
+    check(fn, *args)
+    ours, _ = assert_same_graphs_as_dynamo(fn, *args)
+    targets = [n.target for n in ours.graphs[0].graph.nodes if n.op == "call_function"]
+    assert torch.masked.norm in targets and torch.masked.sum in targets
+    assert symexec.explain(fn, *args).graph_break_count == 0
+
+
 def test_python_methods_of_tensor_unbound():
     # torch.Tensor.split and .unique are Python functions of torch._tensor: a method call.
     def fn(x):
@@ -313,3 +329,25 @@ def test_a_public_torch_function_given_a_module_is_traced_into():
     check(fn, _t(3, 4), _t(3, 4), _t(3, 4))
     ours, _ = assert_same_graphs_as_dynamo(fn, _t(3, 4), _t(3, 4), _t(3, 4))
     assert ours.graph_count == 1
+
+
+def test_a_module_imported_at_a_break_is_traced_from_the_next_call(tmp_path, monkeypatch, capsys):
+    # The entry that leaves a first import to CPython guards that the module is not imported
+    # yet: the next call retraces and captures the code after the import in the same graph.
+    (tmp_path / "symexec_fresh_module.py").write_text("print('imported')\nSCALE = 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "symexec_fresh_module", raising=False)
+
+    def fn(x):
+        y = x + 1
+        import symexec_fresh_module
+        return y * symexec_fresh_module.SCALE
+
+    compiled = symexec.compile(fn)
+    x = torch.ones(2)
+    for _ in range(3):
+        assert torch.equal(compiled(x), (x + 1) * 3)
+    assert capsys.readouterr().out == "imported\n"  # once, as in eager
+    entries = symexec.cache_entries(compiled)
+    assert sorted(e.break_reason is None for e in entries) == [False, True]  # the first breaks
+    monkeypatch.delitem(sys.modules, "symexec_fresh_module")

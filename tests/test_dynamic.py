@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import operator
+import time
 
 import pytest
 import torch
 import torch._dynamo
-from helpers import CountingBackend, assert_same
+from helpers import CountingBackend, assert_same, check_sequence
 
 import symexec
 
@@ -212,3 +213,63 @@ def test_recompile_reason_names_the_shape_guard():
     compiled(torch.randn(8, 3))
     compiled(torch.randn(4, 3))
     assert symexec.recompile_reasons(compiled) == ["0: 8 <= L['a'].size()[0]"]
+
+
+# -- sizes that must stay symbolic (issue 11): min/max of sizes, a Size across a break ------------
+def min_of_sizes(x):
+    n = min(x.shape[0], x.shape[1])
+    return x[:n, :n] * 2 + max(x.shape[0], 3)
+
+
+def size_across_a_break(x):
+    s = x.shape
+    time.time()  # a graph break in both: the Size is live across it
+    return x.reshape(s[0] * s[1]) + s[1]
+
+
+def sqrt_of_a_size(x):
+    k = int(x.shape[1] ** 0.5)
+    return x[:, :k] + k
+
+
+SQUARES = [(4, 9), (5, 16), (6, 25), (7, 36)]
+
+
+@pytest.mark.parametrize("fn", [min_of_sizes, size_across_a_break, sqrt_of_a_size])
+@pytest.mark.parametrize("dynamic", [None, True], ids=["automatic", "dynamic"])
+def test_sizes_stay_symbolic_like_torch_compile(fn, dynamic):
+    calls = [(torch.randn(*shape),) for shape in SQUARES]
+    _, ours, theirs = run_both(fn, calls, dynamic=dynamic)
+    assert ours.graph_count <= theirs.graph_count
+
+
+def test_a_size_argument_is_ints_of_the_inputs():
+    def fn(x, size):
+        return x.new_zeros(size) + size[0]
+
+    calls = [(torch.randn(2), torch.Size([n, 3])) for n in (2, 3, 4, 5)]
+    _, ours, theirs = run_both(fn, calls)
+    assert ours.graph_count <= theirs.graph_count
+
+
+def numel_of_a_size(x):
+    return x.flatten()[: x.shape.numel() - 1] * x.shape[1:].numel()
+
+
+def test_numel_of_a_symbolic_size_stays_symbolic():
+    calls = [(torch.randn(n, 3),) for n in (2, 3, 4, 5)]
+    _, ours, theirs = run_both(numel_of_a_size, calls, dynamic=True)
+    assert ours.graph_count <= theirs.graph_count == 1
+
+
+@pytest.mark.parametrize("change", [lambda x: x.resize_(x.shape[0] * x.shape[1], 1), lambda x: x.transpose_(0, 1),
+                                    lambda x: x.unsqueeze_(0)], ids=["resize_", "transpose_", "unsqueeze_"])
+def test_input_metadata_changed_in_place_keeps_its_guards(change):
+    """The shape guards are on the input as it came in, not as the function left it (an
+    internal error on resize_ of a dynamic input)."""
+    def fn(x):
+        change(x)
+        return x * 2
+
+    compiled = check_sequence(fn, *[[torch.randn(n, 3)] for n in (2, 3, 4)], dynamic=True)
+    assert len(symexec.cache_entries(compiled)) == 1

@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 import torch
 
-from helpers import check, symexec_graphs
+import symexec
+from helpers import assert_same_graphs_as_dynamo, check, symexec_graphs
 
 transformers = pytest.importorskip("transformers")
 from transformers.modeling_outputs import BaseModelOutput  # noqa: E402
@@ -124,3 +125,132 @@ def test_a_subclass_with_its_own_getitem():
         o = OwnGetitemOutput(a=x + 1)
         return o[0], o["a"], x * 2
     check(f, torch.ones(2), expect_traced=False)
+
+
+@dataclasses.dataclass
+class NestedOutput(ModelOutput):
+    logits: torch.Tensor = None
+    inner: BaseModelOutput = None
+
+    def to_tuple(self):  # as CLIPOutput's: nested outputs flattened
+        return tuple(v.to_tuple() if isinstance(v, ModelOutput) else v for v in self.values())
+
+
+def test_a_subclass_with_its_own_to_tuple_in_one_graph():
+    # Failed before: "constructing NestedOutput, which has its own __new__" (a graph break).
+    def f(x):
+        o = NestedOutput(logits=x * 2, inner=BaseModelOutput(last_hidden_state=x + 1))
+        return o.to_tuple(), o[1], o[-1][0] * 3, o
+    check(f, torch.ones(2))
+    assert symexec.explain(f, torch.ones(2)).graph_break_count == 0
+
+
+def test_clip_output_in_one_graph():
+    from transformers.models.clip.modeling_clip import CLIPOutput
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    def f(x):
+        text = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=x.sum(0))
+        o = CLIPOutput(logits_per_image=x * 2, logits_per_text=x.t(), text_model_output=text)
+        return o.to_tuple(), o[2] * 3, o
+    check(f, torch.ones(2, 3))
+    assert symexec.explain(f, torch.ones(2, 3)).graph_break_count == 0
+
+
+@dataclasses.dataclass(init=False)
+class OwnInitOutput(ModelOutput):
+    a: torch.Tensor = None
+
+    def __init__(self, t):
+        super().__init__()
+        self.a = t * 2
+
+
+def test_a_subclass_with_its_own_init_is_not_modelled_as_its_fields():
+    # Failed before: modelled as OwnInitOutput(a=t), its __init__ never run (a wrong result).
+    def f(x):
+        o = OwnInitOutput(x)
+        return o.a, o["a"], len(o)
+    check(f, torch.ones(2), expect_traced=False)
+
+
+# -- outputs passed in (what a continuation gets after a graph break) --------------------------
+
+def test_an_output_used_across_a_break():
+    # Failed before: each read after the break broke the graph again (items(), keys(), len()).
+    def f(x):
+        o = BaseModelOutput(last_hidden_state=x + 1, hidden_states=(x,))
+        print("break")
+        return o[0] * 2, o["last_hidden_state"] + 1, o.hidden_states, o.to_tuple(), len(o), o[-1]
+    check(f, torch.ones(2), calls=3)
+    assert symexec.explain(f, torch.ones(2)).graph_break_count == 1
+
+
+def test_an_output_written_across_a_break():
+    def f(x):
+        o = BaseModelOutput(last_hidden_state=x + 1)
+        print("break")
+        o.hidden_states = (x * 2,)
+        o.attentions = None
+        o["last_hidden_state"] = x * 3
+        return o, o.to_tuple(), list(o.keys()), o[1][0] + 1
+    check(f, torch.ones(2), calls=3)
+    assert symexec.explain(f, torch.ones(2)).graph_break_count == 1
+
+
+def test_an_output_passed_in_is_read_in_one_graph():
+    def f(o, x):
+        return o[0] * x, o["last_hidden_state"] + 1, o.hidden_states, o.to_tuple(), len(o), o.attentions, "attentions" in o
+    o = BaseModelOutput(last_hidden_state=torch.ones(2), hidden_states=(torch.ones(1),))
+    check(f, o, torch.ones(2), calls=3)
+    assert_same_graphs_as_dynamo(f, o, torch.ones(2))
+
+
+def test_an_output_passed_in_is_written():
+    # The writes are replayed on the real object: attributes and items, in order.
+    def f(o, x):
+        o.hidden_states = (x,)
+        o["attentions"] = (x + 1,)
+        o.last_hidden_state = None  # the attribute only: the item keeps its value
+        return o["last_hidden_state"] * 2, o.last_hidden_state, o.to_tuple()
+    check(f, BaseModelOutput(last_hidden_state=torch.ones(2)), torch.ones(3), calls=3)
+    assert_same_graphs_as_dynamo(f, BaseModelOutput(last_hidden_state=torch.ones(2)), torch.ones(3))
+
+
+def test_writes_whose_replay_would_reorder_the_keys():
+    # Replayed as attribute writes, the latest last, `attentions` would come before
+    # `hidden_states`: the trace breaks instead.
+    def f(o, x):
+        o.hidden_states = (x,)
+        o.attentions = (x,)
+        o.hidden_states = (x * 2,)
+        return list(o.keys()), o.to_tuple(), x + 1
+    check(f, BaseModelOutput(last_hidden_state=torch.ones(2)), torch.ones(3))
+
+
+def test_an_item_set_to_none_on_an_output_passed_in():
+    def f(o, x):
+        o["hidden_states"] = None
+        return list(o.keys()), o.hidden_states, x + 1
+    check(f, BaseModelOutput(last_hidden_state=torch.ones(2)), torch.ones(3))
+
+
+def test_one_output_passed_twice():
+    def f(a, b, x):
+        a.hidden_states = (x,)
+        return b.hidden_states, len(b), b.to_tuple()
+    o = BaseModelOutput(last_hidden_state=torch.ones(2))
+    check(f, o, o, torch.ones(3))
+
+
+def test_a_clip_output_across_a_break():
+    from transformers.models.clip.modeling_clip import CLIPOutput
+    from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+    def f(x):
+        text = BaseModelOutputWithPooling(last_hidden_state=x, pooler_output=x.sum(0))
+        o = CLIPOutput(logits_per_image=x * 2, text_model_output=text)
+        print("break")
+        return o.to_tuple(), o[1][0] * 3, o.text_model_output.pooler_output + 1
+    check(f, torch.ones(2, 3), calls=3)
+    assert symexec.explain(f, torch.ones(2, 3)).graph_break_count == 1

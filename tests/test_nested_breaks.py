@@ -16,7 +16,8 @@ import weakref
 import pytest
 import torch
 import torch._dynamo  # the reference, compared against over several calls
-from helpers import CountingBackend, assert_same_graphs_as_dynamo, check, check_sequence, copy_args
+from helpers import (CountingBackend, assert_same_graphs_as_dynamo, check, check_sequence, copy_args, dynamo_graphs,
+                     symexec_graphs)
 
 import symexec
 
@@ -569,3 +570,61 @@ def test_wrapper_of_a_compiled_function_is_not_taken_for_it():
     x = _t()
     assert torch.allclose(symexec.disable(_compiled_then_wrapped)(x), (x + 1) * 2)
     assert torch.allclose(symexec.explain(_compiled_then_wrapped, x).result, (x + 1) * 2)
+
+
+# -- locals a continuation gets: a function imported inside, a recursive inner function ---------
+def test_function_imported_inside_from_a_torch_module_survives_a_break():
+    def fn(x):
+        from torch.nn.modules.utils import _pair  # a torch function traced into, held across the break
+
+        y = x + 1
+        print("between")
+        return y * _pair(2)[0]
+
+    check(fn, _t())
+    assert_same_graphs_as_dynamo(fn, _t())
+
+
+def test_recursive_inner_function_survives_a_break():
+    def fn(x):
+        def fact(n):
+            return 1 if n == 0 else n * fact(n - 1)
+
+        held = [fact]
+        y = x + fact(2)
+        print("between")
+        # One function object, the one its own cell holds, in generated code too.
+        return y * held[0](3), held[0] is fact, fact.__closure__[0].cell_contents is fact
+
+    check(fn, _t())
+    # As many graphs as torch.compile (whose result differs: its rebuilt cell holds a second
+    # function object, so `is` says False where eager says True).
+    ours = symexec_graphs(fn, _t())[1]
+    assert ours.graph_count == dynamo_graphs(fn, _t())[1].graph_count == 2
+
+
+def test_recursive_inner_function_called_at_a_break():
+    def fn(x, n):
+        def rec(k, me):
+            if k == 0:
+                return x, me is rec  # the function called is the one its cell holds
+            y, same = rec(k - 1, me)
+            print("level", k)
+            return y * 2 + 1, same
+
+        return rec(n, rec)
+
+    check(fn, _t(), 3)
+
+
+def test_inner_function_held_twice_is_one_object_after_a_break():
+    def fn(x):
+        def g(t):
+            return t * 2
+
+        held = [g, g]
+        y = x + 1
+        print("between")
+        return held[0](y), held[0] is held[1]
+
+    check(fn, _t())

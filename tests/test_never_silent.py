@@ -325,17 +325,39 @@ def slow(x):
     return x
 
 
+def _interrupt_until(stop, first=0.3, every=0.1):
+    """Ctrl-C, again and again until ``stop`` is set: CPython swallows one that lands in a
+    weakref callback or a ``__del__`` (as it would in eager code), the next one is delivered."""
+    if not stop.wait(first):
+        _thread.interrupt_main()
+        while not stop.wait(every):
+            _thread.interrupt_main()
+
+
+def _stop_interrupting(stop, sender):
+    """Stop the sender; a Ctrl-C it sent as the call ended arrives here, not in the next test."""
+    while True:
+        try:
+            stop.set()
+            sender.join()
+            time.sleep(0.05)
+            return
+        except KeyboardInterrupt:
+            continue
+
+
 def test_real_keyboard_interrupt_during_a_slow_trace():
     compiled = symexec.compile(slow)
     x = torch.randn(2, 2)
-    timer = threading.Timer(0.5, _thread.interrupt_main)
+    stop = threading.Event()
+    sender = threading.Thread(target=_interrupt_until, args=(stop,))
     began = time.perf_counter()
-    timer.start()
+    sender.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             compiled(x)
     finally:
-        timer.cancel()
+        _stop_interrupting(stop, sender)
     assert time.perf_counter() - began < 30
     assert_torch_state_intact()
     assert not symexec.cache_entries(compiled)

@@ -35,10 +35,15 @@ ALLOWED = {
     ("variables/misc.py", "UserDefinedClassVariable.var_getattr"): "wrapped with the source cls.name: guarded",
     ("variables/nn_module.py", "NNModuleVariable.var_getattr"):
         "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
+    ("variables/nn_module.py", "NNModuleVariable._slot"): "a module's _parameters/_modules/_buffers: keys guarded",
+    ("variables/nn_module.py", "_entries"):
+        "a module's _parameters/_modules/_buffers: keys guarded, values wrapped with their source, None entries guarded",
     ("variables/operators.py", "_make_inplace.inplace_op"): "the builtin type of a constant",
     ("variables/tensor.py", "TensorVariable.python_attribute"): "wrapped with the source x.name, absence guarded",
     ("variables/tensor.py", "wrap_fx_value"): "the type of an FX result (a fake value, not a user object)",
-    ("variables/user_objects.py", "is_model_output_class"): "the index of ModelOutput in the (guarded) MRO",
+    ("variables/model_output.py", "_from_model_output"): "the index of ModelOutput in the (guarded) MRO",
+    ("variables/dicts.py", "DictSubclassVariable._own_attribute"):
+        "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
     ("variables/user_objects.py", "UserDefinedObjectVariable.var_getattr"):
         "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
     ("variables/functions.py", "UserFunctionVariable.var_getattr"): "wrapped with the source fn.name: guarded",

@@ -23,7 +23,7 @@ def BUILD_LIST(tx: Any, inst: Any, *items: Any) -> Any:
 
 @instruction("BUILD_SET", pops=lambda n: n, pushes=1)
 def BUILD_SET(tx: Any, inst: Any, *items: Any) -> Any:
-    return SetVariable(list(items))
+    return SetVariable(list(items), tx=tx)
 
 
 @instruction("BUILD_MAP", pops=lambda n: 2 * n, pushes=1)

@@ -114,7 +114,9 @@ def IMPORT_NAME(tx: Any, inst: Any, level: Any, fromlist: Any) -> Any:
     name = _absolute_name(tx, inst.arg, level.as_python_constant())
     module = sys.modules.get(name)
     if module is None:
-        raise Unsupported(f"importing {name!r}, not imported yet, inside a compiled function")
+        raise Unsupported(f"importing {name!r}, not imported yet, inside a compiled function",
+                          hint="CPython imports it at the break; the next call is traced with it imported",
+                          break_guards=lambda guards: guards.module_not_imported(name))
     names = fromlist.as_python_constant()
     if not names:  # `import a.b` binds a
         module = sys.modules[name.partition(".")[0]]

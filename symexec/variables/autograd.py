@@ -45,6 +45,7 @@ from .constant import ConstantVariable, is_literal
 from .functions import UserFunctionVariable
 from .lists import TupleVariable
 from .misc import UserDefinedClassVariable
+from .ctx import set_grad_mode
 from .tensor import SymNodeVariable, TensorVariable, wrap_fx_value
 
 # What ``apply`` is when the class does not override it, and what marks the old style
@@ -95,6 +96,8 @@ class AutogradApplyVariable(VariableTracker):
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         for arg in [*args, *kwargs.values()]:
             _check_argument(self.cls, arg)
+        if not any(_requires_grad(arg) for arg in [*args, *kwargs.values()]):
+            return _inline(tx, self.cls, self.class_source, args, kwargs)
         returns_tuple = _speculate(tx, self.cls, self.class_source, args, kwargs)
         return _record(tx, self.cls, args, kwargs, returns_tuple)
 
@@ -114,6 +117,50 @@ def _check_argument(cls: type, arg: VariableTracker) -> None:
         return
     raise Unsupported(f"{cls.__qualname__}.apply() with {arg.describe()} as an argument",
                       hint="pass tensors, numbers and tuples of them; the call runs as plain Python")
+
+
+def _requires_grad(arg: VariableTracker) -> bool:
+    """Whether an argument is (or holds) a tensor that requires grad (guarded with the tensor)."""
+    if type(arg) is TupleVariable:
+        return any(_requires_grad(item) for item in arg.items)
+    return isinstance(arg, TensorVariable) and bool(arg.example.requires_grad)
+
+
+# -- no input requires grad: forward traced into the graph ----------------------------------------
+def _inline(tx: Any, cls: type, class_source: Source, args: list[VariableTracker],
+            kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``apply`` where autograd records nothing (no input requires grad, in any grad mode): it
+    runs forward under no_grad and hands back its outputs, an input returned unchanged as a new
+    view of it (``view_as``). The trace does the same, its nodes kept in the graph."""
+    forward = _static_function(tx, cls, class_source, "forward")
+    for other in _BACKWARD_NAMES:
+        find_on_class(tx, cls, other)
+    grad_mode = tx.output.grad_enabled
+    set_grad_mode(tx, False)
+    try:
+        result = _trace_forward(tx, cls, class_source, forward, args, kwargs, False)
+    except TracedException as e:
+        raise Unsupported(f"{cls.__qualname__}.forward raises {e.exception.describe()}",
+                          hint="CPython runs the call") from None
+    except BaseException:
+        _set_grad_mode(tx.output, grad_mode)  # the trace is abandoned: torch's mode as it was
+        raise
+    inputs = [*args, *kwargs.values()]
+    inputs += [item for arg in inputs if type(arg) is TupleVariable for item in arg.items]
+    if issubclass(result.python_type(), tuple):  # (apply returns a plain tuple for any tuple)
+        result = TupleVariable([_fresh_output(tx, item, inputs) for item in result.unpack(tx)])
+    else:
+        result = _fresh_output(tx, result, inputs)
+    set_grad_mode(tx, grad_mode)
+    return result
+
+
+def _fresh_output(tx: Any, item: VariableTracker, inputs: list[VariableTracker]) -> VariableTracker:
+    """An output of forward as ``apply`` returns it: a tensor argument returned as it came is a
+    view of it (never the same object)."""
+    if isinstance(item, TensorVariable) and any(item is arg for arg in inputs):
+        return item.call_method(tx, "view_as", [item], {})
+    return item
 
 
 # -- proving forward traceable ---------------------------------------------------------------------

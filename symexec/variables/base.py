@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
+import torch
+
 from ..exc import Unsupported
 from ..source import Source
 
@@ -126,12 +128,14 @@ DELETED = object()  # the value a traced ``del obj.name`` leaves (see side_effec
 
 class Identity:
     """A set member or dict key standing for a real object hashed by identity (a module in a
-    ``memo`` set): equal only to itself's object."""
+    ``memo`` set, a parameter keying a dict): equal only to itself's object. ``var`` is a
+    tracker of that object, which generated code rebuilds the key from."""
 
-    __slots__ = ("obj",)
+    __slots__ = ("obj", "var")
 
-    def __init__(self, obj: Any) -> None:
+    def __init__(self, obj: Any, var: "VariableTracker | None" = None) -> None:
         self.obj = obj
+        self.var = var
 
     def __hash__(self) -> int:
         return hash(self.obj)
@@ -140,12 +144,22 @@ class Identity:
         return isinstance(other, Identity) and other.obj is self.obj
 
 
-def hash_key(var: VariableTracker) -> Any:
+def hash_key(var: VariableTracker, tx: "TracingContext | None" = None) -> Any:
     """What ``var`` is as a set member or dict key: its constant value, or the identity of the
-    real object it stands for when that object hashes by identity."""
+    object it stands for when that object hashes by identity. A tensor's identity is its fake
+    tensor's: one per input object (the builder shares the tracker of an object reached twice,
+    with an alias guard) and one per tensor an operation made. That two tensor inputs are two
+    objects is guarded when one is used as a key (``tx``)."""
+    fake = getattr(var, "example", None)
+    if fake is not None and isinstance(fake, torch.Tensor):
+        if var.source is not None:
+            if tx is None:
+                raise Unsupported(f"{var.describe()} as a key where its identity cannot be guarded")
+            tx.guards.distinct(var.source)
+        return Identity(fake, var)
     value = getattr(var, "value", None)
     if value is not None and not var.is_python_constant() and type(value).__hash__ is object.__hash__:
-        return Identity(value)
+        return Identity(value, var)
     key = var.as_python_constant()
     hash(key)
     return key

@@ -9,6 +9,7 @@ guarded lazily, when the trace first uses their value (``constant.py``).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import operator
@@ -25,14 +26,16 @@ from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_
 from .base import VariableTracker, find_on_class
 from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal
-from .ctx import GradModeExit, GradModeExitVariable
-from .dicts import ConstDictVariable, MappingProxyVariable
+from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
+from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base
 from .functions import LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
+from .model_output import is_model_output_class, wrap_model_output
 from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable
 from .nn_module import NNModuleVariable
 from .stdlib import operator_callable
 from .user_objects import UserDefinedObjectVariable
+from .tensor import tensor_method
 from .torch import TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
 
 Wrapper = Callable[["VariableBuilder", Any, "Source | None"], VariableTracker]
@@ -76,7 +79,9 @@ class VariableBuilder:
                 break
         else:
             wrapper = _wrap_object
-        if cls is not type(value) and cls in _CONTAINERS and _overrides_protocol(self, type(value), cls):
+        if cls is dict and is_model_output_class(self, type(value)):
+            wrapper = wrap_model_output  # (a dataclass: its __eq__ is its own)
+        elif cls is not type(value) and cls in _CONTAINERS and _overrides_protocol(self, type(value), cls):
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
         if isinstance(value, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
             wrapper = _wrap_torch_callable
@@ -200,11 +205,20 @@ def _wrap_grad_mode_exit(b: VariableBuilder, value: GradModeExit, source: Source
     return GradModeExitVariable.wrap(b, value, source)
 
 
+@wraps(torch.amp.autocast_mode.autocast)
+def _wrap_autocast(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    return AutocastVariable.wrap(b, value, source)
+
+
 @wraps(torch.Size)
 def _wrap_size(b: VariableBuilder, value: torch.Size, source: Source | None) -> VariableTracker:
-    if source is not None:
-        b.guards.equals_match(source, value)  # (of type torch.Size: a tuple guard would always fail)
-    return SizeVariable([ConstantVariable(int(v)) for v in value], source)
+    if source is None:
+        return SizeVariable([ConstantVariable(int(v)) for v in value])
+    # Each size is an int of the inputs: a constant guarded by value, or symbolic where the
+    # dynamic policy makes it so (a Size handed to a continuation keeps its symbolic sizes).
+    b.guards.type_match(source, value)
+    b.guards.len_match(source, len(value))
+    return SizeVariable([b(int(v), GetItemSource(source, i)) for i, v in enumerate(value)], source)
 
 
 @wraps(dict)
@@ -221,7 +235,12 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
         b.guards.add(GuardKind.EQUALS_MATCH, f"list({source.name}.keys()) == {shown}",
                      f"___list({source.expr()}) == {b.guards.constant(list(keys))}", source)
     items = {k: b(v, GetItemSource(source, k) if source is not None else None) for k, v in value.items()}
+    if type(value) not in _DICT_TYPES and (base := dict_base(b, type(value))) is not None:  # a user subclass
+        return DictSubclassVariable(items, type(value), base, source, instance=value)
     return ConstDictVariable(items, source, user_cls=type(value))
+
+
+_DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
 
 
 @wraps(range, slice, set, frozenset)
@@ -268,6 +287,8 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
 @wraps(types.BuiltinFunctionType, types.BuiltinMethodType)
 def _wrap_builtin(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
     # Calls fold or hit a handler (builtins.py); any other builtin is unsupported when called.
+    if isinstance(getattr(value, "__self__", None), torch.Tensor):
+        return tensor_method(b, value, source)
     if source is not None:
         _pin_callable(b, value, source)
     return BuiltinVariable(value, source)

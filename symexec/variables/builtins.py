@@ -295,6 +295,25 @@ HANDLERS[copy.deepcopy] = _copy_handler(copy.deepcopy)
 HANDLERS[copy.copy] = _copy_handler(copy.copy)
 
 
+@handler(id)
+def _id(tx: Any, obj: VariableTracker) -> VariableTracker:
+    """``id(obj)`` of an object the call was given (a module, a parameter, an input tensor):
+    its address now, guarded to stay that (``id(L['m']) == 1403...``, the fact the result is:
+    another object retraces). What the trace made has no address it could know."""
+    source = obj.source
+    if source is None or isinstance(source.root(), PrivateObjectSource):
+        raise Unsupported(f"id() of {obj.describe()}, an object made by the trace")
+    if isinstance(obj, TensorVariable):
+        real = obj.real_value(tx)
+    elif isinstance(obj, ObjectVariableBase) and hasattr(obj, "value"):
+        real = obj.value
+    else:
+        raise Unsupported(f"id() of {obj.describe()}")
+    address = id(real)
+    tx.guards.add(GuardKind.ID_MATCH, f"id({source.name}) == {address}", f"___id({source.expr()}) == {address}", source)
+    return ConstantVariable(address)
+
+
 
 def run_pure(tx: Any, fn: Any, args: tuple, kwargs: dict) -> VariableTracker:
     value = fn(*[_real_value(a) for a in args], **{k: _real_value(v) for k, v in kwargs.items()})
@@ -538,8 +557,8 @@ def _defaultdict(tx: Any, factory: VariableTracker | None = None, *args: Variabl
     return ConstDictVariable(plain.items, user_cls=collections.defaultdict, default_factory=factory or ConstantVariable(None))
 
 
-HANDLERS[set] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) if iterable is not None else [])
-HANDLERS[frozenset] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) if iterable is not None else [], frozen=True)
+HANDLERS[set] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) if iterable is not None else [], tx=tx)
+HANDLERS[frozenset] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) if iterable is not None else [], True, tx)
 
 
 def _fold_items(tx: Any, args: tuple[VariableTracker, ...]) -> list[VariableTracker]:
@@ -558,9 +577,25 @@ def _make_minmax(fn: Any) -> Handler:
             if default is None:
                 raise Unsupported(f"ValueError: {fn.__name__}() arg is an empty sequence")
             return default
+        if key is None and _symbolic_ints(items):
+            # Sizes stay symbolic: torch.sym_min/sym_max record the choice instead of guarding
+            # on the comparison (for ints, which item is picked shows only in its value).
+            sym_fn = torch.sym_min if fn is min else torch.sym_max
+            result = items[0]
+            for item in items[1:]:
+                result = record_call(tx, "call_function", sym_fn, [result, item], {})
+            return result
         keys = sort_keys(tx, items, key)
         return items[fn(range(len(items)), key=keys.__getitem__)]
     return minmax
+
+
+def _symbolic_ints(items: list[VariableTracker]) -> bool:
+    """Symbolic ints, with plain ints among them."""
+    return any(isinstance(i, SymNodeVariable) for i in items) and all(
+        i.python_type() is int for i in items if isinstance(i, SymNodeVariable)) and all(
+        isinstance(i, SymNodeVariable) or (i.is_python_constant() and type(i.as_python_constant()) is int)
+        for i in items)
 
 
 HANDLERS[min] = _make_minmax(min)
@@ -587,13 +622,28 @@ HANDLERS[any] = lambda tx, iterable: ConstantVariable(any(i.truth(tx) for i in i
 HANDLERS[all] = lambda tx, iterable: ConstantVariable(all(i.truth(tx) for i in iterable.unpack(tx)))
 
 
-@handler(int, float, str, complex)
+@handler(str, complex)
 def _scalar(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
     if len(args) == 1 and isinstance(args[0], (ExceptionVariable, ObjectVariableBase)):
         return args[0].call_method(tx, "__str__", [], {}) if isinstance(args[0], ExceptionVariable) else None
     if any(is_tensor(a) for a in args):
         raise Unsupported("converting a tensor to a Python number reads its value", hint="keep it a tensor")
     return None
+
+
+def _make_number(fn: type, symbolic: Any) -> Handler:
+    def number(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+        if len(args) == 1 and not kwargs and isinstance(args[0], SymNodeVariable) and \
+                args[0].python_type() in (int, float):
+            # A symbolic number stays symbolic: int() truncates as torch.sym_int does,
+            # float() converts as torch.sym_float.
+            return args[0] if args[0].python_type() is fn else record_call(tx, "call_function", symbolic, [args[0]], {})
+        return _scalar(tx, *args, **kwargs)
+    return number
+
+
+HANDLERS[int] = _make_number(int, torch.sym_int)
+HANDLERS[float] = _make_number(float, torch.sym_float)
 
 
 @handler(callable)

@@ -15,7 +15,7 @@ import torch
 
 from ..exc import Unsupported
 from ..source import AttrSource, Source
-from .base import VariableTracker
+from .base import VariableTracker, find_on_class
 from .constant import ConstantVariable
 
 
@@ -64,13 +64,17 @@ class GradModeVariable(VariableTracker):
         raise Unsupported(f"keeping a {self.describe()} object across a graph break")
 
 
+# What an autocast object holds of its arguments, in ``_enter_autocast``'s order.
+_SETTINGS = ("device", "fast_dtype", "_enabled", "_cache_enabled")
+
+
 class AutocastVariable(VariableTracker):
     """``torch.autocast(device_type, dtype=..., enabled=..., cache_enabled=...)``: entered in the
     graph (``torch.amp.autocast_mode._enter_autocast``) and for real while tracing, so fake
     tensors get the dtypes autocast gives."""
 
-    def __init__(self, values: tuple) -> None:
-        super().__init__()
+    def __init__(self, values: tuple, source: Source | None = None) -> None:
+        super().__init__(source)
         self.values = values  # device_type, dtype, enabled, cache_enabled
 
     @classmethod
@@ -82,18 +86,42 @@ class AutocastVariable(VariableTracker):
         dtype = arguments["dtype"] if arguments["dtype"] is not None else torch.get_autocast_dtype(arguments["device_type"])
         return cls((arguments["device_type"], dtype, arguments["enabled"], arguments["cache_enabled"]))
 
+    @classmethod
+    def wrap(cls, builder: Any, value: Any, source: Source | None) -> "AutocastVariable":
+        """An autocast object made outside (``ac = torch.autocast(...)``, the one a
+        ``@torch.autocast(...)`` decorator holds): its settings guarded, and torch's own
+        ``__enter__``/``__exit__`` (the class lookups guarded), which the trace models."""
+        if source is None or type(value) is not torch.amp.autocast_mode.autocast:
+            raise Unsupported("an autocast object of a subclass, or without a source")
+        builder.guards.type_match(source, value)
+        for name in ("__enter__", "__exit__"):
+            if find_on_class(builder, type(value), name)[0] is not torch.amp.autocast_mode.autocast:
+                raise Unsupported(f"an autocast object whose {name} is not torch's")
+        values = tuple(getattr(value, name) for name in _SETTINGS)
+        for name, setting in zip(_SETTINGS, values):
+            builder.guards.equals_match(AttrSource(source, name), setting)
+        return cls(values, source)
+
     def python_type(self) -> type:
         return torch.autocast
 
     def enter(self, tx: Any) -> tuple[VariableTracker, VariableTracker]:
+        if self.source is not None:  # the object's own __enter__ records what it restores
+            device = self.values[0]
+            for name, prev in (("prev_cache_enabled", torch.is_autocast_cache_enabled()),
+                               ("prev", torch.is_autocast_enabled(device)),
+                               ("prev_fastdtype", torch.get_autocast_dtype(device))):
+                tx.output.side_effects.store_attr(self, name, ConstantVariable(prev))
         real = torch.amp.autocast_mode._enter_autocast(*self.values)
         tx.output.active_contexts.append(real)
         node, _ = tx.output.create_call("call_function", torch.amp.autocast_mode._enter_autocast, self.values, {},
                                         example=real)
-        return AutocastExitVariable(node, real), ConstantVariable(None)
+        return AutocastExitVariable(node, real), self if self.source is not None else ConstantVariable(None)
 
     def reconstruct(self, cg: Any) -> None:
-        raise Unsupported("keeping a torch.autocast object across a graph break")
+        if self.source is None:
+            raise Unsupported("keeping a torch.autocast object made by the trace across a graph break")
+        self.source.emit_load(cg)
 
 
 class AutocastExitVariable(VariableTracker):

@@ -11,11 +11,11 @@ import collections
 import types
 from typing import Any
 
-from ..exc import TracedException, Unsupported
-from ..source import ConstSource, Source
-from .base import Identity, VariableTracker, find_on_class, hash_key
+from ..exc import AttributeMissing, TracedException, Unsupported
+from ..source import AttrSource, ConstSource, Source
+from .base import BoundMethodVariable, Identity, VariableTracker, class_static, find_on_class, hash_key, subclass_check
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
-from .lists import TupleVariable
+from .lists import CLASS_ATTRIBUTE, TupleVariable
 
 
 class ConstDictVariable(VariableTracker):
@@ -54,13 +54,15 @@ class ConstDictVariable(VariableTracker):
         return bool(self.items)
 
     def getitem(self, tx: Any, key: VariableTracker) -> VariableTracker:
-        k = _key(key)
+        k = _key(key, tx)
         if k not in self.items:
             if self.default_factory is not None and not (self.default_factory.is_python_constant()
                                                          and self.default_factory.as_python_constant() is None):
                 tx.output.side_effects.mutate(self)
                 self.items[k] = self.default_factory.call_function(tx, [], {})
                 return self.items[k]
+            if isinstance(k, Identity):
+                raise Unsupported("the KeyError of an object missing from a dict (its repr)")
             raise TracedException(KeyError(k))
         return self.items[k]
 
@@ -79,10 +81,10 @@ class ConstDictVariable(VariableTracker):
         if name == "__len__":
             return ConstantVariable(len(items))
         if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(_key(args[0]) in items)
+            return ConstantVariable(_key(args[0], tx) in items)
         if name == "get" and 1 <= len(args) <= 2:
             default = args[1] if len(args) == 2 else ConstantVariable(None)
-            return items.get(_key(args[0]), default)
+            return items.get(_key(args[0], tx), default)
         if name in ("keys", "values", "items") and not args and not kwargs:
             return DictViewVariable(self, name)  # live: it sees later changes of the dict
         if name == "copy" and not args and not kwargs:
@@ -91,10 +93,13 @@ class ConstDictVariable(VariableTracker):
                     raise Unsupported(f"{self.user_cls.__qualname__}.copy() calls the subclass")
                 return ConstDictVariable(items)  # dict.copy of a subclass: a plain dict
             return ConstDictVariable(items, user_cls=self.user_cls, default_factory=self.default_factory)
+        if name == "__init__":  # dict.__init__ (reached through super()): update's arguments
+            return self.native_call_method(tx, "update", args, kwargs)
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear", "popitem"):
+            self.check_replayable(tx)
             tx.output.side_effects.mutate(self)
             if name == "__setitem__":
-                items[_key(args[0])] = args[1]
+                items[_key(args[0], tx)] = args[1]
             elif name == "update":
                 for other in args:
                     if isinstance(other, ConstDictVariable):
@@ -102,30 +107,34 @@ class ConstDictVariable(VariableTracker):
                     else:  # pairs
                         for pair in other.unpack(tx):
                             key, value = pair.unpack(tx)
-                            items[_key(key)] = value
+                            items[_key(key, tx)] = value
                 for k, v in kwargs.items():
                     items[k] = v
             elif name == "pop":
-                k = _key(args[0])
+                k = _key(args[0], tx)
                 if k in items:
                     return items.pop(k)
                 if len(args) == 2:
                     return args[1]
                 raise TracedException(KeyError(k))
             elif name == "setdefault":
-                k = _key(args[0])
+                k = _key(args[0], tx)
                 if k in items:
                     return items[k]
                 items[k] = args[1] if len(args) > 1 else ConstantVariable(None)
                 return items[k]
             elif name == "__delitem__":
-                del items[_key(args[0])]
+                del items[_key(args[0], tx)]
             elif name == "clear":
                 items.clear()
             else:
                 raise Unsupported("dict.popitem")
             return ConstantVariable(None)
         raise Unsupported(f"method {name!r} of {self.describe()}")
+
+    def check_replayable(self, tx: Any) -> None:
+        """A change of a dict passed in is replayed by its ``clear`` and ``update``: they must
+        be the builtin ones (a subclass's own would run its code, or refuse)."""
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
@@ -142,7 +151,10 @@ class ConstDictVariable(VariableTracker):
     def reconstruct_items(self, cg: Any) -> None:
         """Push a new plain dict with the traced items."""
         for k, v in self.items.items():
-            cg.load_const(k)
+            if isinstance(k, Identity):  # (an object key: rebuilt from its tracker)
+                cg.reconstruct(k.var)
+            else:
+                cg.load_const(k)
             cg.reconstruct(v)
         cg.build(dict, len(self.items))
 
@@ -220,12 +232,12 @@ class DictViewVariable(VariableTracker):
             return IteratorVariable(self.unpack(tx), self.iterator_type())
         if name == "__contains__" and len(args) == 1 and not kwargs:
             if self.kind == "keys":
-                return ConstantVariable(_key(args[0]) in self.dict_var.items)
+                return ConstantVariable(_key(args[0], tx) in self.dict_var.items)
             if self.kind == "items":
                 pair = args[0]
                 if not isinstance(pair, TupleVariable) or len(pair.items) != 2:
                     raise Unsupported("`in` a dict_items with something other than a pair")
-                k = _key(pair.items[0])
+                k = _key(pair.items[0], tx)
                 if k not in self.dict_var.items:
                     return ConstantVariable(False)
                 value, other = self.dict_var.items[k], pair.items[1]
@@ -270,8 +282,8 @@ def python_override(tx: Any, cls: type, base: type, name: str) -> types.Function
     return method
 
 
-def _key(key: VariableTracker) -> Any:
-    return hash_key(key)
+def _key(key: VariableTracker, tx: Any) -> Any:
+    return hash_key(key, tx)
 
 
 COMPUTED_WRAPPERS[dict] = lambda v: ConstDictVariable({k: wrap_constant(x) for k, x in v.items()})
@@ -290,3 +302,189 @@ class MappingProxyVariable(ConstDictVariable):
         if name not in self._READS:
             raise Unsupported(f"method {name!r} of a mappingproxy")
         return self.native_call_method(tx, name, args, kwargs)
+
+
+# The builtin dicts a user subclass may store its items in (a defaultdict's factory, a
+# Counter's Python methods: not modelled here).
+_BUILTIN_DICTS = (dict, collections.OrderedDict)
+# What a dict subclass tracker models with the builtin behaviour: a Python override of one of
+# these (``__iter__``, a dataclass's ``__eq__``) makes instances plain objects instead.
+DICT_PROTOCOL = frozenset({"__missing__", "__iter__", "__eq__", "__ne__", "__hash__", "__bool__", "__reversed__"})
+_METHOD_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
+                 types.WrapperDescriptorType)
+
+
+def _is_dict_method(static: Any) -> bool:
+    """Whether a class attribute is a builtin dict's method (``__getattr__ = dict.__getitem__``)."""
+    return isinstance(static, (types.MethodDescriptorType, types.WrapperDescriptorType)) and \
+        static.__objclass__ in _BUILTIN_DICTS
+
+
+def dict_base(tx: Any, cls: type) -> type | None:
+    """The builtin dict class (dict or OrderedDict) storing the items of a ``cls`` instance
+    (None for a defaultdict's subclass); the answers are guarded."""
+    if subclass_check(tx, cls, collections.defaultdict):
+        return None
+    return collections.OrderedDict if subclass_check(tx, cls, collections.OrderedDict) else dict
+
+
+def overrides_dict_protocol(tx: Any, cls: type) -> bool:
+    """Whether a dict subclass defines one of ``DICT_PROTOCOL`` in Python (guarded)."""
+    return any(python_override(tx, cls, dict_base(tx, cls) or dict, name) is not None for name in sorted(DICT_PROTOCOL))
+
+
+def make_dict(cls: type, base: type, items: dict, attributes: dict) -> Any:
+    """An instance of the dict subclass ``cls`` with these items and attributes, made without
+    running its ``__init__``, ``__setitem__`` or ``__setattr__`` (generated code: an object the
+    trace created survives it)."""
+    obj = base.__new__(cls)
+    for key, value in items.items():
+        base.__setitem__(obj, key, value)
+    for name, value in attributes.items():
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+def construct_dict_subclass(tx: Any, cls: type, args: list[VariableTracker],
+                            kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a user subclass of dict or OrderedDict: the builtin
+    ``__new__`` makes it empty, then its ``__init__`` runs (inlined, or the builtin's update)."""
+    base = dict_base(tx, cls)
+    if base is None or class_static(tx, cls, "__new__") is not dict.__new__ or overrides_dict_protocol(tx, cls):
+        raise Unsupported(f"constructing {cls.__qualname__}, a dict subclass with its own __new__ or protocol")
+    obj = DictSubclassVariable({}, cls, base)
+    init = class_static(tx, cls, "__init__")
+    if isinstance(init, types.FunctionType):
+        tx.wrap(init, ConstSource.of(init)).call_function(tx, [obj, *args], kwargs)
+    elif init in (dict.__init__, collections.OrderedDict.__init__) and len(args) <= 1:
+        obj.native_call_method(tx, "update", args, kwargs)
+    else:
+        raise Unsupported(f"constructing {cls.__qualname__}: its __init__ is not Python")
+    return obj
+
+
+class DictSubclassVariable(ConstDictVariable):
+    """An instance of a user subclass of dict or OrderedDict (a config object): its items as a
+    dict's, and its attributes, read as CPython's generic lookup does: a data descriptor of the
+    class, then the instance's own ``__dict__`` (the real one of an object passed in, read with
+    a source; the trace's writes), then the class, then the class's ``__getattr__`` (a config's
+    ``__getattr__ = dict.__getitem__`` reads an item). Writes go through a Python
+    ``__setattr__`` where the class has one; written attributes of an object passed in are
+    replayed after the graph, those of one created by the trace go into the rebuilt object."""
+
+    def __init__(self, items: dict[Any, VariableTracker], user_cls: type, base: type, source: Source | None = None,
+                 instance: Any = None) -> None:
+        super().__init__(items, source, user_cls=user_cls)
+        self.base = base  # dict or OrderedDict (dict_base)
+        self.instance = instance  # the real object, when passed in
+        self.attributes: dict[str, VariableTracker] = {}  # written by the trace (all of a new one's)
+
+    def describe(self) -> str:
+        return f"the {self.user_cls.__qualname__} {self.source.name}" if self.source else f"a {self.user_cls.__qualname__}"
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [*self.items.values(), *self.attributes.values()]
+
+    def as_python_constant(self) -> Any:
+        raise Unsupported(f"{self.describe()} is an object, not a constant")
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        cls = self.user_cls
+        if class_static(tx, cls, "__getattribute__") is not dict.__getattribute__:  # (the generic lookup)
+            raise Unsupported(f"reading {name!r} of {self.describe()}: its class has __getattribute__")
+        if name == "__class__":
+            return tx.wrap(cls, AttrSource(self.source, "__class__") if self.source is not None else None)
+        static = class_static(tx, cls, name)
+        if hasattr(static, "__set__") or hasattr(static, "__delete__"):  # a data descriptor comes first
+            if isinstance(static, property):
+                return CLASS_ATTRIBUTE[0](tx, self, cls, name)
+            raise Unsupported(f"reading {name!r} of {self.describe()}, a {type(static).__name__}")
+        own = self._own_attribute(tx, name)
+        if own is not None:
+            return own
+        if isinstance(static, _METHOD_TYPES):  # call_method runs it (a Python override, or dict's)
+            return BoundMethodVariable(self, name)
+        if static is not None:
+            return CLASS_ATTRIBUTE[0](tx, self, cls, name)
+        return self._missing(tx, name)
+
+    def _own_attribute(self, tx: Any, name: str) -> VariableTracker | None:
+        """The instance attribute ``name``, or None where the object has none."""
+        if name in self.attributes:
+            return self.attributes[name]
+        if self.source is None:
+            return None
+        instance_dict = getattr(self.instance, "__dict__", None)
+        if instance_dict is None:  # (__slots__ = (): no instance attributes)
+            return None
+        if name in instance_dict:
+            return tx.wrap(instance_dict[name], AttrSource(self.source, name))
+        tx.guards.not_in_instance_dict(self.source, name)  # (one set later would shadow the class's)
+        return None
+
+    def _missing(self, tx: Any, name: str) -> VariableTracker:
+        """No attribute ``name``: the class's ``__getattr__``, or an AttributeError."""
+        getattr_ = class_static(tx, self.user_cls, "__getattr__")
+        if isinstance(getattr_, types.FunctionType):
+            return tx.wrap(getattr_, ConstSource.of(getattr_)).call_function(tx, [self, ConstantVariable(name)], {})
+        if _is_dict_method(getattr_):  # ``__getattr__ = dict.__getitem__``: items are attributes
+            return self.native_call_method(tx, getattr_.__name__, [ConstantVariable(name)], {})
+        if getattr_ is not None:
+            raise Unsupported(f"reading {name!r} of {self.describe()} through its {type(getattr_).__name__} __getattr__")
+        error = AttributeError(f"'{self.user_cls.__name__}' object has no attribute '{name}'")
+        raise AttributeMissing.exactly(error)
+
+    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        setter = class_static(tx, self.user_cls, "__delattr__" if value is None else "__setattr__")
+        if isinstance(setter, types.FunctionType):
+            args = [self, ConstantVariable(name)] + ([] if value is None else [value])
+            tx.wrap(setter, ConstSource.of(setter)).call_function(tx, args, {})
+            return
+        if _is_dict_method(setter):  # ``__setattr__ = dict.__setitem__``: attributes are items
+            self.native_call_method(tx, setter.__name__, [ConstantVariable(name)] + ([] if value is None else [value]), {})
+            return
+        if setter is not (object.__delattr__ if value is None else object.__setattr__):
+            raise Unsupported(f"setting {name!r} of {self.describe()} runs a builtin __setattr__")
+        self.generic_store(tx, name, value)
+
+    def generic_store(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        """``object.__setattr__(self, name, value)``: the instance's own ``__dict__``."""
+        static = class_static(tx, self.user_cls, name)
+        if value is None or hasattr(static, "__set__") or hasattr(static, "__delete__"):
+            raise Unsupported(f"{'deleting' if value is None else 'setting'} {name!r} of {self.describe()} "
+                              f"(a descriptor, or a deletion)")
+        if self.source is not None:  # replayed as ``obj.name = value``: its __setattr__ must be object's
+            if class_static(tx, self.user_cls, "__setattr__") is not object.__setattr__:
+                raise Unsupported(f"setting {name!r} of {self.describe()}: the replay would run its __setattr__")
+            tx.output.side_effects.store_attr(self, name, value)
+        self.attributes[name] = value
+
+    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "__setattr__" and len(args) == 2 and not kwargs and args[0].is_python_constant():
+            self.generic_store(tx, args[0].as_python_constant(), args[1])
+            return ConstantVariable(None)
+        return super().native_call_method(tx, name, args, kwargs)
+
+    def check_replayable(self, tx: Any) -> None:
+        if self.source is not None and any(python_override(tx, self.user_cls, dict, m) for m in ("clear", "update")):
+            raise Unsupported(f"changing {self.describe()}: its own clear or update would replay it")
+
+    def reconstruct(self, cg: Any) -> None:
+        if self.source is not None:
+            self.source.emit_load(cg)
+            return
+
+        def arguments() -> list[None]:
+            cg.load_const(self.user_cls)
+            cg.load_const(self.base)
+            self.reconstruct_items(cg)
+            for name, value in self.attributes.items():
+                cg.load_const(name)
+                cg.reconstruct(value)
+            cg.build(dict, len(self.attributes))
+            return [None] * 4
+
+        cg.call_const(make_dict, arguments)
+
+    def __repr__(self) -> str:
+        return f"DictSubclassVariable({self.user_cls.__qualname__}, {list(self.items)[:6]!r})"

@@ -16,13 +16,20 @@ from typing import Any, Callable
 from ..exc import Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, Source
 from .base import VariableTracker
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_literal, wrap_constant
 from .dicts import ConstDictVariable
 from .lists import TupleVariable
 
 _FUNCTION_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__defaults__",
                              "__kwdefaults__", "__wrapped__", "__globals__", "__annotations__"})
 _NOT_INLINABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+# Calls a tracker family models itself instead of inlining the function's code: each hook
+# returns the call's result, or None when the call is not its own (``new_modules`` registers
+# torch's ``nn.Module.__init__`` run on a module the trace made). A list filled by the family,
+# so this module need not import it.
+CALL_HOOKS: list[Callable[[Any, types.FunctionType, list[VariableTracker], dict[str, VariableTracker]],
+                          VariableTracker | None]] = []
 
 
 class CellVariable(VariableTracker):
@@ -54,10 +61,15 @@ class CellVariable(VariableTracker):
             self.source.emit_load(cg)
         elif self.pre_existing:
             raise Unsupported("re-creating a closure cell of an enclosing function")
-        elif self.contents is None:
-            cg.call_const(types.CellType, lambda: [])
         else:
-            cg.call_const(types.CellType, lambda: [cg.reconstruct(self.contents)])
+            # Made empty and remembered, then filled: its contents may be a function closing
+            # over this very cell (a recursive inner function), which must find it.
+            cg.call_const(types.CellType, lambda: [])
+            cg.remember(self)
+            if self.contents is not None:
+                cg.reconstruct(self.contents)
+                cg.load_built(self)
+                cg.emit("STORE_ATTR", "cell_contents")
 
     def emit_store(self, cg: Any) -> None:
         """With the new contents on the stack, write them into the real cell."""
@@ -160,6 +172,15 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def describe(self) -> str:
         return f"function {self.fn.__qualname__}"
 
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if is_marked_constant(self.fn) and not getattr(self.fn, "_symexec_disabled", False):
+            return call_marked_constant(self.fn, args, kwargs)
+        for hook in CALL_HOOKS:
+            result = hook(tx, self.fn, args, kwargs)
+            if result is not None:
+                return result
+        return super().call_function(tx, args, kwargs)
+
     def check_inlinable(self) -> None:
         if getattr(self.fn, "_symexec_disabled", False):
             raise Unsupported(f"{self.fn.__qualname__}() is marked symexec.disable",
@@ -205,8 +226,43 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return f"UserFunctionVariable({self.fn.__qualname__})"
 
 
+def is_marked_constant(fn: Any) -> bool:
+    """Whether ``fn`` carries ``torch._dynamo.assume_constant_result``'s mark (also set by
+    libraries that cannot import torch, such as transformers' version probes)."""
+    return getattr(fn, "_dynamo_marked_constant", False) is True
+
+
+def call_marked_constant(fn: Callable[..., Any], args: list[VariableTracker],
+                         kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """A call of a function marked ``assume_constant_result``: called for real while tracing,
+    its result a constant of the trace, not guarded. That is the mark's documented contract
+    (torch.compiler.assume_constant_result: "mark a function as having a constant result ...
+    torch.compile will not attempt to validate whether the constant assumption is true"), and
+    what torch.compile does; the function then runs once per trace, not once per call. Only
+    where that cannot change more than the mark allows: arguments known while tracing (their
+    values guarded), an immutable result (a list the caller could mutate would be shared by
+    every later call), no exception (CPython raises it, at the break)."""
+    try:
+        const_args = [a.as_python_constant() for a in args]
+        const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+    except Unsupported:
+        raise Unsupported(f"calling {getattr(fn, '__qualname__', fn)}, marked assume_constant_result, "
+                          f"with values not known while tracing") from None
+    name = getattr(fn, "__qualname__", repr(fn))
+    try:
+        value = fn(*const_args, **const_kwargs)
+    except Exception as e:
+        raise Unsupported(f"{name}, marked assume_constant_result, raises {type(e).__name__}: {e}") from e
+    if not is_literal(value):
+        raise Unsupported(f"{name}, marked assume_constant_result, returns a {type(value).__name__}, "
+                          f"not an immutable constant")
+    return wrap_constant(value)
+
+
 class NestedUserFunctionVariable(BaseUserFunctionVariable):
     """A function made by MAKE_FUNCTION while tracing; nothing about it exists outside yet."""
+
+    built_once = True  # (one object however many places hold it)
 
     def __init__(self, code: types.CodeType, f_globals: dict[str, Any], defaults: VariableTracker | None,
                  kwdefaults: VariableTracker | None, closure: VariableTracker | None) -> None:
@@ -247,8 +303,15 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         return [v for v in (self.defaults, self.kwdefaults, self.closure) if v is not None]
 
     def reconstruct(self, cg: Any) -> None:
-        """MAKE_FUNCTION again, in generated code: possible when it closes over no cell (a
-        cell of the traced frame does not exist outside the trace)."""
+        """MAKE_FUNCTION again, in generated code, over the cells it closes over (made by
+        generated code too, shared with the continuation). A cell made first may hold this
+        very function (a recursive inner function): made then, it is the one loaded here."""
+        if self.closure is not None and _reaches(self.closure, self):
+            for cell in self.closure.unpack(None):
+                cg.reconstruct(cell)
+                cg.emit("POP_TOP")
+            if cg.load_built(self):
+                return
         flags = 0
         if self.defaults is not None:
             cg.reconstruct(self.defaults)
@@ -267,6 +330,19 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
 
     def __repr__(self) -> str:
         return f"NestedUserFunctionVariable({self.code.co_qualname})"
+
+
+def _reaches(start: VariableTracker, target: VariableTracker) -> bool:
+    """Whether ``target`` is among the trackers ``start`` holds, however deep."""
+    seen, todo = set(), [start]
+    while todo:
+        var = todo.pop()
+        if var is target:
+            return True
+        if id(var) not in seen:
+            seen.add(id(var))
+            todo.extend(var.subvalues())
+    return False
 
 
 class UserMethodVariable(VariableTracker):
@@ -322,6 +398,8 @@ class LruCacheVariable(VariableTracker):
             const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
         except Unsupported:
             raise Unsupported(f"calling the {self.describe()} with values not known while tracing") from None
+        if isinstance(self.wrapped, UserFunctionVariable) and is_marked_constant(self.wrapped.fn):
+            return call_marked_constant(self.value, args, kwargs)  # (through the cache, as eager calls it)
         before = _state_fingerprint(tx)
         result = self.wrapped.call_function(tx, args, kwargs)
         if _state_fingerprint(tx) != before or not result.is_python_constant():

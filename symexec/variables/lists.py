@@ -106,12 +106,26 @@ class SizeVariable(TupleVariable):
         return super().getitem(tx, index)
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "numel" and not args:
+        if name == "numel" and not args and all(item.is_python_constant() for item in self.items):
             return ConstantVariable(self.as_python_constant().numel())
+        if name == "numel" and not args:  # symbolic sizes: their product, recorded
+            from .builtins import BuiltinVariable
+            product: VariableTracker = ConstantVariable(1)
+            for item in self.items:
+                product = BuiltinVariable(operator.mul).call_function(tx, [product, item], {})
+            return product
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:
-        cg.load_const(self.as_python_constant())
+        if self.source is None and all(item.is_python_constant() for item in self.items):
+            cg.load_const(self.as_python_constant())
+            return
+        # Symbolic sizes stay symbolic: re-read where they came from, or rebuilt from the
+        # graph's outputs (torch.Size of a tuple).
+        if self.source is not None:
+            self.source.emit_load(cg)
+            return
+        cg.call_const(torch.Size, lambda: [TupleVariable(self.items).reconstruct(cg)])
 
 
 _TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)  # a namedtuple's field descriptor

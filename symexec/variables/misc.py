@@ -9,12 +9,15 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import torch
+
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from ..guards import GuardKind
-from .base import BoundMethodVariable, Identity, VariableTracker, class_static, find_on_class, hash_key
+from .base import BoundMethodVariable, Identity, VariableTracker, class_static, find_on_class, hash_key, subclass_check
 from .lists import ListVariable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
+from .new_modules import construct_user_module
 from .user_objects import class_attribute, construct, tp_name
 
 
@@ -71,6 +74,8 @@ class UserDefinedClassVariable(VariableTracker):
         return ListVariable([tx.wrap(c, None) for c in found])
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if subclass_check(tx, self.cls, torch.nn.Module):
+            return construct_user_module(tx, self.cls, args, kwargs)
         return construct(tx, self.cls, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:
@@ -120,15 +125,16 @@ class SetVariable(VariableTracker):
 
     built_once = True
 
-    def __init__(self, items: list[VariableTracker], frozen: bool = False) -> None:
+    def __init__(self, items: list[VariableTracker], frozen: bool = False, tx: Any = None) -> None:
         super().__init__()
         self.frozen = frozen
         self.items: dict[Any, VariableTracker] = {}
         for item in items:
-            self.add(item)
+            self.add(item, tx)
 
-    def add(self, item: VariableTracker) -> None:
-        self.items.setdefault(hash_key(item), item)
+    def add(self, item: VariableTracker, tx: Any = None) -> None:
+        """(``tx`` guards what a tensor input's identity as a member relies on: see hash_key.)"""
+        self.items.setdefault(hash_key(item, tx), item)
 
     def python_type(self) -> type:
         return frozenset if self.frozen else set
@@ -142,7 +148,10 @@ class SetVariable(VariableTracker):
         return list(self.items.values())
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
-        # The same order as the real set would iterate in (objects by their real hashes).
+        # The same order as the real set would iterate in (objects by their real hashes); a
+        # tensor's hash is its address, which no trace knows for the tensors of later calls.
+        if any(isinstance(k, Identity) and isinstance(k.obj, torch.Tensor) for k in self.items):
+            raise Unsupported("iterating over a set of tensors (its order follows their addresses)")
         real = {(k.obj if isinstance(k, Identity) else k): k for k in self.items}
         return [self.items[real[v]] for v in self.python_type()(real)]
 
@@ -167,16 +176,18 @@ class SetVariable(VariableTracker):
             self.items.update(keep)
             return ConstantVariable(None)
         if name == "add" and len(args) == 1 and not self.frozen:
-            self.add(args[0])
+            self.add(args[0], tx)
             return ConstantVariable(None)
         if name == "update" and not self.frozen:
             for arg in args:
                 for item in arg.unpack(tx):
-                    self.add(item)
+                    self.add(item, tx)
             return ConstantVariable(None)
         if name in ("remove", "discard") and len(args) == 1 and not self.frozen:
-            key = hash_key(args[0])
+            key = hash_key(args[0], tx)
             if key not in self.items and name == "remove":
+                if isinstance(key, Identity):
+                    raise Unsupported("the KeyError of an object missing from a set (its repr)")
                 raise TracedException(KeyError(key))
             self.items.pop(key, None)
             return ConstantVariable(None)
@@ -184,7 +195,9 @@ class SetVariable(VariableTracker):
             self.items.clear()
             return ConstantVariable(None)
         if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(hash_key(args[0]) in self.items)
+            return ConstantVariable(hash_key(args[0], tx) in self.items)
+        if name == "__len__" and not args and not kwargs:
+            return ConstantVariable(len(self.items))
         if name in ("union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset",
                     "isdisjoint", "__len__", "copy"):
             result = getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args])

@@ -7,6 +7,14 @@ and where it reaches the user's world generated code hands out a fresh copy per 
 makes a new one. A module that makes parameters or buffers (``nn.Linear(2, 2)``) draws them from
 the RNG on each eager call: the graph breaks there and CPython constructs it, RNG and all, as
 torch.compile does; the trace's own attempt runs with the RNG state restored, leaving no trace.
+
+A user's subclass (``class Act(nn.Module)``, ``ACT2FN["silu"]``) is made the same way, private
+to the trace, but its ``__init__`` is the user's code: it is traced, on the new module.
+torch's ``nn.Module.__init__`` that it reaches (through ``super().__init__()``, or as its
+only ``__init__``) runs for real on it: torch's code, setting only the module's own
+bookkeeping. A constant the user's code then sets on it is set for real too (through
+``nn.Module.__setattr__``, torch's); any other write is a traced one, replayed on the copy
+generated code hands out, as for any module.
 """
 
 from __future__ import annotations
@@ -16,8 +24,16 @@ from typing import Any
 import torch
 
 from ..exc import Unsupported
-from ..source import PrivateObjectSource
-from .base import VariableTracker
+from ..source import AttrSource, PrivateObjectSource
+from .base import VariableTracker, class_static
+from .constant import ConstantVariable, is_literal
+from .functions import CALL_HOOKS
+from .nn_module import NNModuleVariable
+from .user_objects import class_attribute
+
+# torch's nn.Module.__init__ as symexec found it (torch._dynamo, once imported, replaces it on
+# the class with a wrapper that calls this one and then tags the module for its own use).
+_MODULE_INIT = torch.nn.Module.__init__
 
 
 def construct_torch_module(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -37,3 +53,76 @@ def construct_torch_module(tx: Any, cls: type, args: list[VariableTracker], kwar
         raise Unsupported(f"constructing {cls.__qualname__} inside a compiled function makes parameters or buffers, "
                           f"from the RNG on every call", hint="the graph breaks; CPython constructs it")
     return tx.wrap(module, PrivateObjectSource.of(module))
+
+
+def construct_user_module(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a user's subclass of ``nn.Module``: a new object private to
+    the trace (``object.__new__``, as ``type.__call__`` makes it: nn.Module has no ``__new__``),
+    then its ``__init__``, traced."""
+    if class_static(tx, type(cls), "__call__") is not type.__call__:
+        raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
+    if class_static(tx, cls, "__new__") is not object.__new__:
+        raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
+    module = object.__new__(cls)
+    source = PrivateObjectSource.of(module)
+    var = tx.output.input_trackers[source] = NewModuleVariable(module, source)  # (what wrapping it gives)
+    class_attribute(tx, var, cls, "__init__").call_function(tx, args, kwargs)
+    if "_parameters" not in vars(module):
+        raise Unsupported(f"constructing {cls.__qualname__}, whose __init__ does not call nn.Module.__init__")
+    return var
+
+
+class NewModuleVariable(NNModuleVariable):
+    """A module of a user's class made by the trace, private to it."""
+
+    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        if value is not None and self._settable_now(tx, name, value):
+            setattr(self.module, name, value.as_python_constant())
+            tx.output.input_trackers.pop(AttrSource(self.source, name), None)  # read afresh
+        else:
+            super().store_attr(tx, name, value)  # a traced write, replayed
+
+    def _settable_now(self, tx: Any, name: str, value: VariableTracker) -> bool:
+        """Whether ``module.name = value`` may run now: a constant, set by torch's own
+        ``__setattr__`` as a plain attribute (no descriptor, no parameter, buffer or submodule
+        of that name), with no traced write to the module waiting (replayed after, it would win)."""
+        if not value.is_python_constant() or not is_literal(value.as_python_constant()) or _has_writes(tx, self):
+            return False
+        if class_static(tx, self.cls, "__setattr__") is not torch.nn.Module.__setattr__ or \
+                hasattr(class_static(tx, self.cls, name), "__set__"):
+            return False
+        return not any(name in vars(self.module).get(store, ()) for store in ("_parameters", "_buffers", "_modules"))
+
+    def __repr__(self) -> str:
+        return f"NewModuleVariable({self.cls.__qualname__})"
+
+
+def _has_writes(tx: Any, var: VariableTracker) -> bool:
+    return any(obj is var for obj, _, _ in tx.output.side_effects.attributes.values())
+
+
+def _run_module_init(tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """torch's ``nn.Module.__init__`` (or what now stands for it on the class) called on a
+    module the trace made: run for real, before any traced write to the module (a write it
+    would overwrite must not win)."""
+    source = args[0].source if args else None
+    if not isinstance(source, PrivateObjectSource) or not isinstance(source.value, torch.nn.Module):
+        return None
+    if fn is not _MODULE_INIT and fn is not class_static(tx, torch.nn.Module, "__init__"):
+        return None
+    module = source.value
+    if _has_writes(tx, args[0]):
+        raise Unsupported(f"nn.Module.__init__ on a {type(module).__qualname__} the trace already wrote to")
+    try:
+        const_args = [a.as_python_constant() for a in args[1:]]
+        const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+    except Unsupported:
+        raise Unsupported("nn.Module.__init__ with values not known while tracing") from None
+    try:
+        fn(module, *const_args, **const_kwargs)
+    except Exception as e:  # (CPython raises it, at the break)
+        raise Unsupported(f"nn.Module.__init__ raises {type(e).__name__}: {e}") from e
+    return ConstantVariable(None)
+
+
+CALL_HOOKS.append(_run_module_init)

@@ -8,23 +8,51 @@ calls the module, hooks and all.
 
 from __future__ import annotations
 
+import inspect
+import types
 from typing import Any
 
 import torch
 
-from ..exc import Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, GetItemSource, Source
-from .base import DELETED, VariableTracker
+from ..source import AttrSource, GetItemSource
+from .base import DELETED, BoundMethodVariable, VariableTracker, class_static
 from .constant import ConstantVariable
-from .lists import ListVariable, TupleVariable
-from .user_objects import UserDefinedObjectVariable, class_attribute, lookup_on_class
+from .lists import IteratorVariable, ListVariable, TupleVariable
+from .user_objects import InstanceDictVariable, UserDefinedObjectVariable, class_attribute, lookup_on_class
+
+# What Module.__setattr__ changes besides the name itself: stale until the writes are replayed.
+_INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
 
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
 
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
                       "_global_backward_pre_hooks", "_global_forward_hooks_always_called")
+
+
+def _registration_hooks(tx: Any, name: str) -> bool:
+    """Whether a global registration hook of this kind is registered now; guarded either way."""
+    hooks = getattr(torch.nn.modules.module, name)
+    tx.guards.add(GuardKind.GLOBAL_STATE, f"no {name}", f"not {tx.guards.constant(hooks)}")
+    return bool(hooks)
+
+
+def _is_buffer(tx: Any, value: VariableTracker) -> bool:
+    """``isinstance(value, torch.nn.Buffer)``: a tensor with a true ``_is_buffer`` attribute."""
+    if not issubclass(value.python_type(), torch.Tensor):
+        return False
+    try:
+        return bool(value.var_getattr(tx, "_is_buffer").as_python_constant())
+    except AttributeMissing:
+        return False
+
+
+def _typename(value: VariableTracker) -> str:
+    """``torch.typename(value)``, as Module.__setattr__'s messages name it."""
+    example = getattr(value, "example", None)
+    return torch.typename(example if isinstance(example, torch.Tensor) else value.as_python_constant())
 
 
 def _global_hooks(tx: Any) -> bool:
@@ -51,6 +79,10 @@ class NNModuleVariable(UserDefinedObjectVariable):
         mod = self.module
         source = AttrSource(self.source, name)
         instance_dict = mod.__dict__
+        if name in _INTERNALS and self.has_pending_writes(tx):
+            raise Unsupported(f"reading {name} of {self.describe()} after the trace set its attributes")
+        if name == "__dict__":
+            return ModuleInstanceDictVariable.of(tx, self)
         for store in ("_parameters", "_buffers", "_modules"):
             if name in instance_dict.get(store, {}):
                 return tx.wrap(instance_dict[store][name], source)
@@ -58,13 +90,79 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return tx.wrap(instance_dict[name], source)
         if self.source is not None:  # an instance attribute set later (``m.forward = ...``) shadows it
             tx.guards.not_in_instance_dict(self.source, name)
+        if name in _MEMBER_METHODS and self._own_method(tx, name):
+            return BoundMethodVariable(self, name)  # enumerated by ``members`` (no generator to run)
         return class_attribute(tx, self, self.cls, name, class_source=self._class_source())
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
-        if value is not None and issubclass(value.python_type(), (torch.nn.Module, torch.nn.Parameter)):
-            raise Unsupported(f"assigning a module or parameter to {name!r} of a module")
-        # Module.__setattr__ runs when the write is replayed, as it would in eager.
+        """``module.name = value`` as ``nn.Module.__setattr__`` does it: a Parameter is
+        registered, a tensor replaces a buffer of that name, a wrong type for a parameter, buffer
+        or submodule slot raises its TypeError, anything else is a plain attribute. The write is
+        replayed after the graph (the real ``__setattr__`` runs then, as in eager); reads of the
+        name until then see the value written (``written_attribute``)."""
+        method = "__delattr__" if value is None else "__setattr__"
+        if not self._own_method(tx, method):
+            raise Unsupported(f"{method} of {self.describe()} is not torch.nn.Module's")
+        if value is not None:
+            self._check_assignment(tx, name, value)
         tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
+
+    def _check_assignment(self, tx: Any, name: str, value: VariableTracker) -> None:
+        slot = self._slot(tx, name)
+        kind = value.python_type()
+        none = value.is_python_constant() and value.as_python_constant() is None
+        if issubclass(kind, torch.nn.Parameter):
+            self._check_new_parameter(tx, name, value, slot)
+        elif slot == "_parameters" and not none:
+            raise TracedException(TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                            "(torch.nn.Parameter or None expected)"))
+        elif issubclass(kind, torch.nn.Module) or slot == "_modules" and none:
+            raise Unsupported(f"assigning a submodule {name!r} of {self.describe()}")
+        elif slot == "_modules":
+            raise TracedException(TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                                            "(torch.nn.Module or None expected)"))
+        elif _is_buffer(tx, value):
+            raise Unsupported(f"assigning a torch.nn.Buffer to {name!r} of {self.describe()}")
+        elif slot == "_buffers":
+            if not none and not issubclass(kind, torch.Tensor):
+                raise TracedException(TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                                "(torch.nn.Buffer, torch.Tensor or None expected)"))
+            if not self._own_method(tx, "register_buffer") or _registration_hooks(tx, "_global_buffer_registration_hooks"):
+                raise Unsupported(f"replacing the buffer {name!r} runs Python code (hooks or register_buffer)")
+        elif hasattr(class_static(tx, self.cls, name), "__set__"):
+            raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs a data descriptor")
+
+    def _slot(self, tx: Any, name: str) -> str | None:
+        """Which of the module's dicts holds ``name`` (their keys guarded), or None."""
+        for store in ("_parameters", "_modules", "_buffers"):
+            entries = self.module.__dict__.get(store)
+            if type(entries) is not dict:
+                raise Unsupported(f"{self.describe()} has no {store} dict (Module.__init__ not run)")
+            tx.guards.keys_match(AttrSource(self.source, store), list(entries))
+            if name in entries:
+                return store
+        return None
+
+    def _check_new_parameter(self, tx: Any, name: str, value: VariableTracker, slot: str | None) -> None:
+        """What ``register_parameter`` checks, where the answer is not a plain registration."""
+        if "." in name or not name or (slot != "_parameters" and class_static(tx, self.cls, name) is not None):
+            raise Unsupported(f"registering the parameter {name!r}: register_parameter raises")
+        if not self._own_method(tx, "register_parameter") or not self._own_method(tx, "__getattr__"):
+            raise Unsupported(f"registering a parameter of {self.describe()} runs its own Python code")
+        if not value.var_getattr(tx, "is_leaf").as_python_constant():
+            raise Unsupported("registering a non-leaf parameter (register_parameter raises)")
+        if _registration_hooks(tx, "_global_parameter_registration_hooks"):
+            raise Unsupported("a global parameter registration hook is registered")
+
+    def _own_method(self, tx: Any, name: str) -> bool:
+        """Whether ``name`` is ``torch.nn.Module``'s own method for this module (the class
+        lookup guarded; an instance attribute of that name is guarded absent by the caller)."""
+        return class_static(tx, self.cls, name) is getattr(torch.nn.Module, name)
+
+    def has_pending_writes(self, tx: Any) -> bool:
+        """Whether the trace set or deleted attributes of this module (replayed after the
+        graph: until then its real ``_parameters``, ``_buffers`` and ``__dict__`` are stale)."""
+        return any(obj is self for obj, _, _ in tx.output.side_effects.attributes.values())
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         mod = self.module
@@ -122,15 +220,8 @@ class NNModuleVariable(UserDefinedObjectVariable):
             if name == "values":
                 return ListVariable([v for _, v in children])
             return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in children])
-        if name in ("parameters", "buffers", "children") and not args:
-            store = {"parameters": mod.named_parameters, "buffers": mod.named_buffers, "children": mod.named_children}[name]
-            if self.source is None:
-                raise Unsupported(f"{name}() of a module without a source")
-            for path, sub in mod.named_modules():  # what the enumeration walks: every module's dicts
-                for part in ("_modules", "_parameters", "_buffers"):
-                    tx.guards.keys_match(AttrSource(_dotted(self.source, path) if path else self.source, part),
-                                         list(getattr(sub, part)))
-            return ListVariable([tx.wrap(value, _dotted(self.source, key)) for key, value in store()])
+        if name in _MEMBER_METHODS and self._own_method(tx, name):
+            return ModuleMembersVariable(members(tx, self, name, args, kwargs))
         if name == "__iter__":
             return ListVariable(self.unpack(tx))
         return super().call_method(tx, name, args, kwargs)
@@ -139,7 +230,146 @@ class NNModuleVariable(UserDefinedObjectVariable):
         return f"NNModuleVariable({self.cls.__qualname__})"
 
 
-def _dotted(source: Source | None, path: str) -> Source | None:
-    for part in path.split("."):
-        source = GetItemSource(source, int(part)) if part.isdigit() else AttrSource(source, part)
-    return source
+class ModuleInstanceDictVariable(InstanceDictVariable):
+    """A module's ``__dict__`` (a lazy property caching into it): reads as any object's; a
+    write bypasses ``Module.__setattr__``, so only where the two agree, a plain attribute no
+    parameter, buffer or submodule slot holds (keys guarded) and no data descriptor handles."""
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "__setitem__" and len(args) == 2 and not kwargs:
+            key, value = args[0].as_python_constant(), args[1]
+            if type(key) is not str or self.obj._slot(tx, key) is not None or _is_buffer(tx, value) or \
+                    issubclass(value.python_type(), (torch.nn.Parameter, torch.nn.Module)) or \
+                    hasattr(class_static(tx, self.obj.cls, key), "__set__"):
+                raise Unsupported(f"writing {key!r} into {self.describe()}, where Module.__setattr__ would differ")
+            tx.output.side_effects.store_attr(self.obj, key, value)
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
+
+    def _lookup(self, tx: Any, key: VariableTracker) -> VariableTracker | None:
+        name = key.as_python_constant()
+        pending = tx.output.side_effects.pending_attr(self.obj, name) if type(name) is str else None
+        if pending is not None and (pending is DELETED or self.obj._slot(tx, name) is not None or
+                                    issubclass(pending.python_type(), torch.nn.Parameter)):
+            raise Unsupported(f"reading {name!r} of {self.describe()} after the trace set it through Module.__setattr__")
+        return super()._lookup(tx, key)
+
+
+# -- parameters(), named_buffers(), modules()...: the module tree enumerated ------------------------
+# Each of these methods of torch.nn.Module, and what it yields per module: the items of one
+# of its dicts (members), or the modules themselves; named or not.
+_MEMBER_METHODS = {
+    "parameters": ("_parameters", False), "named_parameters": ("_parameters", True),
+    "buffers": ("_buffers", False), "named_buffers": ("_buffers", True),
+    "children": ("children", False), "named_children": ("children", True),
+    "modules": ("modules", False), "named_modules": ("modules", True),
+}
+
+
+def members(tx: Any, var: NNModuleVariable, method: str, args: list[VariableTracker],
+            kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:
+    """What ``var.method(*args, **kwargs)`` yields, as torch.nn.Module's own generators walk
+    the tree: modules depth first, each member once by identity unless ``remove_duplicate``
+    is False, ``None`` entries skipped. Every fact the walk reads is guarded: the keys of each
+    dict it reads, the ``None`` entries, that the methods it calls on submodules are Module's,
+    and which of the objects met are one object (alias guards) or distinct."""
+    what, named = _MEMBER_METHODS[method]
+    bound = inspect.signature(getattr(torch.nn.Module, method)).bind(
+        None, *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+    bound.apply_defaults()
+    options = dict(bound.arguments)
+    if options.pop("memo", None) is not None:
+        raise Unsupported("named_modules() with a memo")
+    if var.source is None:
+        raise Unsupported(f"{method}() of a module without a source")
+    prefix, dedup = options.get("prefix", ""), options.get("remove_duplicate", True)
+    if what == "children":
+        found = _dedup(tx, [(k, m) for k, m in _entries(tx, var, "_modules")], True)
+    elif what == "modules":
+        found = _tree(tx, var, prefix, dedup, set())
+    else:
+        modules = _tree(tx, var, prefix, dedup, set()) if options["recurse"] else [(prefix, var)]
+        found = _dedup(tx, [(f"{path}{'.' if path else ''}{k}", v) for path, module in modules
+                            for k, v in _entries(tx, module, what)], dedup)
+    if named:
+        return [TupleVariable([ConstantVariable(name), v]) for name, v in found]
+    return [v for _, v in found]
+
+
+def _entries(tx: Any, var: NNModuleVariable, store: str) -> list[tuple[str, VariableTracker]]:
+    """The non-None entries of one of a module's dicts, wrapped (its keys guarded, and each
+    None entry guarded to stay None)."""
+    if var.has_pending_writes(tx):
+        raise Unsupported(f"enumerating {var.describe()} after the trace set its attributes")
+    entries = var.module.__dict__.get(store)
+    if type(entries) is not dict:
+        raise Unsupported(f"{var.describe()} has no {store} dict")
+    store_source = AttrSource(var.source, store)
+    tx.guards.keys_match(store_source, list(entries))
+    found = []
+    for key, value in entries.items():
+        if value is None:
+            tx.guards.equals_match(GetItemSource(store_source, key), None)
+        else:
+            found.append((key, tx.wrap(value, AttrSource(var.source, key))))
+    return found
+
+
+def _tree(tx: Any, var: NNModuleVariable, prefix: str, dedup: bool, memo: set[int]) -> list[tuple[str, NNModuleVariable]]:
+    """``named_modules()``: the module and its descendants, depth first (each submodule's own
+    ``named_modules`` is Module's, guarded), each once unless ``dedup`` is False."""
+    if id(var.module) in memo:
+        return []
+    if dedup:
+        memo.add(id(var.module))
+    _distinct(tx, var)
+    found = [(prefix, var)]
+    for key, child in _entries(tx, var, "_modules"):
+        if not isinstance(child, NNModuleVariable) or not child._own_method(tx, "named_modules"):
+            raise Unsupported(f"named_modules() reaching {child.describe()}, which is not Module's")
+        tx.guards.not_in_instance_dict(child.source, "named_modules")
+        found += _tree(tx, child, f"{prefix}{'.' if prefix else ''}{key}", dedup, memo)
+    return found
+
+
+def _dedup(tx: Any, items: list[tuple[str, VariableTracker]], dedup: bool) -> list[tuple[str, VariableTracker]]:
+    """Each object once, the first time it is met (trackers of one object are one tracker:
+    the builder shares them, with an alias guard)."""
+    seen: set[int] = set()
+    found = []
+    for name, item in items:
+        _distinct(tx, item)
+        if id(item) in seen:
+            continue
+        if dedup:
+            seen.add(id(item))
+        found.append((name, item))
+    return found
+
+
+def _distinct(tx: Any, var: VariableTracker) -> None:
+    """The walk relied on ``var`` being no other object it met: guarded with the inputs."""
+    if var.source is not None:
+        tx.guards.distinct(var.source)
+
+
+def _as_generator(items: tuple) -> Any:
+    yield from items
+
+
+class ModuleMembersVariable(IteratorVariable):
+    """The generator ``module.parameters()`` (and the other enumerations) returns, over the
+    members enumerated while tracing; re-created as a generator over those still to come."""
+
+    built_once = True  # (one generator object, however many places hold it)
+
+    def __init__(self, items: list[VariableTracker]) -> None:
+        super().__init__(items, types.GeneratorType)
+
+    def reconstruct(self, cg: Any) -> None:
+        def remaining() -> list[None]:
+            for item in self.items[self.index:]:
+                cg.reconstruct(item)
+            cg.build(tuple, len(self.items) - self.index)
+            return [None]
+        cg.call_const(_as_generator, remaining)

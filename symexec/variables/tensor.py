@@ -11,7 +11,6 @@ result computed under the fake mode, and the result wrapped back into trackers b
 from __future__ import annotations
 
 import operator
-import types
 from typing import Any
 
 import torch
@@ -211,6 +210,16 @@ class SymNodeVariable(VariableTracker):
         return f"SymNodeVariable({self.node.name}: {self.example})"
 
 
+def tensor_method(wrap: Any, method: Any, source: Source | None) -> VariableTracker:
+    """``x.sum`` read before a graph break and handed to the continuation: the method of that
+    name of the tensor it is bound to (its type and name guarded, the tensor wrapped as any)."""
+    if source is None:
+        raise Unsupported(f"the method {method.__name__!r} of a tensor without a source")
+    wrap.guards.type_match(source, method)
+    wrap.guards.equals_match(AttrSource(source, "__name__"), method.__name__)
+    return BoundMethodVariable(wrap(method.__self__, AttrSource(source, "__self__")), method.__name__)
+
+
 def is_symbolic(value: Any) -> bool:
     """Does ``value`` (a number, a size, a tuple of them) hold a symbolic number?"""
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -222,6 +231,9 @@ def is_symbolic(value: Any) -> bool:
 
 def record_call(tx: Any, op: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """Record ``target(*args, **kwargs)`` in the graph and wrap its result."""
+    if isinstance(target, type) and issubclass(target, torch.nn.Parameter):
+        # (a backend may return a plain tensor for it: only CPython makes a real Parameter)
+        raise Unsupported("making a torch.nn.Parameter inside the graph", hint="make it outside the compiled function")
     fx_args = tuple(as_proxy(a) for a in args)
     fx_kwargs = {k: as_proxy(v) for k, v in kwargs.items()}
     node, example = tx.output.create_call(op, target, fx_args, fx_kwargs)

@@ -37,6 +37,11 @@ _VALUE_CLASSES = (torch.Size, torch.device, torch.finfo, torch.iinfo)
 _UNSUPPORTED_CLASSES = (torch.inference_mode,)
 
 
+# The namespaces of torch's operations, whose functions may live in a private module.
+_OPERATOR_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special",
+                                  "torch.masked", "torch.sparse"})
+
+
 def is_torch_operation(fn: Any) -> bool:
     """Whether a callable of torch's namespace becomes one graph node: anything torch implements
     in C (builtins, descriptors, ops), and a Python function of torch's public API, reachable
@@ -52,12 +57,19 @@ def is_torch_operation(fn: Any) -> bool:
         # with a functools.wraps wrapper that only turns Dynamo off): what it wraps decides.
         return is_torch_operation(wrapped)
     parts = (fn.__module__ or "").split(".")
-    if fn.__name__.startswith("_") or parts[0] != "torch" or any(part.startswith("_") for part in parts):
+    if fn.__name__.startswith("_") or parts[0] != "torch":
         return False
-    # Reached from ``torch`` by attributes, as the graph's code will call it (torch.optim.sgd
-    # is a module torch.optim does not keep as an attribute: its sgd is inlined).
+    # Reached from ``torch`` by public attributes, as the graph's code will call it: through
+    # its module's path, or re-exported by the public package above a private module
+    # (torch.masked.norm, defined in torch.masked._ops). torch.optim.sgd is a module
+    # torch.optim does not keep as an attribute: its sgd is inlined.
+    public = parts[1:]
+    if any(part.startswith("_") for part in public):
+        public = public[:next(i for i, part in enumerate(public) if part.startswith("_"))]
+        if ".".join(["torch", *public]) not in _OPERATOR_NAMESPACES:
+            return False  # (torch.jit.script, torch.testing.assert_close: tools, not operations)
     value: Any = torch
-    for part in (*parts[1:], fn.__name__):
+    for part in (*public, fn.__name__):
         value = getattr(value, part, None)
     return value is fn
 
@@ -233,7 +245,12 @@ class TorchModuleVariable(VariableTracker):
         # A user may replace a torch function (or flip a flag such as
         # torch.backends.cudnn.enabled): guarded, one check per module.
         tx.guards.module_attribute(self.module, name, value)
-        return tx.wrap(value, None)
+        var = tx.wrap(value, None)
+        if isinstance(var, UserFunctionVariable) and var.source is None and var.fn is value:
+            # A Python function of torch's, traced into (a private one): pinned by that guard,
+            # generated code loads it as a constant (a local that holds it across a break).
+            var.source = ConstSource.of(value)
+        return var
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:

@@ -11,19 +11,18 @@ their attributes as trackers and are rebuilt by generated code if they survive t
 
 from __future__ import annotations
 
-import dataclasses
-import sys
+import collections
 import types
-from typing import Any
+from typing import Any, Callable
 
+from .. import versions
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, PrivateObjectSource, Source
-from .base import DELETED, BoundMethodVariable, VariableTracker, class_static, find_on_class
+from .base import DELETED, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
-from .dicts import ConstDictVariable, DictViewVariable
+from .dicts import construct_dict_subclass
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import CLASS_ATTRIBUTE, NamedTupleVariable, TupleVariable
-from .tensor import TensorVariable
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -66,6 +65,8 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
         if not isinstance(static.fget, types.FunctionType):
             raise Unsupported(f"the property {cls.__qualname__}.{name} has no Python getter")
         return _function(static.fget, None).call_function(tx, [obj], {})
+    if obj is None and isinstance(static, (types.WrapperDescriptorType, types.MethodDescriptorType)):
+        return NativeDescriptorVariable(static)  # ``object.__setattr__``, called with the object
     if hasattr(static, "__get__") and not isinstance(static, type):
         getter = class_static(tx, type(static), "__get__")
         if not isinstance(getter, types.FunctionType):
@@ -93,6 +94,17 @@ def tp_name(cls: type) -> str:
 def no_attribute(cls: type, name: str) -> AttributeError:
     """The AttributeError CPython raises for a missing attribute of a ``cls`` instance."""
     return AttributeError(f"'{tp_name(cls)}' object has no attribute '{name}'")
+
+
+def unset_slot(cls: type, name: str) -> AttributeError:
+    """The AttributeError CPython raises for a ``__slots__`` member of a ``cls`` instance never
+    set: 3.13 names a class made by a class statement by its module and qualified name."""
+    if not versions.V.slot_error_qualified or not cls.__flags__ & (1 << 9):
+        return no_attribute(cls, name)
+    module = cls.__module__
+    qualified = cls.__qualname__ if module in ("builtins", "__main__") or not isinstance(module, str) \
+        else f"{module}.{cls.__qualname__}"
+    return AttributeError(f"'{qualified}' object has no attribute '{name}'")
 
 
 def is_slot(static: Any, name: str) -> bool:
@@ -154,6 +166,31 @@ class ObjectVariableBase(VariableTracker):
         if class_static(tx, self.cls, "__bool__") is None and class_static(tx, self.cls, "__len__") is None:
             return True
         raise Unsupported(f"the truth of a {self.cls.__qualname__} (a C __bool__ or __len__)")
+
+    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        """``obj.name = value`` (``del obj.name``): the class's Python ``__setattr__`` runs
+        inlined (a frozen dataclass's raises, others end in ``object.__setattr__``); without
+        one, the generic store."""
+        method = "__delattr__" if value is None else "__setattr__"
+        setter = class_static(tx, self.cls, method)
+        if isinstance(setter, types.FunctionType):
+            _function(setter, None).call_function(tx, [self, ConstantVariable(name), *([value] if value is not None else [])], {})
+        elif generic_access(tx, self.cls, method):
+            self.generic_store(tx, name, value)
+        else:
+            raise Unsupported(f"{method} of {self.describe()} is not Python")
+
+    def generic_store(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None)."""
+        raise Unsupported(f"setting attribute {name!r} of {self.describe()}")
+
+    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """``object``'s own method, reached through ``super()`` or called as ``object.name(obj, ...)``."""
+        arity = {"__setattr__": 2, "__delattr__": 1}.get(name)
+        if arity is None or kwargs or len(args) != arity or type(args[0].as_python_constant()) is not str:
+            raise Unsupported(f"calling object.{name} on {self.describe()}")
+        self.generic_store(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
+        return ConstantVariable(None)
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
         if self.has_python_method(tx, "__iter__"):
@@ -236,9 +273,16 @@ class UserDefinedObjectVariable(ObjectVariableBase):
                 setattr(self.value, name, value.as_python_constant())
             tx.output.input_trackers.pop(AttrSource(self.source, name), None)  # read it afresh
             return
+        super().store_attr(tx, name, value)
+
+    def generic_store(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        """Replayed after the graph as ``obj.name = value``, which is the generic store only
+        where the class's ``__setattr__`` (``__delattr__``) is object's."""
         static = class_static(tx, self.cls, name)
-        if (hasattr(static, "__set__") and not is_slot(static, name)) or not generic_access(tx, self.cls, "__setattr__"):
-            raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor or __setattr__)")
+        method = "__delattr__" if value is None else "__setattr__"
+        if (hasattr(static, "__set__") and not is_slot(static, name)) or not generic_access(tx, self.cls, method) \
+                or isinstance(self.source, PrivateObjectSource):
+            raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor or {method})")
         tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
 
     def __repr__(self) -> str:
@@ -278,13 +322,13 @@ class NewObjectVariable(ObjectVariableBase):
         if name == "__dict__":
             return InstanceDictVariable.of(tx, self)
         if is_slot(class_static(tx, self.cls, name), name) and generic_access(tx, self.cls, "__getattribute__"):
-            raise AttributeMissing.exactly(no_attribute(self.cls, name))
+            raise AttributeMissing.exactly(unset_slot(self.cls, name))
         return class_attribute(tx, self, self.cls, name, class_source=None)
 
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: Any, name: str, value: VariableTracker | None) -> None:
         static = class_static(tx, self.cls, name)
-        if (hasattr(static, "__set__") and not is_slot(static, name)) or not generic_access(tx, self.cls, "__setattr__"):
-            raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code")
+        if hasattr(static, "__set__") and not is_slot(static, name):
+            raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor)")
         if not is_slot(static, name) and class_static(tx, self.cls, "__dict__") is None:
             raise Unsupported(f"setting {name!r} of a {self.cls.__qualname__}, which has __slots__ and no __dict__")
         if value is None:
@@ -353,7 +397,7 @@ class InstanceDictVariable(VariableTracker):
         if name == "__setitem__" and len(args) == 2:
             if type(args[0].as_python_constant()) is not str:
                 raise Unsupported(f"a non-str key written into {self.describe()}")
-            self.obj.store_attr(tx, args[0].as_python_constant(), args[1])
+            self.obj.generic_store(tx, args[0].as_python_constant(), args[1])
             return ConstantVariable(None)
         if name in ("__getitem__", "__contains__") and len(args) == 1 or name == "get" and 1 <= len(args) <= 2:
             found = self._lookup(tx, args[0])
@@ -426,192 +470,17 @@ class ExceptionVariable(VariableTracker):
         return list(self.args)
 
 
-def model_output_base() -> type | None:
-    """transformers' ``ModelOutput`` when transformers is loaded (symexec never imports it)."""
-    return getattr(sys.modules.get("transformers.utils.generic"), "ModelOutput", None)
-
-
-# What ModelOutput does through these names is what ModelOutputVariable models: a subclass
-# (or a class before ModelOutput in its MRO) defining one of them is traced as any object.
-_MODEL_OUTPUT_PROTOCOL = (
-    "__post_init__", "__setattr__", "__delattr__", "__setitem__", "__getitem__", "__delitem__", "__contains__",
-    "__len__", "__iter__", "__bool__", "keys", "values", "items", "get", "to_tuple", "setdefault", "pop", "update",
-    "_replace_old_cache_name", "__getattribute__", "__getattr__", "__new__",
-)
-# The protocol methods ModelOutputVariable.call_method handles.
-_MODEL_OUTPUT_METHODS = frozenset({"__getitem__", "__setitem__", "__contains__", "__len__", "get", "to_tuple",
-                                   "keys", "values", "items"})
-# Names that ModelOutput renames (with a logged deprecation warning): not modelled.
-_MODEL_OUTPUT_RENAMED = frozenset({"past_key_values", "cache_params"})
-
-
-def is_model_output_class(tx: Any, cls: type) -> bool:
-    """Whether ``cls`` is a dataclass subclass of ``ModelOutput`` whose dict protocol is
-    ModelOutput's own (the lookups that decide it are guarded)."""
-    base = model_output_base()
-    if base is None or not issubclass(cls, base) or cls is base or not dataclasses.is_dataclass(cls):
-        return False
-    later = cls.__mro__[cls.__mro__.index(base):]
-    for name in _MODEL_OUTPUT_PROTOCOL:
-        klass, _ = find_on_class(tx, cls, name)  # (ModelOutput relies on some being absent)
-        if klass is not None and klass not in later:
-            return False
-    return True
-
-
-class ModelOutputVariable(VariableTracker):
-    """An instance of a ``ModelOutput`` dataclass (transformers' model outputs) built while
-    tracing, modelled exactly: its dict holds the fields set to something other than None, in
-    the order they were set; setting a field (attribute or item) updates both. Generated code
-    rebuilds it as ``cls(**fields)``, so a change after which that call would not give the same
-    dict (a field set to None while its key stays, keys out of field order, an attribute that is
-    not a field) breaks the graph instead, as does anything else not modelled here."""
-
-    built_once = True
-
-    def __init__(self, cls: type, fields: dict[str, VariableTracker]) -> None:
-        super().__init__()
-        self.cls = cls
-        self.fields = fields  # every field's attribute value, in field order
-        self.dict = _ModelOutputDict(self)  # the dict part, kept in step with the fields
-
-    def python_type(self) -> type:
-        return self.cls
-
-    def describe(self) -> str:
-        return f"a {self.cls.__qualname__}"
-
-    def subvalues(self) -> list[VariableTracker]:
-        return list(self.fields.values())
-
-    @staticmethod
-    def _rebuilt_items(fields: dict[str, VariableTracker]) -> dict[str, VariableTracker] | None:
-        """The dict ``cls(**fields)`` makes (ModelOutput.__post_init__): the non-None fields, in
-        field order; None when __post_init__ would instead unpack the first field as pairs."""
-        values = list(fields.values())
-        if values and not _is_none(values[0]) and all(_is_none(v) for v in values[1:]) and not isinstance(values[0], TensorVariable):
-            return None
-        return {k: v for k, v in fields.items() if not _is_none(v)}
-
-    def _set(self, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
-        """Set field ``name`` to ``value`` with the dict becoming ``items``, if rebuilding gives it."""
-        fields = {**self.fields, name: value}
-        rebuilt = self._rebuilt_items(fields)
-        if rebuilt is None or [(k, id(v)) for k, v in rebuilt.items()] != [(k, id(v)) for k, v in items.items()]:
-            raise Unsupported(f"setting {self.cls.__qualname__}.{name}: the object could not be rebuilt from its fields")
-        self.fields = fields
-        self.dict.items.clear()
-        self.dict.items.update(items)
-
-    def _field_name(self, name: Any, what: str) -> str:
-        if not isinstance(name, str) or name in _MODEL_OUTPUT_RENAMED or name not in self.fields:
-            raise Unsupported(f"{what} {name!r} of {self.describe()}, which is not one of its fields")
-        return name
-
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
-        if name in self.fields:
-            return self.fields[name]
-        if name in _MODEL_OUTPUT_METHODS:  # checked to be ModelOutput's or OrderedDict's
-            return BoundMethodVariable(self, name)
-        return class_attribute(tx, self, self.cls, name)
-
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
-        if value is None:
-            raise Unsupported(f"deleting attribute {name!r} of {self.describe()}")
-        name = self._field_name(name, "setting the attribute")
-        items = dict(self.dict.items)
-        if not _is_none(value):  # ModelOutput.__setattr__: a field set to a value is also an item
-            items[name] = value
-        self._set(name, value, items)
-
-    def truth(self, tx: Any) -> bool:
-        return bool(self.dict.items)
-
-    def unpack(self, tx: Any) -> list[VariableTracker]:
-        return [ConstantVariable(k) for k in self.dict.items]
-
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        items = self.dict.items
-        if name in ("__getitem__", "__contains__", "get") and args and not kwargs:
-            key = args[0].as_python_constant()
-            if isinstance(key, str) and key in _MODEL_OUTPUT_RENAMED:
-                raise Unsupported(f"the renamed key {key!r} of {self.describe()}")
-            if name == "__contains__" and len(args) == 1:
-                return ConstantVariable(key in items)
-            if name == "get" and len(args) <= 2:
-                return items.get(key, args[1] if len(args) == 2 else ConstantVariable(None))
-            if name == "__getitem__" and len(args) == 1:
-                if isinstance(key, str):
-                    if key not in items:
-                        raise TracedException(KeyError(key))
-                    return items[key]
-                return TupleVariable(list(items.values())).getitem(tx, args[0])
-        if name == "__setitem__" and len(args) == 2 and not kwargs:
-            key = self._field_name(args[0].as_python_constant(), "setting the item")
-            self._set(key, args[1], {**items, key: args[1]})
-            return ConstantVariable(None)
-        if name == "to_tuple" and not args and not kwargs:
-            return TupleVariable(list(items.values()))
-        if name == "__len__" and not args and not kwargs:
-            return ConstantVariable(len(items))
-        if name in ("keys", "values", "items") and not args and not kwargs:
-            return DictViewVariable(self.dict, name)  # live, like OrderedDict's views
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
-
-    def reconstruct(self, cg: Any) -> None:
-        cg.push_callable(lambda: cg.load_const(self.cls))
-        cg.build(tuple, 0)
-        for key, value in self.fields.items():
-            cg.load_const(key)
-            cg.reconstruct(value)
-        cg.build(dict, len(self.fields))
-        cg.emit("CALL_FUNCTION_EX", 1)
-
-    def __repr__(self) -> str:
-        return f"ModelOutputVariable({self.cls.__qualname__}, {list(self.dict.items)})"
-
-
-def _is_none(var: VariableTracker) -> bool:
-    return var.is_python_constant() and var.as_python_constant() is None
-
-
-class _ModelOutputDict(ConstDictVariable):
-    """The dict part of a ModelOutputVariable, for its live views: the object itself when rebuilt."""
-
-    built_once = False  # the owner is built once
-
-    def __init__(self, owner: ModelOutputVariable) -> None:
-        super().__init__(ModelOutputVariable._rebuilt_items(owner.fields) or {}, user_cls=owner.cls)
-        self.owner = owner
-
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        return self.owner.call_method(tx, name, args, kwargs)
-
-    def reconstruct(self, cg: Any) -> None:
-        cg.reconstruct(self.owner)
+# Constructors of class families modelled elsewhere (model_output.py registers ModelOutput's):
+# each returns the new object's tracker, or None when ``cls`` is not of its family.
+SPECIAL_CONSTRUCTORS: list[Callable[[Any, type, list[VariableTracker], dict[str, VariableTracker]], VariableTracker | None]] = []
 
 
 def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user class, while tracing."""
-    if is_model_output_class(tx, cls):
-        fields = [f for f in dataclasses.fields(cls) if f.init]
-        names = {f.name for f in fields}
-        if len(args) > len(fields) or set(kwargs) - names:
-            raise Unsupported(f"{cls.__qualname__}() with arguments that are not its fields ({sorted(set(kwargs) - names)})")
-        values: dict[str, VariableTracker] = {}
-        for i, f in enumerate(fields):
-            if i < len(args):
-                values[f.name] = args[i]
-            elif f.name in kwargs:
-                values[f.name] = kwargs[f.name]
-            elif f.default is not dataclasses.MISSING and is_literal(f.default):
-                values[f.name] = ConstantVariable(f.default)
-            else:
-                raise Unsupported(f"the field {f.name!r} of {cls.__qualname__} has no simple default")
-        if ModelOutputVariable._rebuilt_items(values) is None:
-            raise Unsupported(f"{cls.__qualname__}() with only its first field, not a tensor: "
-                              f"ModelOutput unpacks it as key/value pairs")
-        return ModelOutputVariable(cls, values)
+    for special in SPECIAL_CONSTRUCTORS:
+        made = special(tx, cls, args, kwargs)
+        if made is not None:
+            return made
     if issubclass(cls, BaseException) and not kwargs and not any(
             isinstance(class_static(tx, cls, m), (types.FunctionType, staticmethod)) for m in ("__init__", "__new__")):
         return ExceptionVariable(cls, list(args))
@@ -631,6 +500,8 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
         obj = NewObjectVariable(cls)
         obj.attributes.update(kwargs)
         return obj
+    if issubclass(cls, dict):
+        return construct_dict_subclass(tx, cls, args, kwargs)
     if class_static(tx, cls, "__new__") is not object.__new__:
         raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
     obj = NewObjectVariable(cls)
@@ -659,6 +530,28 @@ class NativeMethodVariable(VariableTracker):
         return native(tx, self.name, args, kwargs)
 
 
+# The builtin classes whose methods the trackers model natively (``native_call_method``).
+_NATIVE_OWNERS = (object, dict, collections.OrderedDict)
+
+
+class NativeDescriptorVariable(VariableTracker):
+    """A builtin class's method read from the class (``object.__setattr__``, which a frozen
+    dataclass's ``__init__`` calls): called with an instance, it is that instance's native method."""
+
+    def __init__(self, descriptor: Any) -> None:
+        super().__init__(ConstSource.of(descriptor))
+        self.descriptor = descriptor
+
+    def python_type(self) -> type:
+        return type(self.descriptor)
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        owner = self.descriptor.__objclass__
+        if owner not in _NATIVE_OWNERS or not args or not issubclass(args[0].python_type(), owner):
+            raise Unsupported(f"calling {owner.__name__}.{self.descriptor.__name__} without a {owner.__name__}")
+        return NativeMethodVariable(args[0], self.descriptor.__name__).call_function(tx, args[1:], kwargs)
+
+
 class SuperVariable(VariableTracker):
     """``super()`` inside a method: attribute lookups start after ``cls`` in the MRO of ``obj``."""
 
@@ -675,6 +568,6 @@ class SuperVariable(VariableTracker):
         if self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type):
             obj_cls = self.obj.as_python_constant()  # super() in a classmethod: cls's own MRO
         klass, _ = find_on_class(tx, obj_cls, name, start_after=self.cls)
-        if klass is not None and klass.__module__ == "builtins":
+        if klass is not None and (klass.__module__ == "builtins" or klass in _NATIVE_OWNERS):
             return NativeMethodVariable(self.obj, name)
         return class_attribute(tx, self.obj, obj_cls, name, start_after=self.cls)

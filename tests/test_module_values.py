@@ -1,0 +1,286 @@
+"""Modules, parameters and tensors used as Python values inside a compiled function: the module
+tree enumerated, parameters as dict keys and set members, ``id()``, ``Module.__setattr__``,
+autocast objects made outside, a tensor's bound method kept across a break, lazy properties on
+modules. Each is compared with eager (``check``) and, where it matters, with torch.compile's
+graphs."""
+
+import pytest
+import torch
+
+import symexec
+from helpers import CountingBackend, assert_same, assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs
+
+
+def _one_graph(fn, *args):
+    """symexec makes the graphs torch.compile makes, and breaks nowhere."""
+    assert_same_graphs_as_dynamo(fn, *args)
+    assert symexec.explain(fn, *args).graph_break_count == 0
+
+
+class Net(torch.nn.Module):
+    def __init__(self, tied=False, bias=True):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3, bias=bias)
+        self.out = torch.nn.Linear(3, 3)
+        if tied:
+            self.out.weight = self.lin.weight
+        self.register_buffer("b", torch.ones(3))
+
+    def forward(self, x):
+        return self.out(self.lin(x)) + self.b
+
+
+# -- 1. the module tree enumerated --------------------------------------------------------------
+def test_parameters_dtype_and_count():
+    def fn(m, x):
+        return x.to(next(m.parameters()).dtype) * sum(p.numel() for p in m.parameters())
+    check(fn, Net(), torch.randn(2, 3))
+    _one_graph(fn, Net(), torch.randn(2, 3))
+
+
+def test_named_members_and_modules():
+    def fn(m, x):
+        names = [n for n, _ in m.named_parameters()]
+        total = sum(b.sum() for b in m.buffers()) + sum(p.sum() for p in m.lin.parameters(recurse=False))
+        return (x + total, names, [n for n, _ in m.named_buffers(prefix="net")], [n for n, _ in m.named_modules()],
+                [type(c).__name__ for c in m.children()], len(list(m.modules())), [n for n, _ in m.named_children()])
+    check(fn, Net(), torch.randn(3))
+    _one_graph(fn, Net(), torch.randn(3))
+
+
+def test_shared_parameter_listed_once_and_guarded():
+    def fn(m, x):
+        return x * len(list(m.parameters())), [n for n, _ in m.named_parameters(remove_duplicate=False)]
+    check(fn, Net(tied=True), torch.randn(3))
+    # Tied, then untied, then no bias: each call enumerates what eager enumerates.
+    check_sequence(fn, [Net(), torch.ones(3)], [Net(tied=True), torch.ones(3)], [Net(bias=False), torch.ones(3)],
+                   [Net(), torch.ones(3)])
+
+
+def test_parameters_generator_kept_after_the_call():
+    def fn(m, x):
+        gen = m.parameters()
+        next(gen)
+        return x + 1, gen
+    m = Net()
+    compiled = symexec.compile(fn)
+    _, gen = compiled(m, torch.ones(3))
+    assert type(gen).__name__ == "generator"
+    rest = list(gen)
+    assert len(rest) == 3 and all(p is q for p, q in zip(rest, list(m.parameters())[1:]))
+
+
+def test_parameters_after_a_traced_write_break_instead_of_going_stale():
+    def fn(m, x, p):
+        m.lin.extra = p
+        return x * len(list(m.parameters()))
+    check(fn, Net(), torch.randn(3), torch.nn.Parameter(torch.ones(3)), expect_traced=False)
+
+
+def test_parameter_as_dict_key():
+    def fn(m, x):
+        index = {p: i for i, p in enumerate(m.parameters())}
+        return x * index[m.lin.weight].__index__(), index[m.out.bias], len(index), m.b in index, index.get(x, -1)
+    check(fn, Net(), torch.randn(3))
+    _one_graph(fn, Net(), torch.randn(3))
+
+
+def test_dict_keyed_by_parameters_returned():
+    def fn(m):
+        return {p: p.shape[0] for p in m.lin.parameters()}
+    m = Net()
+    got = symexec.compile(fn)(m)
+    assert list(got) == [m.lin.weight, m.lin.bias] and list(got.values()) == [3, 3]
+
+
+def test_id_of_module_and_parameter():
+    def fn(m, x):
+        return x + 1, id(m), id(m.lin.weight), id(m.lin) == id(m), id(x) == id(m.b)
+    m, x = Net(), torch.randn(3)
+    compiled = symexec.compile(fn)
+    for _ in range(2):
+        assert_same(fn(m, x), compiled(m, x))
+    assert len(symexec.cache_entries(compiled)) == 1  # the same objects: no retrace
+    other = Net()
+    assert_same(fn(other, x), compiled(other, x))  # another module: its own id
+    assert symexec.explain(fn, m, x).graph_break_count == 0
+
+
+# -- 2. tensors as set members --------------------------------------------------------------------
+def test_tensor_in_a_set_of_parameters():
+    def fn(m, x):
+        params = set(m.parameters())
+        return x + 1, m.lin.weight in params, x in params, m.b in params, len(params)
+    check(fn, Net(), torch.randn(3))
+    _one_graph(fn, Net(), torch.randn(3))
+
+
+def test_membership_sees_an_input_that_is_a_parameter():
+    def fn(m, x):
+        return x * 2, x in set(m.parameters()), x in {p: 0 for p in m.lin.parameters()}
+    m = Net()
+    check_sequence(fn, [m, torch.ones(3, 3)], [m, m.lin.weight], [m, torch.ones(3, 3)])
+
+
+def test_iterating_a_set_of_tensors_breaks():
+    def fn(m, x):
+        return [p.shape for p in set(m.lin.parameters())], x + 1
+    check(fn, Net(), torch.randn(3), expect_traced=False)
+
+
+# -- 3. Module.__setattr__ ------------------------------------------------------------------------
+def test_register_a_parameter_passed_in():
+    def fn(m, x, p):
+        m.lin.extra = p
+        return m.lin.extra * x
+    check(fn, Net(), torch.randn(3), torch.nn.Parameter(torch.ones(3)))
+    _one_graph(fn, Net(), torch.randn(3), torch.nn.Parameter(torch.ones(3)))
+
+
+def test_replace_a_buffer_and_set_a_plain_tensor():
+    def fn(m, x):
+        m.b = x * 2
+        setattr(m.lin, "plain", x + 1)
+        m.lin.bias = None
+        return m.b + m.lin.plain, m.lin.bias
+    check(fn, Net(), torch.randn(3))
+    _one_graph(fn, Net(), torch.randn(3))
+
+
+@pytest.mark.parametrize("name", ["weight", "lin"])
+def test_wrong_type_for_a_slot_raises_before_anything_after_it(name):
+    def fn(m, x):
+        target = m.lin if name == "weight" else m
+        setattr(target, name, x * 2)
+        print("after")
+        return x
+    check(fn, Net(), torch.randn(3), expect_traced=False)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_parameter_made_inside_is_a_parameter(backend):
+    def fn(m, x):
+        m.lin.extra = torch.nn.Parameter(torch.ones(3))
+        m.lin.bias = torch.nn.Parameter(x.detach().clone())
+        return m(x), type(m.lin.extra).__name__, sorted(n for n, _ in m.named_parameters())
+    check(fn, Net(), torch.randn(3), backend=backend, expect_traced=False)
+
+
+# -- 4. autocast objects made outside -------------------------------------------------------------
+@torch.autocast("cpu", dtype=torch.bfloat16)
+def _autocast_matmul(a, b):
+    return a @ b
+
+
+AUTOCAST = torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+def test_autocast_decorator():
+    def fn(x):
+        return _autocast_matmul(x, x) + 1
+    check(fn, torch.randn(3, 3))
+    _one_graph(fn, torch.randn(3, 3))
+
+
+def test_autocast_object_entered_inside():
+    def fn(x):
+        with AUTOCAST:
+            y = x @ x
+        return y, x @ x
+    check(fn, torch.randn(3, 3))
+    _one_graph(fn, torch.randn(3, 3))
+
+    def entered(x):
+        with AUTOCAST as ac:  # (torch.compile answers False here: __enter__ returns self)
+            return x @ x, ac is AUTOCAST
+    check(entered, torch.randn(3, 3))
+    for name in ("prev", "prev_cache_enabled", "prev_fastdtype"):
+        AUTOCAST.__dict__.pop(name, None)
+    symexec.compile(fn)(torch.randn(3, 3))
+    assert (AUTOCAST.prev, AUTOCAST.prev_cache_enabled, AUTOCAST.prev_fastdtype) == (False, True, torch.bfloat16)
+
+
+def test_autocast_object_settings_guarded():
+    ac = torch.autocast("cpu", dtype=torch.bfloat16)
+
+    def fn(x, ac):
+        with ac:
+            return x @ x
+    check_sequence(fn, [torch.ones(2, 2), ac], [torch.ones(2, 2), torch.autocast("cpu", enabled=False)],
+                   [torch.ones(2, 2), torch.autocast("cpu", dtype=torch.float16)])
+
+
+# -- 5. a tensor's bound method across a break -----------------------------------------------------
+@pytest.mark.parametrize("breaker", ["print", "graph_break"])
+def test_bound_method_called_after_a_break(breaker):
+    def fn(x):
+        f = x.sum
+        if breaker == "print":
+            print("hi")
+        else:
+            symexec.graph_break()
+        return f(dim=0, keepdim=True) * 2
+    check(fn, torch.randn(3, 2))
+    out = symexec.explain(fn, torch.randn(3, 2))
+    assert (out.graph_count, out.graph_break_count) == (1, 1)
+    assert [n.target for n in out.graphs[0].graph.nodes if n.op == "call_method"] == ["sum"]
+    backend = CountingBackend()
+    compiled = symexec.compile(fn, backend=backend)
+    for _ in range(3):
+        compiled(torch.randn(3, 2))
+    assert backend.graph_count == 1  # (the continuation does not retrace per tensor)
+
+
+# -- 6. facts and descriptors ---------------------------------------------------------------------
+def test_is_tensor_is_mps_and_is_compiling():
+    def fn(m, x):
+        return x + 1, torch.is_tensor(m), x.is_mps, torch.compiler.is_compiling()
+    m, x = Net(), torch.randn(3)
+    expected, _ = dynamo_graphs(fn, m, x)
+    assert expected[3] is True
+    assert_same(expected, symexec.compile(fn)(m, x))
+    out = symexec.explain(fn, m, x)  # (torch.compile also keeps a dead is_mps node)
+    assert out.graph_count == 1 and out.graph_break_count == 0
+
+
+class lazy_property:
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+
+    def __get__(self, obj, cls):
+        if obj is None:
+            return self
+        value = self.fn(obj)
+        obj.__dict__[self.name] = value
+        return value
+
+
+class LazyNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    @lazy_property
+    def scale(self):
+        return self.lin.in_features * 0.5
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+def test_lazy_property_on_a_module():
+    def fn(m, x):
+        return m(x) + m.scale, "scale" in m.__dict__
+    check(fn, LazyNet(), torch.randn(3))
+    _one_graph(fn, LazyNet(), torch.randn(3))
+    cached = LazyNet()
+    cached.scale  # noqa: B018 - now in its __dict__
+    check_sequence(fn, [LazyNet(), torch.ones(3)], [cached, torch.ones(3)])
+
+
+def test_module_dict_write_of_a_parameter_name_breaks():
+    def fn(m, x):
+        m.lin.__dict__["weight"] = x
+        return m.lin.weight + 1
+    check(fn, Net(), torch.randn(3), expect_traced=False)
