@@ -658,6 +658,26 @@ def fn(x, how):
     return list(keys), o.to_tuple(), len(o), o[-1]
 """, args(X, st.sampled_from([0, 1, 2, 3, 4])))
 
+template("torch_module_container", "a dict of torch's namespace read and mutated between calls", """
+torch.fx._symexec_fuzz_registry = {"scale": 2}
+def fn(x):
+    return x * torch.fx._symexec_fuzz_registry["scale"] + len(torch.fx._symexec_fuzz_registry)
+""", args(X), muts=["torch.fx._symexec_fuzz_registry['scale'] = 3", "torch.fx._symexec_fuzz_registry['extra'] = 1",
+                    "torch.fx._symexec_fuzz_registry = {'scale': 5}"],
+    cleanup="del torch.fx._symexec_fuzz_registry")
+
+template("object_identity", "id() of inputs; tensors as dict keys and set members", """
+def fn(a, b):
+    seen = {a: 1}
+    same = id(a) == id(b)
+    return a * (2 if same else 3) + seen.get(b, 0), b in {a}
+""", args(X, st.sampled_from([Same(0), T()])))
+
+template("size_argument", "a torch.Size argument: its ints, its length", """
+def fn(x, size):
+    return x.new_ones(size) * len(size) + size[0]
+""", args(X, st.sampled_from([torch.Size([2]), torch.Size([3]), torch.Size([2, 3]), torch.Size([3, 2])])))
+
 
 TEMPLATE_NAMES = sorted(TEMPLATES)
 

@@ -351,3 +351,18 @@ def test_a_module_imported_at_a_break_is_traced_from_the_next_call(tmp_path, mon
     entries = symexec.cache_entries(compiled)
     assert sorted(e.break_reason is None for e in entries) == [False, True]  # the first breaks
     monkeypatch.delitem(sys.modules, "symexec_fresh_module")
+
+
+def test_a_torch_module_imported_lazily_inside_is_traced_through(monkeypatch):
+    # torch imports some modules lazily, inside functions (torch.nn.functional's chunked
+    # linear_cross_entropy, on the path is_compiling() opens): imported while tracing, as
+    # torch.compile does: importing one of torch's modules shows nothing a program could see.
+    monkeypatch.delitem(sys.modules, "torch.utils.show_pickle", raising=False)
+
+    def fn(x):
+        import torch.utils.show_pickle as show_pickle
+        return x * len(show_pickle.__name__)
+
+    compiled = symexec.compile(fn)
+    assert torch.equal(compiled(torch.ones(2)), torch.ones(2) * len("torch.utils.show_pickle"))
+    assert [e.break_reason for e in symexec.cache_entries(compiled)] == [None]

@@ -602,3 +602,17 @@ def _copy_protocol_added():
 def test_class_fact_changed_after_compiling(make):
     fn, args, patch = make()
     check_sequence(fn, args, patch, args)
+
+
+# -- a mutable object read from one of torch's modules ------------------------------------------
+def test_contents_of_a_torch_module_attribute_are_guarded(monkeypatch):
+    # torch.fx.<dict> read by attribute: its identity was guarded, its contents baked in.
+    monkeypatch.setattr(torch.fx, "_symexec_registry", {"scale": 1}, raising=False)
+
+    def fn(x):
+        return x * torch.fx._symexec_registry["scale"]
+
+    def change():
+        torch.fx._symexec_registry["scale"] = 5
+
+    check_sequence(fn, [torch.ones(2)], change, [torch.ones(2)])

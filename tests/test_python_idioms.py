@@ -779,3 +779,23 @@ def test_assume_constant_result_needs_constant_arguments_and_result():
 
     check(fn, torch.randn(3), "json")  # a list result is not taken as a constant: the graph breaks
     assert symexec.explain(fn, torch.randn(3), "json").graph_break_count == 1
+
+
+# -- annotations evaluated while tracing: classes subscripted, unions --------------------------
+class _Boxed:
+    def __class_getitem__(cls, item):
+        return (cls.__name__, item)
+
+
+def test_class_subscription_and_unions_in_annotations():
+    from collections.abc import Callable, Sequence
+
+    def fn(x):
+        def inner(a: Callable[[int], bool] | None = None, b: list[int] | None = None) -> dict[str, int]:
+            return a
+
+        inner()
+        return x + 1, list[int], Sequence[float], _Boxed[3], typing.Optional[int] | str
+
+    check(fn, torch.randn(3))
+    _one_graph(fn, torch.randn(3))

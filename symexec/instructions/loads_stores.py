@@ -113,6 +113,8 @@ def IMPORT_NAME(tx: Any, inst: Any, level: Any, fromlist: Any) -> Any:
     # only the first time, and the trace must not be the first time: eager would run it too).
     name = _absolute_name(tx, inst.arg, level.as_python_constant())
     module = sys.modules.get(name)
+    if module is None and (name == "torch" or name.startswith("torch.")):
+        module = _import_torch_module(name)
     if module is None:
         raise Unsupported(f"importing {name!r}, not imported yet, inside a compiled function",
                           hint="CPython imports it at the break; the next call is traced with it imported",
@@ -124,6 +126,17 @@ def IMPORT_NAME(tx: Any, inst: Any, level: Any, fromlist: Any) -> Any:
         # `from pkg import sub`: a submodule not imported yet is imported (its code run).
         raise Unsupported(f"from {name} import {', '.join(names)}: not all of them are attributes of the package yet")
     return tx.wrap(module, ConstSource.of(module))
+
+
+def _import_torch_module(name: str) -> Any:
+    """One of torch's own modules, imported now, while tracing, rather than at the call (torch
+    imports some lazily, on the path ``torch.compiler.is_compiling()`` opens): importing it
+    shows nothing a program could see, so the moment makes no difference. None if it fails
+    (CPython raises at the break)."""
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - CPython raises it where the import stands
+        return None
 
 
 def _absolute_name(tx: Any, name: str, level: int) -> str:

@@ -7,6 +7,7 @@ are in user_objects.py).
 from __future__ import annotations
 
 import types
+import typing
 from typing import Any
 
 import torch
@@ -23,6 +24,26 @@ from .user_objects import class_attribute, construct, tp_name
 
 # What ``type`` holds of every class, plain data.
 CLASS_DATA_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"})
+
+
+_CLASSMETHOD_DESCRIPTOR = type(dict.__dict__["fromkeys"])
+
+
+def _makes_alias(static: Any) -> bool:
+    """Whether a ``__class_getitem__`` is the standard library's, which only makes a generic
+    alias: builtins' (``list``, ``dict``) and ``collections.abc``'s (``types.GenericAlias``)."""
+    if type(static) is _CLASSMETHOD_DESCRIPTOR:
+        return static.__objclass__.__module__ == "builtins"
+    return isinstance(static, classmethod) and isinstance(static.__func__, type) and \
+        issubclass(static.__func__, types.GenericAlias)
+
+
+# Generic aliases and unions (``list[int]``, ``Callable[[T], bool] | None``, ``typing.Optional[T]``):
+# immutable descriptions of types, made by annotations evaluated while tracing: constants.
+COMPUTED_ALIAS_TYPES = frozenset(type(alias) for alias in (
+    list[int], int | None, typing.List[int], typing.Optional[int], typing.Callable[[int], int], typing.Literal[0]))
+for _alias_type in COMPUTED_ALIAS_TYPES:
+    COMPUTED_WRAPPERS[_alias_type] = ConstantVariable
 
 
 class UserDefinedClassVariable(VariableTracker):
@@ -62,7 +83,24 @@ class UserDefinedClassVariable(VariableTracker):
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "__subclasses__" and not args and not kwargs and type(self.cls) is type:
             return self._subclasses(tx)
+        if name == "__getitem__" and len(args) == 1 and not kwargs:
+            return self._class_getitem(tx, args[0])
         return super().call_method(tx, name, args, kwargs)
+
+    def _class_getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
+        """``cls[index]`` (``list[int]``, ``Callable[[T], bool]`` in an annotation): the
+        metaclass's ``__getitem__``, else the class's ``__class_getitem__`` (lookups guarded).
+        The standard library's make an alias object and nothing else: made now, a constant."""
+        if class_static(tx, type(self.cls), "__getitem__") is not None:
+            raise Unsupported(f"subscripting class {self.cls.__qualname__}, whose metaclass has __getitem__")
+        static = class_static(tx, self.cls, "__class_getitem__")
+        if _makes_alias(static):
+            key = index.as_python_constant()
+            return ConstantVariable(self.cls[key])  # (immutable, hashable: a constant of the trace)
+        if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
+            method = class_attribute(tx, None, self.cls, "__class_getitem__", class_source=self.source)
+            return method.call_function(tx, [index], {})
+        raise Unsupported(f"subscripting class {self.cls.__qualname__}")
 
     def _subclasses(self, tx: Any) -> VariableTracker:
         """``cls.__subclasses__()``: the live subclasses, guarded to be these (a class defined,

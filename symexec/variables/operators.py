@@ -17,14 +17,39 @@ from .builtins import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPER
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable, DictViewVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, TupleVariable
-from .misc import SetVariable, UserDefinedClassVariable
+from .misc import COMPUTED_ALIAS_TYPES, SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, record_call
 from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase, class_static
+
+def _type_value(tx: Any, var: VariableTracker) -> Any:
+    """The type, alias or union ``var`` stands for (``int``, ``list[int]``, ``typing.Optional``,
+    None), its identity guarded; ``_NOT_A_TYPE`` for anything else. Annotations combine them
+    (``T | None``, ``Optional[T]``): pure, immutable values."""
+    if isinstance(var, UserDefinedClassVariable):
+        return var.cls
+    if isinstance(var, BuiltinVariable) and type(var.fn) is type:
+        return var.fn
+    if isinstance(var, ConstantVariable):
+        value = var.as_python_constant()
+        return value if value is None or type(value) in COMPUTED_ALIAS_TYPES else _NOT_A_TYPE
+    value = getattr(var, "value", _NOT_A_TYPE)
+    if type(value).__module__ != "typing" or var.source is None:
+        return _NOT_A_TYPE
+    tx.guards.id_match(var.source, value)  # (a special form's behaviour is its identity's)
+    return value
+
+
+_NOT_A_TYPE = object()
+
 
 def _make_binary(fn: Any) -> Handler:
     def binary(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
         if in_graph(a) or in_graph(b):
             return record_call(tx, "call_function", fn, [a, b], {})
+        if fn is operator.or_:
+            left, right = _type_value(tx, a), _type_value(tx, b)
+            if left is not _NOT_A_TYPE and right is not _NOT_A_TYPE and (left, right) != (None, None):
+                return ConstantVariable(left | right)
         if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and fn is operator.add:
             if a.python_type() is not b.python_type() and not (isinstance(a, TupleVariable) and isinstance(b, TupleVariable)):
                 raise Unsupported(f"can only concatenate {a.python_type().__name__} to the same type")
@@ -179,6 +204,12 @@ def _getitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableT
         return obj.call_method(tx, "__getitem__", [index], {})
     if isinstance(obj, ConstantVariable):
         return None  # fold: "abc"[1]
+    typing_form = _type_value(tx, obj) if not isinstance(obj, (UserDefinedClassVariable, BuiltinVariable)) else _NOT_A_TYPE
+    if typing_form is not _NOT_A_TYPE and typing_form is not None and index.is_python_constant():
+        return ConstantVariable(typing_form[index.as_python_constant()])  # typing.Optional[int]
+    if isinstance(obj, BuiltinVariable) and isinstance(obj.fn, type) and type(obj.fn) is type:
+        # list[int], dict[str, int]: a builtin class (never replaced) makes a generic alias
+        return UserDefinedClassVariable(obj.fn).call_method(tx, "__getitem__", [index], {})
     return obj.call_method(tx, "__getitem__", [index], {})
 
 
