@@ -90,6 +90,9 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         if not global_state.mode_stacks_empty():  # a TorchFunctionMode or dispatch mode is active
             return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start,
                                    fullgraph=fullgraph)
+        if global_state.in_functorch_transform():
+            return _fallback_entry(fn, guards, "called inside a functorch transform (torch.vmap, torch.func.grad...)",
+                                   start, fullgraph=fullgraph)
         if getattr(fn, "_symexec_disabled", False):
             return _fallback_entry(fn, guards, "the function is marked symexec.disable", start, fullgraph=fullgraph)
         try:
@@ -101,6 +104,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                 torch._C._set_grad_enabled(grad_mode)  # a traced `with no_grad()` may have changed it
                 while output.active_contexts:  # and a traced autocast block that did not end
                     torch.amp.autocast_mode._exit_autocast(output.active_contexts.pop())
+                global_state.pop_functorch_levels()  # and a torch.vmap the trace stopped inside
             if tx.stopped_at_break:
                 assert reason is not None
                 return _build_entry(fn, tx, guards, backend, index, start, compile_fn, reason)

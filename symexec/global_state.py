@@ -34,6 +34,8 @@ STATE: tuple[tuple[str, Reader], ...] = (
     ("len(torch dispatch mode stack)", torch._C._len_torch_dispatch_stack),
     ("torch.is_autocast_cache_enabled()", torch.is_autocast_cache_enabled),
     ("any autocast enabled", torch._C._is_any_autocast_enabled),
+    # vmap, grad, jvp...: the levels a traced torch.vmap pushes are constants of its graph.
+    ("functorch transform depth", torch._C._functorch.get_dynamic_layer_stack_depth),
 )
 
 # Read and guarded only when some autocast is on.
@@ -58,3 +60,16 @@ def read() -> list[tuple[str, Reader, Any]]:
 def mode_stacks_empty() -> bool:
     """No torch-function or dispatch mode is active (symexec traces only there)."""
     return torch._C._len_torch_function_stack() == 0 and torch._C._len_torch_dispatch_stack() == 0
+
+
+def in_functorch_transform() -> bool:
+    """A functorch transform (vmap, grad, ...) is running: the arguments may be its wrapped
+    tensors, which fake tensors do not model (symexec traces only outside any)."""
+    return torch._C._functorch.get_dynamic_layer_stack_depth() != 0
+
+
+def pop_functorch_levels() -> None:
+    """Pop every functorch level a trace pushed and left (it stopped inside a ``torch.vmap``):
+    traces start with none (``in_functorch_transform``)."""
+    if torch._C._functorch.get_dynamic_layer_stack_depth():
+        torch._C._functorch.pop_dynamic_layer_stack_and_undo_to_depth(0)

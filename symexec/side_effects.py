@@ -4,7 +4,8 @@ Trackers of pre-existing objects (they have a source) are mutated in place while
 any other tracker, and report the mutation here. The replacement code then makes the real
 objects agree with the traced ones, in the order the trace first touched them: a list gets its
 final items by slice assignment (its identity kept), a dict is cleared and refilled, an
-attribute is set or deleted, a global rebound, a closure cell written. Objects created by the
+attribute is set or deleted, a global rebound, a closure cell written; a dict read lazily
+(keyed by tensors) gets the trace's writes, one by one. Objects created by the
 trace need no replay: they are rebuilt by their trackers where the code needs them.
 """
 
@@ -64,12 +65,15 @@ class SideEffects:
         for _, value in self.cells.values():
             yield value
 
-    def build(self, cg: Any) -> dict[Any, str]:
+    def build(self, cg: Any) -> dict[Any, Any]:
         """First half of the replay: build every new value into a temporary. Every value the
         generated code needs is built before any write (``apply``): some are read through
         sources that the writes change, like an item of a list about to be refilled."""
-        writes: list[tuple[str, Any]] = []
+        writes: list[tuple[Any, Any]] = []
         for var in self.containers.values():
+            if hasattr(var, "build_replay"):  # (a dict read lazily: its writes, one by one)
+                writes.append((var.build_replay(cg), var))
+                continue
             temp = cg.new_temp()
             if isinstance(var.items, list):  # type: ignore[attr-defined]
                 for item in var.items:  # type: ignore[attr-defined]
@@ -97,11 +101,13 @@ class SideEffects:
             writes.append((temp, ("global", name)))
         return {id(target) if isinstance(target, VariableTracker) else target: temp for temp, target in writes}
 
-    def apply(self, cg: Any, values: dict[Any, str]) -> None:
+    def apply(self, cg: Any, values: dict[Any, Any]) -> None:
         """Second half: write the values built by ``build`` into the real objects."""
         for var in self.containers.values():
             temp = values[id(var)]
-            if isinstance(var.items, list):  # type: ignore[attr-defined]
+            if hasattr(var, "apply_replay"):
+                var.apply_replay(cg, temp)
+            elif isinstance(var.items, list):  # type: ignore[attr-defined]
                 cg.load_fast(temp)
                 var.source.emit_load(cg)  # type: ignore[union-attr]
                 cg.load_const(None)

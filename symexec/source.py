@@ -190,6 +190,31 @@ class GetItemSource(Source):
         return self.base.root()
 
 
+@dataclass(frozen=True)
+class DictItemSource(Source):
+    """``d[k]`` where the key is itself an object reached by a source (a parameter keying an
+    optimizer's ``state``): ``L['opt'].state[L['opt'].param_groups[0]['params'][0]]``. The key
+    is never held: guards and generated code fetch it through its own source."""
+
+    base: Source
+    key: Source
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}[{self.key.name}]"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}[{self.key.expr()}]"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        self.base.emit_load(cg)
+        self.key.emit_load(cg)
+        cg.subscr()
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
 def placeholder_name(source: Source) -> str:
     """Graph input name after its source, like Dynamo's: ``L['x']`` -> ``l_x_``."""
     return re.sub(r"[^a-zA-Z0-9]+", "_", source.name).lower()

@@ -54,7 +54,8 @@ def _optimizer_sample(name, desc):
     return next(s for s in conformance.optim_samples([info]) if s.form == desc)
 
 
-@pytest.mark.parametrize("name,desc", [("SGD", "momentum"), ("Adam", "default"), ("AdamW", "amsgrad")])
+@pytest.mark.parametrize("name,desc", [("SGD", "momentum"), ("Adam", "default"), ("AdamW", "amsgrad"), ("Adagrad", "default"),
+                                       ("RMSprop", "momentum")])
 def test_optim_db_step(name, desc):
     _assert_conforms(_optimizer_sample(name, desc), None)
 

@@ -11,6 +11,7 @@ from .lists import BaseListVariable, IteratorVariable, ListVariable, SizeVariabl
 from .misc import SetVariable
 from .operators import identical  # (registers the operator handlers)
 from . import stdlib  # noqa: F401 - registers the itertools and operator handlers
+from . import numbers  # noqa: F401 - registers min, max, sum, pow, int, float... handlers
 from . import pytree  # noqa: F401 - registers the torch.utils._pytree handlers
 from .tensor import TensorVariable, record_call
 

@@ -27,7 +27,7 @@ from .base import VariableTracker, find_on_class
 from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
-from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base
+from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base, wrap_tensor_keyed_dict
 from .functions import LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .model_output import is_model_output_class, wrap_model_output
@@ -225,7 +225,7 @@ def _wrap_size(b: VariableBuilder, value: torch.Size, source: Source | None) -> 
 def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> VariableTracker:
     keys = list(value)
     if not all(is_literal(k) for k in keys):
-        raise Unsupported("a dict whose keys are not constants (str, int, ...)")
+        return wrap_tensor_keyed_dict(b, value, source)  # (or unsupported: an opaque object)
     if source is not None:
         b.guards.type_match(source, value)
         # The keys go in as a constant of the guard function, never as source text (their
@@ -237,7 +237,10 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
     items = {k: b(v, GetItemSource(source, k) if source is not None else None) for k, v in value.items()}
     if type(value) not in _DICT_TYPES and (base := dict_base(b, type(value))) is not None:  # a user subclass
         return DictSubclassVariable(items, type(value), base, source, instance=value)
-    return ConstDictVariable(items, source, user_cls=type(value))
+    factory = None
+    if type(value) is collections.defaultdict and source is not None:
+        factory = b(value.default_factory, AttrSource(source, "default_factory"))
+    return ConstDictVariable(items, source, user_cls=type(value), default_factory=factory)
 
 
 _DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)

@@ -1,5 +1,6 @@
 """Context managers: grad mode (``torch.no_grad()``, ``torch.enable_grad()``,
-``torch.set_grad_enabled(b)``), traced into the graph as ``torch._C._set_grad_enabled`` calls.
+``torch.set_grad_enabled(b)``), traced into the graph as ``torch._C._set_grad_enabled`` calls;
+``torch.autocast``; ``torch.autograd.profiler.record_function`` while nothing records it.
 
 While tracing, the real grad mode follows the traced code too, so fake tensors get the same
 ``requires_grad`` as eager ones; convert.py restores it when the trace ends. Other context
@@ -175,3 +176,62 @@ class GradModeExitVariable(VariableTracker):
             builder.guards.type_match(source, value)
             builder.guards.equals_match(AttrSource(source, "prev"), value.prev)
         return cls(value.prev, source)
+
+
+def record_function_records() -> bool:
+    """Whether a ``record_function`` entered now would record anything: a profiler is on (on
+    this thread or globally: legacy, Kineto, NVTX, ITT) or the CUPTI monitor collects user
+    annotations. The guard of an entry that traced one as a no-op."""
+    if torch._C._autograd._profiler_type() != torch._C._profiler.ActiveProfilerType.NONE:
+        return True
+    monitor = torch.autograd.profiler._cupti_monitor_module
+    return monitor is not None and monitor._monitor_singleton is not None
+
+
+class RecordFunctionVariable(VariableTracker):
+    """``torch.autograd.profiler.record_function(name, args)`` (``torch.profiler``'s too) while
+    no profiler records: entering and leaving it has no effect (torch.compile drops it always).
+    The entry is guarded on nothing recording; with a profiler on, the graph breaks and CPython
+    makes the object."""
+
+    @classmethod
+    def create(cls, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> "RecordFunctionVariable":
+        bound = inspect.signature(torch.autograd.profiler.record_function.__init__).bind(
+            None, *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        name, arguments = bound.arguments["name"], bound.arguments.get("args")
+        if type(name) is not str or arguments is not None and type(arguments) is not str:
+            raise Unsupported("record_function with a name or args that are not strings (entering it raises)")
+        # (its __enter__ imports the CUPTI monitor once, for good: done now, so the guard sees it)
+        torch.autograd.profiler._maybe_cupti_monitor()
+        tx.guards.global_state([("a record_function records", record_function_records, False)])
+        if record_function_records():
+            raise Unsupported("a record_function while a profiler records", hint="the graph breaks; CPython makes it")
+        return cls()
+
+    def python_type(self) -> type:
+        return torch.autograd.profiler.record_function
+
+    def describe(self) -> str:
+        return "a record_function"
+
+    def enter(self, tx: Any) -> tuple[VariableTracker, VariableTracker]:
+        return RecordFunctionExitVariable(), self
+
+    def reconstruct(self, cg: Any) -> None:
+        raise Unsupported("keeping a record_function object across a graph break")
+
+
+def record_function_exit(*exc_info: Any) -> None:
+    """What a ``with record_function(...)`` block entered while nothing recorded leaves on the
+    stack, rebuilt by generated code at a break inside the block: leaving it does nothing."""
+
+
+class RecordFunctionExitVariable(VariableTracker):
+    def python_type(self) -> type:
+        return type(record_function_exit)
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return ConstantVariable(None)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(record_function_exit)

@@ -1,7 +1,9 @@
-"""Dicts whose keys are constants known while tracing (strings, ints, enums, ...).
+"""Dicts whose keys are constants known while tracing (strings, ints, enums, ...), and input
+dicts keyed by tensors (an optimizer's ``state``, keyed by its parameters).
 
 Values are trackers; insertion order is kept, as in CPython. An input dict is guarded on its
-length and on its keys when wrapped (its key set decides iteration and membership).
+length and on its keys when wrapped (its key set decides iteration and membership); one keyed
+by tensors is read lazily, one key at a time (``TensorKeyedDictVariable``).
 Mutating a pre-existing dict is a side effect, replayed after the graph (side_effects.py).
 """
 
@@ -11,11 +13,16 @@ import collections
 import types
 from typing import Any
 
+import torch
+
 from ..exc import AttributeMissing, TracedException, Unsupported
-from ..source import AttrSource, ConstSource, Source
-from .base import BoundMethodVariable, Identity, VariableTracker, class_static, find_on_class, hash_key, subclass_check
+from ..guards import GuardKind
+from ..source import AttrSource, ConstSource, DictItemSource, Source
+from .base import (DELETED, BoundMethodVariable, Identity, VariableTracker, class_static, find_on_class, hash_key,
+                   subclass_check)
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .lists import CLASS_ATTRIBUTE, TupleVariable
+from .tensor import TensorVariable
 
 
 class ConstDictVariable(VariableTracker):
@@ -53,6 +60,9 @@ class ConstDictVariable(VariableTracker):
     def truth(self, tx: Any) -> bool:
         return bool(self.items)
 
+    def length(self, tx: Any) -> int:
+        return len(self.items)
+
     def getitem(self, tx: Any, key: VariableTracker) -> VariableTracker:
         k = _key(key, tx)
         if k not in self.items:
@@ -79,7 +89,7 @@ class ConstDictVariable(VariableTracker):
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
         if name == "__len__":
-            return ConstantVariable(len(items))
+            return ConstantVariable(self.length(tx))
         if name == "__contains__" and len(args) == 1:
             return ConstantVariable(_key(args[0], tx) in items)
         if name == "get" and 1 <= len(args) <= 2:
@@ -488,3 +498,172 @@ class DictSubclassVariable(ConstDictVariable):
 
     def __repr__(self) -> str:
         return f"DictSubclassVariable({self.user_cls.__qualname__}, {list(self.items)[:6]!r})"
+
+
+class TensorKeyedDictVariable(ConstDictVariable):
+    """A dict passed in whose keys are tensors (hashed by identity: ``optimizer.state``, a
+    ``defaultdict(dict)`` keyed by parameters), read one key at a time.
+
+    A lookup by a tensor reached through a source ``P`` asks the real dict once, and guards the
+    answer: ``P in S`` (the value is then an input reached by ``S[P]``) or ``P not in S``. A
+    tensor made by the trace is in no dict passed in. Nothing else of the dict is read but its
+    length, guarded when used; iterating over it, or looking it up by anything but a tensor,
+    breaks the graph. The trace's writes are replayed in order after the graph, as
+    ``S[k] = v`` and ``del S[k]`` (insertion order is CPython's)."""
+
+    def __init__(self, value: dict, source: Source, default_factory: VariableTracker | None) -> None:
+        self.known: dict[Identity, VariableTracker] = {}  # the entries the trace has looked at
+        super().__init__({}, source, user_cls=type(value), default_factory=default_factory)
+        self.real = value
+        self.resolved: set[Identity] = set()  # keys whose presence the trace knows
+        self.added = 0  # keys the trace inserted minus keys it deleted
+        self.writes: list[list[Any]] = []  # [key, value or DELETED], in replay order
+
+    @property  # type: ignore[override]
+    def items(self) -> dict[Any, VariableTracker]:
+        # What reads every item of a dict (iteration, ``dict(d)``, ``**d``, a match) breaks.
+        raise Unsupported(f"reading every item of {self.describe()}")
+
+    @items.setter
+    def items(self, value: dict[Any, VariableTracker]) -> None:
+        self.known = dict(value)
+
+    def describe(self) -> str:
+        return f"the dict {self.source.name} (keyed by tensors)"  # type: ignore[union-attr]
+
+    def as_python_constant(self) -> Any:
+        raise Unsupported("a dict keyed by tensors is not a constant")
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        raise Unsupported(f"iterating over {self.describe()}")
+
+    def subvalues(self) -> list[VariableTracker]:
+        written = [v for _, v in self.writes if v is not DELETED]
+        return [*self.known.values(), *written, *(k.var for k, _ in self.writes)]
+
+    def truth(self, tx: Any) -> bool:
+        return self.length(tx) > 0
+
+    def length(self, tx: Any) -> int:
+        tx.guards.len_match(self.source, len(self.real))
+        return len(self.real) + self.added
+
+    def resolve(self, tx: Any, key: VariableTracker) -> Identity:
+        """The key ``key`` stands for, with its entry in ``items`` if the dict holds it now."""
+        if not isinstance(key, TensorVariable):
+            raise Unsupported(f"looking up {self.describe()} by {key.describe()}")
+        k = hash_key(key, tx)
+        if k in self.resolved:
+            return k
+        self.resolved.add(k)
+        if key.source is None:
+            return k  # (made by the trace: a new object, in no dict passed in)
+        real = key.real_value(tx)  # type: ignore[attr-defined]
+        present = real in self.real
+        op = "in" if present else "not in"
+        tx.guards.add(GuardKind.LEN_MATCH, f"{key.source.name} {op} {self.source.name}",  # type: ignore[union-attr]
+                      f"{key.source.expr()} {op} {self.source.expr()}", self.source, key.source)  # type: ignore[union-attr]
+        if present:
+            self.known[k] = tx.wrap(self.real[real], DictItemSource(self.source, key.source))  # type: ignore[arg-type]
+        return k
+
+    def getitem(self, tx: Any, key: VariableTracker) -> VariableTracker:
+        k = self.resolve(tx, key)
+        if k in self.known:
+            return self.known[k]
+        if self.default_factory is None or self.default_factory.is_python_constant() and \
+                self.default_factory.as_python_constant() is None:
+            raise Unsupported("the KeyError of a tensor missing from a dict (its repr)")
+        value = self.default_factory.call_function(tx, [], {})
+        self.write(tx, k, value)
+        return value
+
+    def write(self, tx: Any, k: Identity, value: Any) -> None:
+        """``S[k] = value``, or ``del S[k]`` (value DELETED) for a key it holds."""
+        tx.output.side_effects.mutate(self)
+        if value is DELETED:
+            del self.known[k]
+            self.added -= 1
+            self.writes.append([k, DELETED])
+            return
+        if k not in self.known:
+            self.added += 1
+        self.known[k] = value
+        last = next((w for w in reversed(self.writes) if w[0] == k), None)
+        if last is not None and last[1] is not DELETED:
+            last[1] = value  # (a key set again keeps its place: one write says it)
+        else:
+            self.writes.append([k, value])
+
+    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if kwargs or name not in _KEYED_METHODS or len(args) not in _KEYED_METHODS[name]:
+            raise Unsupported(f"method {name!r} of {self.describe()}")
+        if name == "__len__":
+            return ConstantVariable(self.length(tx))
+        if name == "__getitem__":
+            return self.getitem(tx, args[0])
+        k = self.resolve(tx, args[0])
+        present = k in self.known
+        if name == "__contains__":
+            return ConstantVariable(present)
+        if name == "get":
+            return self.known[k] if present else (args[1] if len(args) == 2 else ConstantVariable(None))
+        if name == "__setitem__":
+            self.write(tx, k, args[1])
+            return ConstantVariable(None)
+        if name == "setdefault":
+            if not present:
+                self.write(tx, k, args[1] if len(args) == 2 else ConstantVariable(None))
+            return self.known[k]
+        if not present:  # pop without a default, del: a KeyError
+            if name == "pop" and len(args) == 2:
+                return args[1]
+            raise Unsupported("the KeyError of a tensor missing from a dict (its repr)")
+        value = self.known[k]
+        self.write(tx, k, DELETED)
+        return value if name == "pop" else ConstantVariable(None)
+
+    def build_replay(self, cg: Any) -> list[tuple[str, str | None]]:
+        """First half of the replay: each write's key and value into temporaries."""
+        temps = []
+        for k, value in self.writes:
+            key_temp = cg.new_temp()
+            cg.reconstruct(k.var)
+            cg.store_fast(key_temp)
+            value_temp = None
+            if value is not DELETED:
+                value_temp = cg.new_temp()
+                cg.reconstruct(value)
+                cg.store_fast(value_temp)
+            temps.append((key_temp, value_temp))
+        return temps
+
+    def apply_replay(self, cg: Any, temps: list[tuple[str, str | None]]) -> None:
+        """Second half: ``S[k] = v`` and ``del S[k]`` in the trace's order."""
+        for key_temp, value_temp in temps:
+            if value_temp is not None:
+                cg.load_fast(value_temp)
+            self.source.emit_load(cg)  # type: ignore[union-attr]
+            cg.load_fast(key_temp)
+            cg.emit("STORE_SUBSCR" if value_temp is not None else "DELETE_SUBSCR")
+
+    def __repr__(self) -> str:
+        return f"TensorKeyedDictVariable({len(self.known)} read, {len(self.writes)} written)"
+
+
+# The dict methods a dict keyed by tensors models: name -> accepted argument counts.
+_KEYED_METHODS = {"__len__": (0,), "__getitem__": (1,), "__contains__": (1,), "get": (1, 2), "__setitem__": (2,),
+                  "setdefault": (1, 2), "pop": (1, 2), "__delitem__": (1,)}
+
+
+def wrap_tensor_keyed_dict(b: Any, value: dict, source: Source | None) -> VariableTracker:
+    """A dict passed in whose keys are all tensors hashed by identity (not a subclass: its own
+    methods would run)."""
+    if source is None or type(value) not in (dict, collections.defaultdict) or not all(
+            isinstance(k, torch.Tensor) and type(k).__hash__ is torch.Tensor.__hash__ for k in value):
+        raise Unsupported("a dict whose keys are not constants (str, int, ...) nor all tensors")
+    b.guards.type_match(source, value)
+    factory = None
+    if type(value) is collections.defaultdict:
+        factory = b(value.default_factory, AttrSource(source, "default_factory"))
+    return TensorKeyedDictVariable(value, source, factory)

@@ -312,6 +312,14 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
                 cg.emit("POP_TOP")
             if cg.load_built(self):
                 return
+        if self.globals_source is not None:
+            # Made by a frame of another module (a library's decorator inlined): MAKE_FUNCTION in
+            # generated code would take the compiled function's globals; it takes that module's.
+            cg.call_const(_with_globals, lambda: [self._make_function(cg), self.globals_source.emit_load(cg)])
+            return
+        self._make_function(cg)
+
+    def _make_function(self, cg: Any) -> None:
         flags = 0
         if self.defaults is not None:
             cg.reconstruct(self.defaults)
@@ -330,6 +338,13 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
 
     def __repr__(self) -> str:
         return f"NestedUserFunctionVariable({self.code.co_qualname})"
+
+
+def _with_globals(fn: types.FunctionType, f_globals: dict[str, Any]) -> types.FunctionType:
+    """``fn`` over other globals (its code, defaults, closure and names kept)."""
+    made = types.FunctionType(fn.__code__, f_globals, fn.__name__, fn.__defaults__, fn.__closure__)
+    made.__kwdefaults__, made.__qualname__ = fn.__kwdefaults__, fn.__qualname__
+    return made
 
 
 def _reaches(start: VariableTracker, target: VariableTracker) -> bool:

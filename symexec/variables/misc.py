@@ -6,6 +6,7 @@ are in user_objects.py).
 
 from __future__ import annotations
 
+import inspect
 import types
 import typing
 from typing import Any
@@ -26,7 +27,7 @@ from .user_objects import class_attribute, construct, tp_name
 CLASS_DATA_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"})
 
 
-_CLASSMETHOD_DESCRIPTOR = type(dict.__dict__["fromkeys"])
+_CLASSMETHOD_DESCRIPTOR = type(inspect.getattr_static(dict, "fromkeys"))  # (a C classmethod)
 
 
 def _makes_alias(static: Any) -> bool:

@@ -87,6 +87,8 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(getattr(self.example, name))
         if name in _COMPUTED_ATTRS:
             return record_call(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
+        if name == "grad" and self.source is not None:
+            return self.grad(tx)
         if name in ("grad", "data", "_base", "grad_fn"):
             raise Unsupported(f"reading tensor.{name}")
         if callable(getattr(torch.Tensor, name, None)):
@@ -110,6 +112,36 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"tensor.{text} gave a {type(value).__name__}")
         tx.guards.tensor_fact(self.source, suffix, value)
         return ConstantVariable(value)
+
+    def grad(self, tx: Any) -> VariableTracker:
+        """``x.grad`` of an input: an input itself, reached by ``x.grad`` (a tensor, with its
+        tensor guard, or None, guarded when used), or what the trace assigned to it. Only
+        ``backward()``, which breaks the graph, and an assignment change it."""
+        written = tx.output.side_effects.pending_attr(self, "grad")
+        if written is not None:
+            return written
+        return tx.wrap(self.real_value(tx).grad, AttrSource(self.source, "grad"))
+
+    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+        """``x.grad = g`` on an input (``None``, or a tensor torch accepts), replayed after the
+        graph; torch's own error for any other value is CPython's to raise."""
+        if name != "grad" or self.source is None or value is None:
+            super().store_attr(tx, name, value)
+        if isinstance(value, TensorVariable) and not self.accepts_grad(tx, value):
+            raise Unsupported("assigning tensor.grad a tensor torch may reject (or of a dynamic size)")
+        if not isinstance(value, TensorVariable) and not (value.is_python_constant() and value.as_python_constant() is None):
+            raise Unsupported(f"assigning tensor.grad {value.describe()}")
+        tx.output.side_effects.store_attr(self, "grad", value)
+
+    def accepts_grad(self, tx: Any, grad: "TensorVariable") -> bool:
+        """What torch checks of a new ``.grad``: another tensor, of this one's device, layout,
+        size (static) and ``grad_dtype`` (read from the input, guarded)."""
+        fake, mine = grad.example, self.example
+        if grad is self or is_symbolic(fake.size()) or is_symbolic(mine.size()):
+            return False
+        if (fake.device, fake.layout, fake.size()) != (mine.device, mine.layout, mine.size()):
+            return False
+        return self.input_fact(tx, "grad_dtype", ".grad_dtype", lambda t: t.grad_dtype).as_python_constant() == fake.dtype
 
     def python_attribute(self, tx: Any, name: str) -> VariableTracker:
         """An attribute user code set on a tensor (``x.scale = 2``): the input's own, read

@@ -17,9 +17,10 @@ import torch
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from .base import VariableTracker, as_proxy, class_static, subclass_check
-from .constant import ConstantVariable, wrap_constant
-from .ctx import AutocastVariable, GradModeVariable
+from .constant import ConstantVariable, is_literal, wrap_constant
+from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
 from .functions import UserFunctionVariable
+from .functorch import TRACED_INTO
 from .misc import CLASS_DATA_ATTRS, UserDefinedClassVariable
 from .new_modules import construct_torch_module
 from .tensor import TensorVariable, record_call
@@ -152,6 +153,8 @@ class TorchVariable(VariableTracker):
                 return GradModeVariable.create(tx, fn, args)
             if fn is torch.autocast or fn is torch.amp.autocast:
                 return AutocastVariable.create(tx, args, kwargs)
+            if fn is torch.autograd.profiler.record_function:
+                return RecordFunctionVariable.create(tx, args, kwargs)
             if issubclass(fn, _UNSUPPORTED_CLASSES):
                 raise Unsupported(f"using {fn.__qualname__} inside a compiled function")
             if issubclass(fn, torch.nn.Module):
@@ -161,7 +164,7 @@ class TorchVariable(VariableTracker):
                 # run while tracing.
                 raise Unsupported(f"constructing torch's {fn.__qualname__} inside a compiled function",
                                   hint="the graph breaks; CPython makes it")
-        if isinstance(fn, types.FunctionType) and not _graph_can_hold(args, kwargs):
+        if isinstance(fn, types.FunctionType) and (fn in TRACED_INTO or not _graph_can_hold(args, kwargs)):
             # A public Python function of torch given what a graph cannot hold (a module or a
             # function as the distance of triplet_margin_with_distance_loss, an options
             # object): traced into, as a user's function, with its code pinned.
@@ -221,6 +224,15 @@ class _Opaque(VariableTracker):
         cg.load_const(self.value)
 
 
+def _pinned_by_identity(value: Any) -> bool:
+    """Values of torch's modules that the identity guard (``module_attribute``) pins whole:
+    functions, classes, modules, immutable constants and torch's own callables (ops)."""
+    if is_literal(value) or isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType,
+                                               types.MethodDescriptorType, types.WrapperDescriptorType)):
+        return True
+    return callable(value) and type(value).__module__.startswith("torch.")
+
+
 class TorchModuleVariable(VariableTracker):
     """``torch``, ``torch.nn.functional``, ...: attribute reads lead to torch functions."""
 
@@ -245,7 +257,16 @@ class TorchModuleVariable(VariableTracker):
         # A user may replace a torch function (or flip a flag such as
         # torch.backends.cudnn.enabled): guarded, one check per module.
         tx.guards.module_attribute(self.module, name, value)
-        var = tx.wrap(value, None)
+        if not _pinned_by_identity(value):
+            # A container or other object whose contents can change (a registry dict): read
+            # through a source, its contents guarded like any input's.
+            return tx.wrap(value, AttrSource(self.source or ConstSource.of(self.module), name))
+        try:
+            var = tx.wrap(value, None)
+        except Unsupported:
+            # A callable of torch's the builder holds only with a source (a custom op's
+            # CustomOpDef): pinned by that guard, loaded as a constant.
+            var = tx.wrap(value, ConstSource.of(value))
         if isinstance(var, UserFunctionVariable) and var.source is None and var.fn is value:
             # A Python function of torch's, traced into (a private one): pinned by that guard,
             # generated code loads it as a constant (a local that holds it across a break).

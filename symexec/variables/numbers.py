@@ -1,0 +1,104 @@
+"""Numbers and reductions over items: ``min``/``max`` (symbolic sizes through ``torch.sym_min``
+and ``sym_max``), ``sum``, ``pow``, ``any``/``all``, and the conversions ``int``, ``float``,
+``str``, ``complex`` (a symbolic number stays symbolic; a tensor's value is not read). Handlers
+register in ``builtins.HANDLERS`` like the builtins'."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+from ..exc import Unsupported
+from .base import VariableTracker
+from .builtins import HANDLERS, BuiltinVariable, Handler, handler, in_graph, is_tensor
+from .constant import ConstantVariable
+from .lists import sort_keys
+from .tensor import SymNodeVariable, record_call
+from .user_objects import ExceptionVariable, ObjectVariableBase
+
+
+def _fold_items(tx: Any, args: tuple[VariableTracker, ...]) -> list[VariableTracker]:
+    return list(args[0].unpack(tx)) if len(args) == 1 else list(args)
+
+
+def _make_minmax(fn: Any) -> Handler:
+    def minmax(tx: Any, *args: VariableTracker, key: VariableTracker | None = None,
+               default: VariableTracker | None = None) -> VariableTracker | None:
+        items = _fold_items(tx, args)
+        if any(is_tensor(i) for i in items):
+            # max(a, b) compares with `>`, whose truth is data-dependent in eager.
+            raise Unsupported(f"{fn.__name__}() of tensors compares their values: data-dependent",
+                              hint=f"use torch.{'maximum' if fn is max else 'minimum'} or torch.{fn.__name__}")
+        if not items:
+            if default is None:
+                raise Unsupported(f"ValueError: {fn.__name__}() arg is an empty sequence")
+            return default
+        if key is None and _symbolic_ints(items):
+            # Sizes stay symbolic: torch.sym_min/sym_max record the choice instead of guarding
+            # on the comparison (for ints, which item is picked shows only in its value).
+            sym_fn = torch.sym_min if fn is min else torch.sym_max
+            result = items[0]
+            for item in items[1:]:
+                result = record_call(tx, "call_function", sym_fn, [result, item], {})
+            return result
+        keys = sort_keys(tx, items, key)
+        return items[fn(range(len(items)), key=keys.__getitem__)]
+    return minmax
+
+
+def _symbolic_ints(items: list[VariableTracker]) -> bool:
+    """Symbolic ints, with plain ints among them."""
+    return any(isinstance(i, SymNodeVariable) for i in items) and all(
+        i.python_type() is int for i in items if isinstance(i, SymNodeVariable)) and all(
+        isinstance(i, SymNodeVariable) or (i.is_python_constant() and type(i.as_python_constant()) is int)
+        for i in items)
+
+
+HANDLERS[min] = _make_minmax(min)
+HANDLERS[max] = _make_minmax(max)
+
+
+@handler(sum)
+def _sum(tx: Any, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
+    total = start if start is not None else ConstantVariable(0)
+    add = BuiltinVariable(operator.add)
+    for item in iterable.unpack(tx):
+        total = add.call_function(tx, [total, item], {})
+    return total
+
+
+@handler(pow)
+def _pow(tx: Any, base: VariableTracker, exp: VariableTracker, mod: VariableTracker | None = None) -> VariableTracker | None:
+    if mod is None and (in_graph(base) or in_graph(exp)):
+        return record_call(tx, "call_function", operator.pow, [base, exp], {})
+    return None
+
+
+HANDLERS[any] = lambda tx, iterable: ConstantVariable(any(i.truth(tx) for i in iterable.unpack(tx)))
+HANDLERS[all] = lambda tx, iterable: ConstantVariable(all(i.truth(tx) for i in iterable.unpack(tx)))
+
+
+@handler(str, complex)
+def _scalar(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+    if len(args) == 1 and isinstance(args[0], (ExceptionVariable, ObjectVariableBase)):
+        return args[0].call_method(tx, "__str__", [], {}) if isinstance(args[0], ExceptionVariable) else None
+    if any(is_tensor(a) for a in args):
+        raise Unsupported("converting a tensor to a Python number reads its value", hint="keep it a tensor")
+    return None
+
+
+def _make_number(fn: type, symbolic: Any) -> Handler:
+    def number(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+        if len(args) == 1 and not kwargs and isinstance(args[0], SymNodeVariable) and \
+                args[0].python_type() in (int, float):
+            # A symbolic number stays symbolic: int() truncates as torch.sym_int does,
+            # float() converts as torch.sym_float.
+            return args[0] if args[0].python_type() is fn else record_call(tx, "call_function", symbolic, [args[0]], {})
+        return _scalar(tx, *args, **kwargs)
+    return number
+
+
+HANDLERS[int] = _make_number(int, torch.sym_int)
+HANDLERS[float] = _make_number(float, torch.sym_float)
