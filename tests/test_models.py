@@ -131,3 +131,37 @@ def test_forward_hooks_run_on_a_compiled_module():
     with torch.no_grad():
         assert torch.allclose(compiled(*args), model(*args))
     assert seen == ["pre", "post", "pre", "post"]
+
+
+class GatedMLP(torch.nn.Module):
+    """An MLP whose forward branches on a tensor's value: a data-dependent graph break."""
+
+    def __init__(self):
+        super().__init__()
+        self.up = torch.nn.Linear(32, 64)
+        self.down = torch.nn.Linear(64, 32)
+
+    def forward(self, x):
+        h = torch.relu(self.up(x))
+        if h.mean() > 0.2:  # the graph breaks: CPython decides, each side is traced on its own
+            h = h * 0.5
+        return self.down(h) + x
+
+
+def test_mlp_with_a_data_dependent_break_like_torch_compile():
+    torch.manual_seed(0)
+    model = GatedMLP().eval()
+    ours, theirs = CountingBackend(), CountingBackend()
+    compiled = symexec.compile(model, backend=ours)
+    torch._dynamo.reset()
+    reference = torch.compile(model, backend=theirs)
+    with torch.no_grad():
+        for scale in (1.0, -1.0, 1.0, -1.0):  # both sides of the branch, each twice
+            x = torch.randn(2, 16, 32) * scale + scale
+            expected = model(x)
+            assert_outputs_equal(expected, compiled(x))
+            assert_outputs_equal(expected, reference(x))
+    torch._dynamo.reset()
+    assert ours.graph_count <= theirs.graph_count
+    assert sum(ours.op_counts()) >= 0.9 * sum(theirs.op_counts())
+    assert symexec.explain(model, torch.randn(2, 16, 32)).graph_break_count == 1
