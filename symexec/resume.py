@@ -21,6 +21,7 @@ from typing import Any
 from bytecode import Bytecode, Instr, Label, TryBegin
 
 from .exc import Unsupported
+from .versions import split_superinstruction
 
 _READS = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "DELETE_FAST", "LOAD_FAST_AND_CLEAR"})
 # 3.13's fused pairs: which of the two names are read.
@@ -81,8 +82,10 @@ def set_handler_depths(code: types.CodeType, items: list[Any]) -> None:
 
 
 _made: "weakref.WeakKeyDictionary[types.CodeType, dict[tuple, types.CodeType]]" = weakref.WeakKeyDictionary()
-# A continuation's code -> (the original code, how many prologue instructions it put in front).
-_origin: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, int]]" = weakref.WeakKeyDictionary()
+# A continuation's code -> (the original code, the original index of each of its instructions:
+# None for the prologue's).
+_origin: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, list[int | None]]]" = \
+    weakref.WeakKeyDictionary()
 
 
 def is_continuation(code: types.CodeType) -> bool:
@@ -96,10 +99,10 @@ def original_position(code: types.CodeType, index: int) -> tuple[types.CodeType,
     origin = _origin.get(code)
     if origin is None:
         return code, index
-    original, prologue = origin
-    if index < prologue:
+    original, positions = origin
+    if positions[index] is None:
         raise Unsupported("a graph break inside a continuation's prologue")
-    return original, index - prologue
+    return original, positions[index]
 
 
 def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list[str]) -> types.CodeType:
@@ -117,13 +120,20 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
     set_handler_depths(code, list(original))
     label = Label()
     items: list[Any] = []
+    positions: list[int] = []  # the original index of each of our instructions after the prologue
     index = 0
     for item in original:
         if isinstance(item, Instr):
             if index == target:
                 items.append(label)
+            # 3.13's two-local instructions are written as their two halves: the parameters
+            # come first here, and a local's index past 15 cannot be packed into one.
+            halves = split_superinstruction(item)
+            items += halves
+            positions += [index] * len(halves)
             index += 1
-        items.append(item)
+        else:
+            items.append(item)
     lineno = code.co_firstlineno
     prologue: list[Any] = []
     if code.co_freevars:
@@ -150,7 +160,7 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
     # original ones: the flow analysis of bytecode, entering mid-block, could miss both.
     new = bc.to_code(stacksize=code.co_stacksize, compute_exception_stack_depths=False)
     made[key] = new
-    _origin[new] = (code, len(prologue))
+    _origin[new] = (code, [None] * len(prologue) + positions)
     return new
 
 

@@ -149,3 +149,20 @@ def global_null_order(null: Any, value: Any) -> tuple:
 def method_pair(null: Any, attribute: Any) -> tuple:
     """What a method load pushes when it found a plain attribute: the attribute and a NULL."""
     return (attribute, null) if V.null_above_callable else (null, attribute)
+
+
+# 3.13's instructions on two locals, and the two instructions each stands for.
+_SUPERINSTRUCTIONS = {"LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+                      "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
+                      "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST")}
+
+
+def split_superinstruction(instr: Instr) -> list[Instr]:
+    """``instr``, or the two instructions a 3.13 two-local instruction stands for. Code whose
+    locals are renumbered (a continuation's) must not pack two locals into one argument: an
+    index past 15 does not fit, and the ``bytecode`` package then writes a wrong one."""
+    halves = _SUPERINSTRUCTIONS.get(instr.name)
+    if halves is None:
+        return [instr]
+    first, second = instr.arg
+    return [Instr(halves[0], first, location=instr.location), Instr(halves[1], second, location=instr.location)]

@@ -515,3 +515,19 @@ def test_cells_of_the_frame_cross_graph_breaks(case):
 
     fn = {"closures_in_loop": closures_in_loop, "nonlocal_counter": nonlocal_counter, "rebound_cell": rebound_cell}[case]
     check(fn, _t(), calls=3)
+
+
+def test_continuation_with_many_locals_reads_two_at_once():
+    # 3.13 reads two locals in one instruction (LOAD_FAST_LOAD_FAST (xs, i)); in the
+    # continuation the locals are renumbered, xs past index 15, which one argument cannot hold:
+    # the bytecode package wrote another local there (a wrong value, or a TypeError).
+    def fn(xs, i):
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9 = range(10)
+        b0, b1, b2, b3, b4, b5, b6, b7, b8, b9 = range(10, 20)
+        total = xs[0] * 2
+        print("break")
+        total = total + xs[i]
+        return total + (a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + b0 + b1 + b2 + b3 + b4 + b5 + b6 + b7
+                        + b8 + b9)
+
+    check(fn, [torch.randn(3), torch.randn(3)], 1)
