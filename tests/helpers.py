@@ -435,3 +435,19 @@ def check_sequence(fn, *steps, dynamic=None, backend="eager"):
         compiled_args, _ = copy_args((list(step), {}))
         _compare(_run(fn, eager_args, {}), _run(compiled, compiled_args, {}), number)
     return compiled
+
+
+class lazy_property:
+    """A non-data descriptor written in Python that caches into the instance's ``__dict__``
+    (as libraries' ``lazy_property``/``cached_property`` do)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+
+    def __get__(self, obj, cls):
+        if obj is None:
+            return self
+        value = self.fn(obj)
+        obj.__dict__[self.name] = value
+        return value

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import symexec
-from helpers import CountingBackend, assert_same, assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs
+from helpers import (CountingBackend, assert_same, assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs,
+                     lazy_property)
 
 
 def _one_graph(fn, *args):
@@ -243,17 +244,6 @@ def test_is_tensor_is_mps_and_is_compiling():
     assert out.graph_count == 1 and out.graph_break_count == 0
 
 
-class lazy_property:
-    def __init__(self, fn):
-        self.fn = fn
-        self.name = fn.__name__
-
-    def __get__(self, obj, cls):
-        if obj is None:
-            return self
-        value = self.fn(obj)
-        obj.__dict__[self.name] = value
-        return value
 
 
 class LazyNet(torch.nn.Module):

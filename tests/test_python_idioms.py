@@ -16,7 +16,8 @@ import torch
 import torch.utils._pytree as pytree
 
 import symexec
-from helpers import assert_same, assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, symexec_graphs
+from helpers import (assert_same, assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, lazy_property,
+                     symexec_graphs)
 
 
 def _one_graph(fn, *args):
@@ -535,19 +536,6 @@ def test_linear_made_inside_draws_from_the_rng_as_eager():
 
 
 # -- 11. descriptors written in Python (a lazy property), obj.__dict__ ------------------------------
-class lazy_property:
-    def __init__(self, fn):
-        self.fn = fn
-        self.name = fn.__name__
-
-    def __get__(self, obj, cls):
-        if obj is None:
-            return self
-        value = self.fn(obj)
-        obj.__dict__[self.name] = value
-        return value
-
-
 class Lazy:
     def __init__(self, x):
         self.x = x

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import operator
+import types
 from typing import Any, Callable
 
 import torch
@@ -365,9 +366,14 @@ _TUPLE_ITERATOR = type(iter(()))
 # the types a continuation can take back (builder.py wraps list, tuple and range iterators).
 # Others (enumerate, zip, reversed, dict iterators) are re-created as a tuple iterator over
 # their remaining items, which a loop continuation iterates the same way.
+def _as_generator(items: tuple) -> Any:
+    yield from items
+
+
 _REBUILDERS: dict[type, Any] = {
     type(iter([])): lambda items: iter(list(items)),
     type(iter(range(0))): _rebuild_range_iterator,
+    types.GeneratorType: _as_generator,  # (module.parameters()'s, over the members still to come)
 }
 
 

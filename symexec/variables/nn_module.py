@@ -353,10 +353,6 @@ def _distinct(tx: Any, var: VariableTracker) -> None:
         tx.guards.distinct(var.source)
 
 
-def _as_generator(items: tuple) -> Any:
-    yield from items
-
-
 class ModuleMembersVariable(IteratorVariable):
     """The generator ``module.parameters()`` (and the other enumerations) returns, over the
     members enumerated while tracing; re-created as a generator over those still to come."""
@@ -365,11 +361,3 @@ class ModuleMembersVariable(IteratorVariable):
 
     def __init__(self, items: list[VariableTracker]) -> None:
         super().__init__(items, types.GeneratorType)
-
-    def reconstruct(self, cg: Any) -> None:
-        def remaining() -> list[None]:
-            for item in self.items[self.index:]:
-                cg.reconstruct(item)
-            cg.build(tuple, len(self.items) - self.index)
-            return [None]
-        cg.call_const(_as_generator, remaining)
