@@ -146,3 +146,19 @@ def test_disabled_method_of_a_module_breaks_there():
     out = symexec.explain(model, x)
     assert [b.reason for b in out.break_reasons] == ["_Logged.summary() is marked symexec.disable"]
     assert_same(model(x), symexec.compile(model)(x))
+
+
+def test_a_function_torch_dynamo_disables_is_traced_through_its_wrapper():
+    # torch._dynamo.disable(fn)'s wrapper only switches torch.compile's frame hook off and on:
+    # traced, those calls went into the graph. symexec traces the function it wraps.
+    @torch._dynamo.disable
+    def side(x):
+        return x * 3
+
+    def fn(x):
+        return side(x + 1) - 1
+
+    check(fn, torch.ones(2))
+    out = symexec.explain(fn, torch.ones(2))
+    targets = [str(n.target) for gm in out.graphs for n in gm.graph.nodes]
+    assert out.graph_break_count == 0 and not any("eval_frame" in t for t in targets)

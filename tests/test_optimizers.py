@@ -10,7 +10,7 @@ import torch
 import torch._dynamo  # the reference
 
 import symexec
-from helpers import CountingBackend, assert_same, assert_same_graphs_as_dynamo, check, check_sequence
+from helpers import CountingBackend, assert_same, assert_same_graphs_as_dynamo, check, check_sequence, symexec_graphs
 
 record_function = torch.autograd.profiler.record_function
 
@@ -247,3 +247,30 @@ def test_optimizer_step_is_one_graph_like_torch_compile(cls):
     _steps(cls, {}, lambda fn: torch.compile(fn, backend=dynamo), steps=1)
     torch._dynamo.reset()
     assert ours.graph_count == dynamo.graph_count == 1
+
+
+def test_zero_grad_behind_torch_disable_wrapper_is_traced_through():
+    # Optimizer.zero_grad is wrapped by torch._disable_dynamo: traced into, the wrapper put
+    # torch._C._dynamo's set_eval_frame calls in the graph (and broke four times). symexec
+    # traces what it wraps.
+    params, opt = _world(torch.optim.SGD, {})
+
+    def fn(x):
+        opt.zero_grad()
+        return x + 1
+
+    for p in params:
+        p.grad = torch.ones_like(p)
+    check(fn, torch.ones(2), calls=1)
+    assert all(p.grad is None for p in params)
+    _, ours = symexec_graphs(fn, torch.ones(2))
+    targets = [str(n.target) for gm in ours.graphs for n in gm.graph.nodes]
+    assert not any("eval_frame" in t for t in targets)
+    assert symexec.explain(fn, torch.ones(2)).graph_break_count == 0
+
+
+def test_optimizer_traced_by_torch_compile_first_still_one_graph():
+    # torch.compile, tracing an optimizer, wraps its class's _init_group in torch's disable
+    # wrapper (for the whole process): symexec still traces through it.
+    test_optimizer_step_is_one_graph_like_torch_compile(torch.optim.Adam)
+    test_optimizer_step_is_one_graph_like_torch_compile(torch.optim.Adam)

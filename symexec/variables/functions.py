@@ -13,6 +13,7 @@ import inspect
 import types
 from typing import Any, Callable
 
+from ..callees import disabled_by_torch
 from ..exc import Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, Source
 from .base import VariableTracker
@@ -173,6 +174,13 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         return f"function {self.fn.__qualname__}"
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if disabled_by_torch(self.fn) and self.source is not None:
+            # torch's wrapper that keeps torch.compile out (Optimizer.zero_grad, or what
+            # torch.compile itself marks after tracing an optimizer): it only switches
+            # torch.compile's frame hook off around the call. symexec calls what it wraps
+            # (read through the wrapper, guarded); traced, the switches went into the graph.
+            inner = tx.wrap(self.fn.__wrapped__, AttrSource(self.source, "__wrapped__"))
+            return inner.call_function(tx, args, kwargs)
         if is_marked_constant(self.fn) and not getattr(self.fn, "_symexec_disabled", False):
             return call_marked_constant(self.fn, args, kwargs)
         for hook in CALL_HOOKS:
