@@ -42,6 +42,14 @@ class GraphInput:
 _PURE_TARGETS = frozenset({"size", "numel", "dim", "stride", "storage_offset"})
 
 
+def _same(a: Any, b: Any) -> bool:
+    """The same sizes (or strides, or offset), comparing symbolic ones by identity: ``==`` on
+    them would add a guard."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a is b or (type(a) is int and type(b) is int and a == b)
+
+
 class OutputGraph:
     def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None) -> None:
         self.graph = torch.fx.Graph()
@@ -50,6 +58,9 @@ class OutputGraph:
         self.shape_env = ShapeEnv()
         # Inputs with symbols, for the ShapeEnv's guards: (fake tensor or SymInt, source).
         self.symbolic_inputs: list[tuple[Any, Source]] = []
+        # A symbolic input tensor's sizes, strides and offset as it came in (the guards are
+        # about those, whatever an in-place resize_ or transpose_ made of it since).
+        self._as_given: dict[int, tuple] = {}
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
         self.inputs: list[GraphInput] = []
         self.input_trackers: dict[Source, Any] = {}  # the builder's memo: one tracker per source
@@ -93,11 +104,8 @@ class OutputGraph:
             fake = self.fake_mode.from_tensor(value, source=source, symbolic_context=context)
             static = [isinstance(s, int) for s in fake.size()]
             self.guards.tensor_match(source, value, static_dims=tuple(static))
-            # The guards are produced at the end, on the input's metadata as it came in: a
-            # view of it, which an in-place resize_ or transpose_ of the input leaves alone.
-            with self.fake_mode:
-                as_given = fake.as_strided(fake.size(), fake.stride(), fake.storage_offset())
-            self.symbolic_inputs.append((as_given, source))
+            self.symbolic_inputs.append((fake, source))
+            self._as_given[id(fake)] = (fake.size(), fake.stride(), fake.storage_offset())
         else:
             self.guards.tensor_match(source, value)
             fake = self.fake_mode.from_tensor(value, static_shapes=True)
@@ -165,7 +173,7 @@ class OutputGraph:
         """The ShapeEnv's guards on symbolic inputs, as text on sources and as expressions."""
         if not self.symbolic_inputs:
             return
-        examples = [e for e, _ in self.symbolic_inputs]
+        examples = [self._input_as_given(e) for e, _ in self.symbolic_inputs]
         sources = [s for _, s in self.symbolic_inputs]
         # One (costly) call renders each source as a token; the tokens then become the text
         # on sources (L['a'].size()[0]) and the guard function's expression (a.size()[0]).
@@ -182,6 +190,16 @@ class OutputGraph:
                 if key in guard:
                     text, expr = text.replace(key, name), expr.replace(key, code)
             self.guards.shape(text, expr)
+
+    def _input_as_given(self, example: Any) -> Any:
+        """The input as it came in: itself, or, where its metadata changed in place, a view of
+        it with the metadata it had (made only then: a fake op costs milliseconds)."""
+        given = self._as_given.get(id(example))
+        if given is None or all(_same(a, b) for a, b in zip(given, (example.size(), example.stride(),
+                                                                     example.storage_offset()))):
+            return example
+        with self.fake_mode:
+            return example.as_strided(*given)
 
     # -- operations -------------------------------------------------------------------------
     def create_call(self, op: str, target: Any, args: tuple, kwargs: dict, example: Any = None) -> tuple[torch.fx.Node, Any]:
