@@ -262,7 +262,7 @@ class CompiledModule(torch.nn.Module):
         self.__dict__["_compiled_forward"] = compile(forward, backend=backend, fullgraph=fullgraph, dynamic=dynamic)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        mod = self._orig_mod
+        mod = self._modules["_orig_mod"]  # (what self._orig_mod finds, without Module.__getattr__)
         forward = types.MethodType(self._compiled_forward, mod) if self._bind else self._compiled_forward
         saved = mod.__dict__.get("forward", _MISSING)
         mod.__dict__["forward"] = forward  # nn.Module.__call__ calls self.forward: ours, for this call

@@ -59,11 +59,15 @@ class AttributeMissing(Unsupported):
     # The AttributeError CPython raises here, where its message is known exactly: then the
     # trace raises it too (an ``except AttributeError`` in the traced code handles it).
     error: BaseException | None = None
+    # Whether the lookup guarded every fact its absence rests on (not in the instance dict,
+    # nor on the class...): then no ``hasattr`` guard, which raises an AttributeError per call.
+    guarded: bool = False
 
     @classmethod
-    def exactly(cls, error: BaseException) -> "AttributeMissing":
+    def exactly(cls, error: BaseException, guarded: bool = False) -> "AttributeMissing":
         missing = cls(f"AttributeError: {error}")
         missing.error = error
+        missing.guarded = guarded
         return missing
 
 

@@ -27,8 +27,10 @@ STATE: tuple[tuple[str, Reader], ...] = (
     ("torch.is_grad_enabled()", torch.is_grad_enabled),
     ("torch.is_inference_mode_enabled()", torch.is_inference_mode_enabled),
     ("torch.get_default_dtype()", torch.get_default_dtype),
-    ("torch.are_deterministic_algorithms_enabled()", torch.are_deterministic_algorithms_enabled),
-    ("torch.is_deterministic_algorithms_warn_only_enabled()", torch.is_deterministic_algorithms_warn_only_enabled),
+    # (the C functions behind torch.are_deterministic_algorithms_enabled and
+    # torch.is_deterministic_algorithms_warn_only_enabled: no Python frame per cache hit)
+    ("torch.are_deterministic_algorithms_enabled()", torch._C._get_deterministic_algorithms),
+    ("torch.is_deterministic_algorithms_warn_only_enabled()", torch._C._get_deterministic_algorithms_warn_only),
     # torch.set_default_device and user TorchFunctionModes live on this stack.
     ("len(torch function mode stack)", torch._C._len_torch_function_stack),
     ("len(torch dispatch mode stack)", torch._C._len_torch_dispatch_stack),

@@ -42,6 +42,7 @@ class Guard:
     expr: str  # what the guard function evaluates: b == 'Hello'
     source: Source | None = None
     other: Source | None = None  # the second source of an alias guard (`a is b`)
+    more: tuple[Source, ...] = ()  # every source of a guard over many (`distinct(a, b, c)`)
     # The user line whose tracing created the guard (for explain and the guards log).
     filename: str | None = field(default=None, compare=False)
     lineno: int | None = field(default=None, compare=False)
@@ -91,16 +92,17 @@ class GuardSet:
             self.namespace[name] = value
         return name
 
-    def add(self, kind: GuardKind, text: str, expr: str, source: Source | None = None, other: Source | None = None) -> None:
+    def add(self, kind: GuardKind, text: str, expr: str, source: Source | None = None, other: Source | None = None,
+            more: tuple[Source, ...] = ()) -> None:
         key = (kind, expr)
         if key in self._seen or (source is not None and isinstance(source.root(), PrivateObjectSource)):
             return  # (the trace's own objects cannot change behind its back: nothing to guard)
         self._seen.add(key)
         filename, lineno = self.location
-        self.guards.append(Guard(kind, text, expr, source, other, filename, lineno))
+        self.guards.append(Guard(kind, text, expr, source, other, more, filename, lineno))
 
     def _grow(self, key: Any, item: Any, kind: GuardKind, render: Callable[[list[Any]], tuple[str, str] | None],
-              source: Source | None = None) -> None:
+              source: Source | None = None, items_are_sources: bool = False) -> None:
         """Add ``item`` to the list ``key`` that one guard covers, made anew by ``render(items)``
         -> (text, expr), or None while there is nothing to check: one check however many items
         the trace adds."""
@@ -114,7 +116,7 @@ class GuardSet:
         count = len(self.guards)
         rendered = render(items)
         if rendered is not None:
-            self.add(kind, *rendered, source)
+            self.add(kind, *rendered, source, more=tuple(items) if items_are_sources else ())
         self._groups[key] = (items, self.guards[-1] if len(self.guards) > count else None)
 
     # -- the guard kinds ------------------------------------------------------------------
@@ -213,8 +215,9 @@ class GuardSet:
         """torch's global state as ``global_state.read()`` gave it: one guard per entry."""
         for text, reader, value in items:
             literal = _literal(value)
+            compare = "is" if type(value) is bool else "=="
             self.add(GuardKind.GLOBAL_STATE, f"{text} == {value!r}",
-                     f"{self._const(reader)}() == {literal if literal is not None else self._const(value)}")
+                     f"{self._const(reader)}() {compare} {literal if literal is not None else self._const(value)}")
 
     def shape(self, text: str, expr: str) -> None:
         self.add(GuardKind.SHAPE, text, expr)
@@ -255,21 +258,47 @@ class GuardSet:
             if _mutable_class(klass):
                 def render(names: list[str], klass: type = klass) -> tuple[str, str]:
                     return (f"{', '.join(map(display, names))} not in {_qualname(klass)}.__dict__",
-                            f"{self._const(klass)}.__dict__.keys().isdisjoint({self._const(tuple(names))})")
+                            self._absent(names, self._class_dict(klass)))
                 self._grow(("absent from class", klass), name, GuardKind.ID_MATCH, render)
         if found is not None and _mutable_class(found):
             key = _literal(name) if type(name) is str else None
             self.add(GuardKind.ID_MATCH,
                      f"{_qualname(found)}.__dict__[{display(name)}] is <as traced> (via {_qualname(cls)})",
-                     f"{self._const(found)}.__dict__.get({key or self._const(name)}) is {self._const(static)}")
+                     f"{self._class_dict(found)}[{key or self._const(name)}] is {self._const(static)}")
+
+    def _class_dict(self, cls: type) -> str:
+        """The name of ``cls.__dict__`` in guard expressions: the class's mappingproxy, made once
+        (a live view of the class's own dict, which a class never swaps for another), so a
+        lookup is one subscript with no proxy built per call."""
+        key = ("class dict", cls)
+        if key not in self._groups:
+            self._groups[key] = ([self._const(type.__dict__["__dict__"].__get__(cls))], None)
+        return self._groups[key][0][0]
+
+    def _absent(self, names: list[Any], mapping: str) -> str:
+        """``names`` are not keys of the mapping that expression ``mapping`` reads: a ``not in``
+        per name up to a few (cheapest), else one ``isdisjoint``."""
+        if len(names) <= 4:
+            return " and ".join(f"{(_literal(n) if type(n) is str else None) or self._const(n)} not in {mapping}"
+                                for n in names)
+        return f"{mapping}.keys().isdisjoint({self._const(tuple(names))})"
 
     def not_in_instance_dict(self, source: Source, name: str) -> None:
         """An object's own ``__dict__`` lacks ``name``: a class attribute read through it is not
         shadowed (an instance attribute set later would be). One guard per object."""
         def render(names: list[str]) -> tuple[str, str]:
             return (f"{', '.join(map(display, names))} not in {source.name}.__dict__",
-                    f"{source.expr()}.__dict__.keys().isdisjoint({self._const(tuple(names))})")
+                    self._absent(names, f"{source.expr()}.__dict__"))
         self._grow(("not in instance dict", source), name, GuardKind.ID_MATCH, render, source)
+
+    def not_in_member_store(self, source: Source, store: str, name: str) -> None:
+        """An ``nn.Module``'s ``store`` (``_parameters``, ``_buffers``) lacks ``name``: its
+        ``__getattr__``, which looks there first, finds the member in a later dict. One guard
+        per module and dict."""
+        def render(names: list[str]) -> tuple[str, str]:
+            return (f"{', '.join(map(display, names))} not in {source.name}.{store}",
+                    self._absent(names, f"{source.expr()}.{store}"))
+        self._grow(("not in member store", source, store), name, GuardKind.ID_MATCH, render, source)
 
     def module_attribute(self, module: types.ModuleType, name: str, value: Any) -> None:
         """``module.name`` is still ``value`` (a torch function read from torch's namespace: a
@@ -283,7 +312,7 @@ class GuardSet:
             names = tuple(n for n, _ in pairs)
             shown = ", ".join(map(display, names[:6])) + (", ..." if len(names) > 6 else "")
             return (f"{module.__name__}.{{{shown}}} are <as traced>",
-                    f"___list(___map({self._const(module)}.__dict__.get, {self._const(names)})) == "
+                    f"___list(___map({self._const(module.__dict__)}.get, {self._const(names)})) == "
                     f"{self._const([v for _, v in pairs])}")
         self._grow(("module attributes", id(module)), (name, value), GuardKind.ID_MATCH, render)
 
@@ -301,11 +330,17 @@ class GuardSet:
                  f"{_literal(name) or self._const(name)} not in {'___G' if globals_source is None else globals_source.expr()}",
                  globals_source)
 
-    def keys_match(self, source: Source, keys: list[Any]) -> None:
-        """A dict's keys, in order (held as a constant: any hashable key type)."""
+    def keys_match(self, source: Source, keys: list[Any], kind: GuardKind = GuardKind.LEN_MATCH,
+                   text: str = "list({})", exact_dict: bool = False) -> None:
+        """A dict's keys, in order (held as a constant: any hashable key type). ``exact_dict``:
+        its type is guarded to be ``dict`` itself, so no keys is ``not d`` (no list built)."""
+        seen = ("keys", source, tuple(map(id, keys)))
+        if seen in self._groups:
+            return  # (the same keys, read again: one constant, one check)
+        self._groups[seen] = ([], None)
         shown = "[" + ", ".join(map(display, keys[:8])) + (", ...]" if len(keys) > 8 else "]")
-        self.add(GuardKind.LEN_MATCH, f"list({source.name}) == {shown}",
-                 f"___list({source.expr()}) == {self._const(list(keys))}", source)
+        expr = f"not {source.expr()}" if exact_dict and not keys else f"___list({source.expr()}) == {self._const(list(keys))}"
+        self.add(kind, f"{text.format(source.name)} == {shown}", expr, source)
 
     def function_match(self, fn: types.FunctionType) -> None:
         """The compiled function's own code and defaults: what its entries were traced from
@@ -332,7 +367,7 @@ class GuardSet:
                 return None
             ids = ", ".join(f"___id({s.expr()})" for s in sources)
             return (f"distinct({', '.join(s.name for s in sources)})", f"___len({{{ids}}}) == {len(sources)}")
-        self._grow("distinct", source, GuardKind.TENSOR_ALIAS, render)
+        self._grow("distinct", source, GuardKind.TENSOR_ALIAS, render, items_are_sources=True)
 
 
 def _mutable_class(cls: type) -> bool:
@@ -385,7 +420,7 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
     stops early makes the whole chain false).
     """
     def sources_of(guard: Guard) -> list[Source]:
-        return [s for s in (guard.source, guard.other) if s is not None]
+        return [s for s in (guard.source, guard.other, *guard.more) if s is not None]
 
     uses: dict[Source, int] = {}
     for guard in guards:
@@ -476,7 +511,7 @@ def _entry_constants(guards: list[Guard], text: str) -> dict[int, Any]:
     the entry (freed with it), not by a global table."""
     constants: dict[int, Any] = {}
     for guard in guards:  # what the guards' sources name
-        for source in (guard.source, guard.other):
+        for source in (guard.source, guard.other, *guard.more):
             while isinstance(source, Source):
                 for box in source.__dict__.get("_const_boxes", ()):
                     constants[id(box.value)] = box.value

@@ -191,6 +191,45 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True)
+class ModuleMemberSource(Source):
+    """A parameter, buffer or submodule of an ``nn.Module``, read from the dict that holds it
+    (``m._modules['h']``) rather than through ``nn.Module.__getattr__``, Python code that is
+    most of a model's guard time. Shown as ``m.h`` (or ``m[0]`` for a container's child).
+    Whoever makes one guards that the two reads agree (the module's lookup is torch's own, no
+    class or instance attribute of that name, no earlier dict holding it)."""
+    base: Source
+    store: str  # "_parameters", "_buffers" or "_modules"
+    key: str
+    # A container's child: its position, for the name only (``seq[1]`` and the second of
+    # ``seq.children()`` are one source).
+    index: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if literal(self.key) is None:
+            _keep(self, self.key)
+
+    @property
+    def name(self) -> str:
+        if self.index is not None:
+            return f"{self.base.name}[{self.index}]"
+        if is_plain_attribute(self.key):
+            return f"{self.base.name}.{self.key}"
+        return f"getattr({self.base.name}, {self.key!r})"
+
+    def expr(self) -> str:
+        return f"{self.base.expr()}.{self.store}[{const_expr(self.key)}]"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        self.base.emit_load(cg)
+        cg.load_attr(self.store)
+        cg.load_const(self.key)
+        cg.subscr()
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclass(frozen=True)
 class DictItemSource(Source):
     """``d[k]`` where the key is itself an object reached by a source (a parameter keying an
     optimizer's ``state``): ``L['opt'].state[L['opt'].param_groups[0]['params'][0]]``. The key
@@ -389,6 +428,8 @@ def value_of(source: "Source") -> Any:
         return getattr(value_of(source.base), source.member)
     if isinstance(source, GetItemSource):
         return value_of(source.base)[source.index]
+    if isinstance(source, ModuleMemberSource):
+        return getattr(value_of(source.base), source.store)[source.key]
     if isinstance(source, IteratorItemSource):
         return peek(value_of(source.base), source.index)
     raise ValueError(f"{source.name} is not reachable without a frame")

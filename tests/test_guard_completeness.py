@@ -616,3 +616,96 @@ def test_contents_of_a_torch_module_attribute_are_guarded(monkeypatch):
         torch.fx._symexec_registry["scale"] = 5
 
     check_sequence(fn, [torch.ones(2)], change, [torch.ones(2)])
+
+
+# -- module members read straight from _parameters/_buffers/_modules (issue 12) ------------------
+class _Lin(torch.nn.Linear):
+    pass
+
+
+class _Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = _Lin(3, 3)
+        self.register_buffer("scale", torch.ones(3))
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)])
+        self.seq = torch.nn.Sequential(collections.OrderedDict(first=torch.nn.Tanh(), second=torch.nn.Sigmoid()))  # (strictly monotone: every change shows)
+
+    def forward(self, x):
+        return self.seq[1](self.layers[1](self.layers[0](self.lin(x)))) * self.scale + self.seq[0](x)
+
+
+_BLOCK = _Block()
+
+
+def _replace_linear():
+    _BLOCK.lin = torch.nn.Linear(3, 3)
+
+
+def _replace_weight():
+    _BLOCK.lin.weight = torch.nn.Parameter(torch.randn(3, 3))
+
+
+def _replace_list_item():
+    _BLOCK.layers[1] = torch.nn.Linear(3, 3)
+
+
+def _shadow_in_instance_dict():
+    _BLOCK.lin.__dict__["weight"] = torch.zeros(3, 3)
+
+
+def _buffer_replaced():
+    _BLOCK.scale = torch.full((3,), 2.0)
+
+
+def _parameter_before_buffer():
+    _BLOCK._parameters["scale"] = torch.nn.Parameter(torch.full((3,), 3.0))  # __getattr__ finds it first
+
+
+def _class_property_shadows_member():
+    _Lin.weight = property(lambda self: torch.zeros(3, 3))  # found before __getattr__ runs
+
+
+def _class_attribute_added():
+    type(_BLOCK.seq).extra = 1  # (a name the trace never read: no retrace needed, none wrong)
+
+
+def _module_dict_swapped():
+    _BLOCK._modules["lin"] = torch.nn.Linear(3, 3)
+
+
+def _sequential_reordered():
+    seq = _BLOCK.seq
+    seq._modules["first"] = seq._modules.pop("first")  # seq[1] is now the Tanh, by position
+
+
+@pytest.mark.parametrize("change", [_replace_linear, _replace_weight, _replace_list_item, _shadow_in_instance_dict,
+                                    _buffer_replaced, _parameter_before_buffer, _class_property_shadows_member,
+                                    _class_attribute_added, _module_dict_swapped,
+                                    _sequential_reordered])
+def test_members_read_from_their_dicts_still_see_every_change(change):
+    global _BLOCK
+    _BLOCK = _Block()
+
+    def fn(x):
+        return _BLOCK(x)
+
+    check_sequence(fn, [torch.randn(2, 3)], change, [torch.randn(2, 3)], [torch.randn(2, 3)])
+    if hasattr(torch.nn.Sequential, "extra"):
+        del torch.nn.Sequential.extra
+    if "weight" in _Lin.__dict__:
+        del _Lin.weight
+
+
+def test_member_guards_read_the_dicts_not_getattr():
+    model = _Block()
+    entry = symexec.cache_entries(_compiled_once(model))[0]
+    exprs = " ".join(g.expr for g in entry.guards)
+    assert "._modules['lin']._parameters['weight']" in exprs and "._modules['layers']._modules['1']" in exprs
+    assert "._modules['seq']._modules['second']" in exprs  # Sequential: the i-th key, guarded
+
+
+def _compiled_once(model):
+    compiled = symexec.compile(lambda x: model(x))
+    compiled(torch.randn(2, 3))
+    return compiled

@@ -228,12 +228,8 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
         return wrap_tensor_keyed_dict(b, value, source)  # (or unsupported: an opaque object)
     if source is not None:
         b.guards.type_match(source, value)
-        # The keys go in as a constant of the guard function, never as source text (their
-        # reprs may be the user's code, or not evaluate back: Enum, torch.device, inf).
-        from ..source import display
-        shown = "[" + ", ".join(display(k) for k in keys) + "]"
-        b.guards.add(GuardKind.EQUALS_MATCH, f"list({source.name}.keys()) == {shown}",
-                     f"___list({source.expr()}) == {b.guards.constant(list(keys))}", source)
+        # (the keys go in as a constant of the guard function, never as source text)
+        b.guards.keys_match(source, keys, GuardKind.EQUALS_MATCH, "list({}.keys())", exact_dict=type(value) in (dict, collections.OrderedDict, collections.defaultdict))
     items = {k: b(v, GetItemSource(source, k) if source is not None else None) for k, v in value.items()}
     if type(value) not in _DICT_TYPES and (base := dict_base(b, type(value))) is not None:  # a user subclass
         return DictSubclassVariable(items, type(value), base, source, instance=value)

@@ -413,8 +413,8 @@ def _lookup(tx: Any, obj: VariableTracker, attr: str) -> VariableTracker | None:
     """``obj.attr``, or None when it does not exist (then, for an input, guarded absent)."""
     try:
         return obj.var_getattr(tx, attr)
-    except AttributeMissing:
-        if obj.source is not None:
+    except AttributeMissing as e:
+        if obj.source is not None and not e.guarded:
             tx.guards.hasattr_match(obj.source, attr, False)
         return None
 
@@ -427,7 +427,7 @@ def read_attribute(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
     except AttributeMissing as e:
         if e.error is None:
             raise
-        if obj.source is not None:
+        if obj.source is not None and not e.guarded:
             tx.guards.hasattr_match(obj.source, name, False)
         raise TracedException(e.error) from None
 

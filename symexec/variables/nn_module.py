@@ -16,7 +16,7 @@ import torch
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, GetItemSource
+from ..source import AttrSource, GetItemSource, ModuleMemberSource
 from .base import DELETED, BoundMethodVariable, VariableTracker, class_static
 from .constant import ConstantVariable
 from .lists import IteratorVariable, ListVariable, TupleVariable
@@ -24,6 +24,9 @@ from .user_objects import InstanceDictVariable, UserDefinedObjectVariable, class
 
 # What Module.__setattr__ changes besides the name itself: stale until the writes are replayed.
 _INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
+
+# Where nn.Module.__getattr__ looks for a member, in its order.
+_STORES = ("_parameters", "_buffers", "_modules")
 
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
 
@@ -83,16 +86,58 @@ class NNModuleVariable(UserDefinedObjectVariable):
             raise Unsupported(f"reading {name} of {self.describe()} after the trace set its attributes")
         if name == "__dict__":
             return ModuleInstanceDictVariable.of(tx, self)
-        for store in ("_parameters", "_buffers", "_modules"):
-            if name in instance_dict.get(store, {}):
-                return tx.wrap(instance_dict[store][name], source)
-        if name in instance_dict:
+        if name in instance_dict:  # (it shadows what __getattr__ would find)
             return tx.wrap(instance_dict[name], source)
+        for store in _STORES:
+            if name in instance_dict.get(store, {}):
+                return tx.wrap(instance_dict[store][name], self._member_source(tx, store, name))
         if self.source is not None:  # an instance attribute set later (``m.forward = ...``) shadows it
             tx.guards.not_in_instance_dict(self.source, name)
         if name in _MEMBER_METHODS and self._own_method(tx, name):
             return BoundMethodVariable(self, name)  # enumerated by ``members`` (no generator to run)
-        return class_attribute(tx, self, self.cls, name, class_source=self._class_source())
+        try:
+            return class_attribute(tx, self, self.cls, name, class_source=self._class_source())
+        except AttributeMissing:
+            if self.source is None or not self._plain_lookup(tx):
+                raise
+            for store in _STORES:  # (torch's __getattr__ finds it in none of them either)
+                tx.guards.not_in_member_store(self.source, store, name)
+            raise AttributeMissing.exactly(AttributeError(f"'{self.cls.__name__}' object has no attribute '{name}'"),
+                                           guarded=True) from None
+
+    def _plain_lookup(self, tx: Any) -> bool:
+        """The module's attribute lookup is torch's own: ``Module.__getattr__`` (the stores),
+        ``object.__getattribute__`` (the class and instance dict), both guarded."""
+        return (self._own_method(tx, "__getattr__")
+                and class_static(tx, self.cls, "__getattribute__") is object.__getattribute__)
+
+    def _member_source(self, tx: Any, store: str, name: str, index: int | None = None) -> Any:
+        """Where generated code re-reads member ``name`` (in ``store``): straight from that dict
+        where ``module.name`` (``module[index]``) cannot find anything else, which is guarded:
+        the lookup is torch's own (``__getattr__``, ``__getattribute__``, and for a child the
+        container's ``__getitem__``), no class attribute and no instance attribute of that name,
+        no dict ``__getattr__`` searches first holding it. Else through the attribute."""
+        if self.source is None:
+            return AttrSource(self.source, name) if index is None else GetItemSource(self.source, index)
+        plain = self._plain_lookup(tx)
+        if index is None:
+            plain = plain and class_static(tx, self.cls, name) is None
+        else:
+            plain = plain and self._own_container_getitem(tx)
+        if not plain:
+            return AttrSource(self.source, name) if index is None else GetItemSource(self.source, index)
+        tx.guards.not_in_instance_dict(self.source, name)
+        for earlier in _STORES[:_STORES.index(store)]:
+            tx.guards.not_in_member_store(self.source, earlier, name)
+        return ModuleMemberSource(self.source, store, name, index)
+
+    def _own_container_getitem(self, tx: Any) -> bool:
+        """``container[i]`` is the i-th of ``_modules`` (``ModuleList``'s and ``Sequential``'s
+        own ``__getitem__``, the class lookup guarded; the keys are guarded by the caller)."""
+        for base in (torch.nn.ModuleList, torch.nn.Sequential):
+            if isinstance(self.module, base):
+                return class_static(tx, self.cls, "__getitem__") is base.__getitem__
+        return False
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
         """``module.name = value`` as ``nn.Module.__setattr__`` does it: a Parameter is
@@ -183,7 +228,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
         if isinstance(mod, torch.nn.ModuleDict):
             return [(k, tx.wrap(m, GetItemSource(self.source, k))) for k, m in mod.items()]
         if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
-            return [(i, tx.wrap(m, GetItemSource(self.source, i))) for i, m in enumerate(mod)]
+            return [(i, tx.wrap(m, self._child_source(tx, i))) for i, m in enumerate(mod)]
         raise Unsupported(f"iterating over {self.describe()}")
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
@@ -191,6 +236,21 @@ class NNModuleVariable(UserDefinedObjectVariable):
         if isinstance(self.module, torch.nn.ModuleDict):
             return [ConstantVariable(k) for k, _ in children]
         return [v for _, v in children]
+
+    def _child_source(self, tx: Any, index: Any) -> Any:
+        """Where generated code re-reads ``container[index]``: the index-th entry of its
+        ``_modules`` (their keys guarded, in order) where the container's lookup is torch's."""
+        mod = self.module
+        if self.source is None or not isinstance(index, int) or not isinstance(mod, (torch.nn.ModuleList,
+                                                                                   torch.nn.Sequential)):
+            return GetItemSource(self.source, index)
+        self._guard_children(tx)
+        # ModuleList's __getitem__ reads the key str(i), Sequential's the i-th entry.
+        keys = list(mod._modules)
+        key = str(index) if isinstance(mod, torch.nn.ModuleList) else keys[index]
+        if key not in mod._modules:
+            return GetItemSource(self.source, index)
+        return self._member_source(tx, "_modules", key, index)
 
     def _guard_children(self, tx: Any) -> None:
         """The container's children, as the trace enumerates them: their names, in order
@@ -212,7 +272,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
                 return ListVariable([tx.wrap(mod[i], GetItemSource(self.source, i)) for i in range(len(mod))[key]])
             if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
                 key = range(len(mod))[key]  # a negative index, as the source of the child
-            return tx.wrap(mod[key], GetItemSource(self.source, key))
+            return tx.wrap(mod[key], self._child_source(tx, key))
         if name in ("items", "keys", "values") and isinstance(mod, torch.nn.ModuleDict) and not args:
             children = self._children(tx)
             if name == "keys":
@@ -311,7 +371,7 @@ def _entries(tx: Any, var: NNModuleVariable, store: str) -> list[tuple[str, Vari
         if value is None:
             tx.guards.equals_match(GetItemSource(store_source, key), None)
         else:
-            found.append((key, tx.wrap(value, AttrSource(var.source, key))))
+            found.append((key, tx.wrap(value, ModuleMemberSource(var.source, store, key))))  # (as torch's walk reads it)
     return found
 
 

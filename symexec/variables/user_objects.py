@@ -243,6 +243,10 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         if instance_dict is not None and name in instance_dict and not is_data_descriptor:
             return tx.wrap(instance_dict[name], AttrSource(self.source, name))
         if static is None:
+            if class_static(tx, cls, "__getattr__") is None:  # (the class lookup guarded it absent)
+                if instance_dict is not None:
+                    tx.guards.not_in_instance_dict(self.source, name)
+                raise AttributeMissing.exactly(no_attribute(cls, name), guarded=True)
             return self.missing_attribute(tx, name)
         if instance_dict is not None and not is_data_descriptor:  # an instance attribute set later shadows it
             tx.guards.not_in_instance_dict(self.source, name)
