@@ -17,11 +17,29 @@ from typing import Any, Iterable
 
 import torch.fx
 from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
+from bytecode import concrete as bytecode_concrete
+from bytecode import instr as bytecode_instr
 
 from . import versions
 from .exc import InternalError
 from .rendering import Renderer
 from .variables import VariableTracker
+
+def _constant_key(obj: Any) -> Any:
+    """How ``bytecode`` tells two constants of one code object apart. Its own key is the
+    marshal dump, which merges EQUAL objects: two empty dicts, or a guard's constant list with
+    another equal list, would become one constant and an ``is`` guard on the other one would
+    fail on every call (the spliced guards of an entry then always missed). Only immutable
+    literals, compared by value, may share a constant; any other object is itself."""
+    if type(obj) in _LITERAL_TYPES or isinstance(obj, types.CodeType):
+        return bytecode_instr.const_key(obj)
+    if type(obj) in (tuple, frozenset) and all(type(x) in _LITERAL_TYPES for x in obj):
+        return bytecode_instr.const_key(obj)
+    return (type(obj), id(obj))
+
+
+_LITERAL_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, type(Ellipsis)})
+bytecode_concrete.const_key = _constant_key  # (the converter to concrete bytecode looks it up here)
 
 # Flags a replacement keeps from the original code: how arguments are received.
 _KEPT_FLAGS = 0x01 | 0x02 | 0x04 | 0x08 | 0x10  # OPTIMIZED, NEWLOCALS, VARARGS, VARKEYWORDS, NESTED

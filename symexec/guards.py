@@ -77,6 +77,8 @@ class GuardSet:
         self.namespace: dict[str, Any] = {}
         self._object_names: dict[int, str] = {}
         self.location: tuple[str | None, int | None] = (None, None)
+        # The state of each object the trace copied, as copied (builtins' copy handler).
+        self.snapshots: dict[Source, Any] = {}
         # Guards that cover a growing list of items, one guard per list: key -> (items, guard).
         self._groups: dict[Any, tuple[list[Any], Guard | None]] = {}
 
@@ -283,13 +285,14 @@ class GuardSet:
                                 for n in names)
         return f"{mapping}.keys().isdisjoint({self._const(tuple(names))})"
 
-    def not_in_instance_dict(self, source: Source, name: str) -> None:
+    def not_in_instance_dict(self, source: Source, name: str, native: bool = False) -> None:
         """An object's own ``__dict__`` lacks ``name``: a class attribute read through it is not
-        shadowed (an instance attribute set later would be). One guard per object."""
+        shadowed (an instance attribute set later would be). One guard per object. ``native``:
+        the dict as ``object.__getattribute__`` reads it, past the class's own lookup."""
         def render(names: list[str]) -> tuple[str, str]:
-            return (f"{', '.join(map(display, names))} not in {source.name}.__dict__",
-                    self._absent(names, f"{source.expr()}.__dict__"))
-        self._grow(("not in instance dict", source), name, GuardKind.ID_MATCH, render, source)
+            where = f"___ogetattr({source.expr()}, '__dict__')" if native else f"{source.expr()}.__dict__"
+            return (f"{', '.join(map(display, names))} not in {source.name}.__dict__", self._absent(names, where))
+        self._grow(("not in instance dict", source, native), name, GuardKind.ID_MATCH, render, source)
 
     def not_in_member_store(self, source: Source, store: str, name: str) -> None:
         """An ``nn.Module``'s ``store`` (``_parameters``, ``_buffers``) lacks ``name``: its
@@ -438,9 +441,14 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
         if source in defined:
             return names[source]
         base = getattr(source, "base", None)
-        if not isinstance(base, Source) or not source.expr().startswith(base.expr()):
+        if not isinstance(base, Source):
+            return source.expr()
+        if hasattr(source, "expr_with"):  # a call over its base (object.__getattribute__(b, n))
+            text = source.expr_with(render(base))
+        elif source.expr().startswith(base.expr()):
+            text = render(base) + source.expr()[len(base.expr()):]
+        else:
             return source.expr()  # not a chain (peek(it, 0)): left as it is
-        text = render(base) + source.expr()[len(base.expr()):]
         if uses.get(source, 0) < 2:
             return text
         names[source] = f"___t{len(names)}"
@@ -558,7 +566,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...
         "torch": torch,
         "___peek": peek,
-        "___getattr": getattr, "___map": map, "___issubclass": issubclass,
+        "___getattr": getattr, "___map": map, "___issubclass": issubclass, "___ogetattr": object.__getattribute__,
         "___const": _entry_constants(guards, source),
         "___remaining": remaining,
         **guard_set.namespace,

@@ -191,6 +191,36 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True)
+class ObjectAttrSource(Source):
+    """``object.__getattribute__(base, name)``: the generic lookup, past the class's own
+    ``__getattribute__`` (a config class that maps names in Python): what that method's
+    ``super().__getattribute__(name)`` found, re-read without running it again."""
+    base: Source
+    member: str
+
+    def __post_init__(self) -> None:
+        if literal(self.member) is None:
+            _keep(self, self.member)
+
+    @property
+    def name(self) -> str:
+        return f"object.__getattribute__({self.base.name}, {display(self.member)})"
+
+    def expr(self) -> str:
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base``, the base's expression or a name bound to its value."""
+        return f"___ogetattr({base}, {const_expr(self.member)})"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.call_const(object.__getattribute__, lambda: [self.base.emit_load(cg), cg.load_const(self.member)])  # type: ignore[attr-defined]
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclass(frozen=True)
 class ModuleMemberSource(Source):
     """A parameter, buffer or submodule of an ``nn.Module``, read from the dict that holds it
     (``m._modules['h']``) rather than through ``nn.Module.__getattr__``, Python code that is
@@ -430,6 +460,8 @@ def value_of(source: "Source") -> Any:
         return value_of(source.base)[source.index]
     if isinstance(source, ModuleMemberSource):
         return getattr(value_of(source.base), source.store)[source.key]
+    if isinstance(source, ObjectAttrSource):
+        return object.__getattribute__(value_of(source.base), source.member)
     if isinstance(source, IteratorItemSource):
         return peek(value_of(source.base), source.index)
     raise ValueError(f"{source.name} is not reachable without a frame")

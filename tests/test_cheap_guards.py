@@ -173,3 +173,211 @@ def test_deterministic_algorithms_flags_still_retrace():
                        lambda: torch.use_deterministic_algorithms(True), [X])
     finally:
         torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
+# -- an object copied while tracing: its state compared in C where it holds no tensor ------------
+class _Config:
+    def __init__(self):
+        self.layers = 2
+        self.flag = True
+        self.names = {"a": 1, "b": [1, 2]}
+
+
+def _copy_twice(x, config):
+    import copy
+
+    first, second = copy.deepcopy(config), copy.deepcopy(config)
+    extra = 1 if first.flag is True else 2
+    return x * first.layers + second.names["a"] + extra + len(second.names["b"]) + len(list(first.names))
+
+
+def _flag_to_int(config):
+    config.flag = 1  # == True, yet `is True` differs
+
+
+def _nested_value(config):
+    config.names["b"].append(3)
+
+
+def _nested_key_order(config):
+    config.names = {"b": [1, 2], "a": 1}  # == the old dict: the order differs
+
+
+def _nested_int_to_float(config):
+    config.names["a"] = 1.0
+
+
+def _layers(config):
+    config.layers = 3
+
+
+@pytest.mark.parametrize("change", [_flag_to_int, _nested_value, _nested_key_order, _nested_int_to_float, _layers])
+def test_copied_object_state_is_compared_exactly(change):
+    config = _Config()
+    compiled = check_sequence(_copy_twice, [X, config])
+    copies = [g for g in symexec.cache_entries(compiled)[0].guards if "<its state when traced>" in g.text]
+    assert len(copies) == 1  # (copied twice, guarded once)
+    check_sequence(_copy_twice, [X, config], lambda: change(config), [X, config], [X, config])
+
+
+def test_state_check_is_exact_where_equality_is_not():
+    from symexec.variables.snapshots import state_check
+
+    then = {"a": 1, "b": [1, {"c": True}], "d": None, "e": "s"}
+    check = state_check(then)
+    assert check({"a": 1, "b": [1, {"c": True}], "d": None, "e": "s"})
+    assert not check({"a": True, "b": [1, {"c": True}], "d": None, "e": "s"})  # type
+    assert not check({"a": 1, "b": [1, {"c": 1}], "d": None, "e": "s"})  # nested type
+    assert not check({"b": [1, {"c": True}], "a": 1, "d": None, "e": "s"})  # key order
+    assert not check({"a": 1, "b": [1, {"c": True}], "d": None})  # a key missing
+    assert not check(None) and not check({"a": torch.ones(2)})  # not a dict; a tensor
+
+
+# -- equal mutable constants stay distinct objects in generated code ----------------------------
+def test_equal_mutable_constants_are_not_merged_into_one():
+    from bytecode import Instr
+
+    from symexec.codegen import PyCodegen
+
+    first, second, third = {}, {}, [1, ({},)]
+    cg = PyCodegen(1)
+    for value in (first, second, third, (1, "a"), (1, "a")):
+        cg.load_const(value)
+    cg.build(tuple, 5)
+    cg.instructions.append(Instr("RETURN_VALUE", lineno=1))
+
+    def template():
+        pass
+
+    code = cg.assemble(template.__code__, "consts")
+    got = eval(code)
+    assert got[0] is first and got[1] is second and got[2] is third and got[3] == (1, "a")
+
+
+class _TableA:
+    table = {}
+
+
+class _TableB:
+    table = {}  # (equal to _TableA.table, another object)
+
+
+def test_spliced_guards_pass_when_the_guards_pass():
+    # Each class's dict is guarded to hold its own empty dict: as one constant, one of the two
+    # identity guards failed in the entry's one-call form, and every hit went through a miss.
+    a, b = _TableA(), _TableB()
+
+    def fn(x):
+        return x + len(a.table) + len(b.table)
+
+    compiled = check_sequence(fn, [X], [X], [X], [X])
+    entry = symexec.cache_entries(compiled)[0]
+    merged = entry.merged()
+    assert merged is not None and merged(X) is not symexec.codegen.MISS
+
+
+# -- a class whose __getattribute__ is Python (a config that maps names) ----------------------------
+class _MappedConfig:
+    attribute_map = {"hidden": "n_embd"}
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+
+class _Gpt(_MappedConfig):
+    def __init__(self):
+        self.n_embd = 3
+        self.flag = True
+
+
+def _config_reads(x, config):
+    extra = getattr(config, "missing", 5) + hasattr(config, "other")
+    return x * config.hidden + extra + (1 if config.flag else 0)
+
+
+def _set_mapped(config):
+    config.n_embd = 4
+
+
+def _map_changed(config):
+    _MappedConfig.attribute_map = {"hidden": "flag"}
+
+
+def _missing_added(config):
+    config.missing = 7
+
+
+def _other_on_class(config):
+    _Gpt.other = 1
+
+
+def _getattr_added(config):
+    def __getattr__(self, name):
+        if name.startswith("__"):  # (copy looks for __deepcopy__)
+            raise AttributeError(name)
+        return 11
+
+    _Gpt.__getattr__ = __getattr__
+
+
+def _getattribute_replaced(config):
+    _Gpt.__getattribute__ = lambda self, key: 2 if key == "hidden" else object.__getattribute__(self, key)
+
+
+@pytest.mark.parametrize("change", [_set_mapped, _map_changed, _missing_added, _other_on_class, _getattr_added,
+                                    _getattribute_replaced])
+def test_python_getattribute_is_traced_and_its_reads_guarded(change):
+    config = _Gpt()
+    try:
+        compiled = check_sequence(_config_reads, [X, config])
+        exprs = _guard_exprs(compiled)
+        assert "___hasattr(" not in exprs and ".hidden" not in exprs  # (read past the method, not through it)
+        check_sequence(_config_reads, [X, config], lambda: change(config), [X, config], [X, config])
+    finally:
+        _MappedConfig.attribute_map = {"hidden": "n_embd"}
+        for name in ("other", "__getattr__", "__getattribute__"):
+            if name in _Gpt.__dict__:
+                delattr(_Gpt, name)
+
+
+class _Counting:
+    reads = 0
+
+    def __getattribute__(self, key):
+        type(self).reads += 1  # a side effect: traced as such, or run for real
+        return super().__getattribute__(key)
+
+
+class _Raising:
+    def __getattribute__(self, key):
+        if key == "bad":
+            raise KeyError(key)
+        try:
+            return super().__getattribute__(key)
+        except AttributeError:
+            return -1
+
+
+def test_getattribute_with_effects_or_its_own_errors_behaves_as_eager():
+    counting, raising = _Counting(), _Raising()
+    counting.v = 2
+
+    def reads(x):
+        return x * counting.v
+
+    def errors(x):
+        try:
+            raising.bad
+        except KeyError:
+            x = x + 1
+        return x + raising.absent
+
+    compiled = check_sequence(reads, [X], [X])
+    before = _Counting.reads
+    compiled(X)
+    # A cache hit reads counting.v once, as eager does (the graph breaks at the read: the method
+    # is never run again by a guard). (Tracing itself looks at the object's __class__.)
+    assert _Counting.reads - before == 1
+    check_sequence(errors, [X], [X])

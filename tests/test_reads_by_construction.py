@@ -45,8 +45,13 @@ ALLOWED = {
     ("variables/model_output.py", "_from_model_output"): "the index of ModelOutput in the (guarded) MRO",
     ("variables/dicts.py", "DictSubclassVariable._own_attribute"):
         "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
-    ("variables/user_objects.py", "UserDefinedObjectVariable.var_getattr"):
-        "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
+    ("variables/user_objects.py", "_instance_dict"):
+        "for generic_getattr: values wrapped with their source; a class attribute's shadowing is guarded "
+        "(not_in_instance_dict)",
+    ("variables/user_objects.py", "InstanceDictVariable._lookup"):
+        "an item is wrapped with its source; a missing one is guarded (not_in_instance_dict)",
+    ("variables/user_objects.py", "ObjectVariableBase._class_source"):
+        "only which expression re-reads obj.__class__ (both read the same class): no fact of the trace",
     ("variables/functions.py", "UserFunctionVariable.var_getattr"): "wrapped with the source fn.name: guarded",
     ("variables/autograd.py", "<module>"): "torch's own autograd.Function bases, read once at import",
 }
@@ -87,6 +92,9 @@ def raw_reads():
                 fn = node.func
                 if isinstance(fn, ast.Attribute) and fn.attr == "getattr_static":
                     self.hit(node, "inspect.getattr_static")
+                if isinstance(fn, ast.Attribute) and fn.attr == "__getattribute__" and len(node.args) > 1 and \
+                        isinstance(node.args[1], ast.Constant) and node.args[1].value in ("__dict__", "__mro__"):
+                    self.hit(node, f"__getattribute__(..., {node.args[1].value!r})")
                 if isinstance(fn, ast.Name) and fn.id in ("getattr", "hasattr") and node.args:
                     if _class_like(node.args[0]):
                         self.hit(node, f"{fn.id} on a class")

@@ -29,7 +29,7 @@ from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVaria
                     sort_keys)
 from .functions import UserMethodVariable
 from .misc import SetVariable
-from .snapshots import same_state
+from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
 from .base import class_static, subclass_check
 from .user_objects import ObjectVariableBase, SuperVariable
@@ -286,9 +286,12 @@ def _copy(tx: Any, copier: Any, obj: VariableTracker, rest: tuple) -> VariableTr
     for protocol in ("__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__"):
         class_static(tx, obj.python_type(), protocol)  # how the class copies: guarded too
     snapshot = copy.deepcopy(state)
-    name, same = tx.guards.constant(snapshot), tx.guards.constant(same_state)
-    tx.guards.add(GuardKind.EQUALS_MATCH, f"{obj.source.name}.__dict__ == <its state when traced>",
-                  f"{same}({obj.source.expr()}.__dict__, {name})", obj.source)
+    taken = tx.guards.snapshots.get(obj.source)
+    if taken is None or not same_state(snapshot, taken):  # (copied twice, guarded once)
+        tx.guards.snapshots[obj.source] = snapshot
+        check = tx.guards.constant(state_check(snapshot))
+        tx.guards.add(GuardKind.EQUALS_MATCH, f"{obj.source.name}.__dict__ == <its state when traced>",
+                      f"{check}({obj.source.expr()}.__dict__)", obj.source)
     value = copier(obj.value)
     return tx.wrap(value, PrivateObjectSource.of(value))
 

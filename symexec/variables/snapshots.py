@@ -8,7 +8,7 @@ call retrace; ``same_state`` compares tensors by metadata and values, containers
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -20,6 +20,36 @@ def same_state(now: Any, then: Any) -> bool:
         return _same(now, then)
     except Exception:  # noqa: BLE001 - a guard answers; False only retraces
         return False
+
+
+def state_check(then: dict) -> Callable[[Any], bool]:
+    """``same_state(now, then)`` for one snapshot of an object's ``__dict__``, as a guard calls
+    it on every hit. Where the snapshot holds no tensor and no module (a config: strings,
+    numbers, small containers), the dict's own ``==`` runs in C, with what ``==`` does not
+    check done after: the keys' order, each value's exact type (``1 == True``), and nested
+    containers compared item by item."""
+    if type(then) is not dict or _holds_tensor_or_module(then):
+        return lambda now: same_state(now, then)
+    keys, types = list(then), [type(v) for v in then.values()]
+    nested = [k for k, v in then.items() if isinstance(v, (dict, list, tuple))]
+
+    def check(now: Any) -> bool:
+        try:
+            return (type(now) is dict and now == then and list(now) == keys
+                    and list(map(type, now.values())) == types and all(_same(now[k], then[k]) for k in nested))
+        except Exception:  # noqa: BLE001 - a guard answers; False only retraces
+            return False
+    return check
+
+
+def _holds_tensor_or_module(value: Any) -> bool:
+    if isinstance(value, (torch.Tensor, torch.nn.Module)):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_tensor_or_module(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor_or_module(v) for v in value)
+    return False
 
 
 def _same(now: Any, then: Any) -> bool:

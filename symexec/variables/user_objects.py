@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .. import versions
 from ..exc import AttributeMissing, TracedException, Unsupported
-from ..source import AttrSource, ConstSource, GetItemSource, PrivateObjectSource, Source
+from ..source import AttrSource, ConstSource, GetItemSource, ObjectAttrSource, PrivateObjectSource, Source
 from .base import DELETED, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .dicts import construct_dict_subclass
@@ -27,6 +27,26 @@ from .lists import CLASS_ATTRIBUTE, NamedTupleVariable, TupleVariable
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
     return UserFunctionVariable(fn, source if source is not None else ConstSource.of(fn))
+
+
+def _qualname_of(fn: types.FunctionType) -> str:
+    return fn.__qualname__ if type(fn.__qualname__) is str else "__getattribute__"
+
+
+def _instance_dict(value: Any) -> dict | None:
+    """The object's own ``__dict__`` as the generic lookup reads it, or None (slots only)."""
+    try:
+        return object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return None
+
+
+def _effects(tx: Any) -> tuple[int, ...]:
+    """How much the trace has recorded: graph nodes and pending side effects (a speculative
+    step that failed is undone only if it recorded nothing)."""
+    effects = tx.output.side_effects
+    return (len(tx.output.graph.nodes), len(effects.containers), len(effects.attributes), len(effects.globals),
+            len(effects.cells))
 
 
 def lookup_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type, Any]:
@@ -142,7 +162,12 @@ class ObjectVariableBase(VariableTracker):
         return self.cls
 
     def _class_source(self) -> Source | None:
-        return AttrSource(self.source, "__class__") if self.source is not None else None
+        if self.source is None:
+            return None
+        own = next((k.__dict__["__getattribute__"] for k in self.cls.__mro__ if "__getattribute__" in k.__dict__), None)
+        if own is not object.__getattribute__:  # (``obj.__class__`` would run the class's own lookup)
+            return ObjectAttrSource(self.source, "__class__")
+        return AttrSource(self.source, "__class__")
 
     def has_python_method(self, tx: Any, name: str) -> bool:
         return isinstance(class_static(tx, self.cls, name), types.FunctionType)
@@ -186,6 +211,14 @@ class ObjectVariableBase(VariableTracker):
 
     def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """``object``'s own method, reached through ``super()`` or called as ``object.name(obj, ...)``."""
+        if name == "__getattribute__" and len(args) == 1 and not kwargs and type(args[0].as_python_constant()) is str \
+                and isinstance(self, UserDefinedObjectVariable) and type(self) is UserDefinedObjectVariable:
+            try:
+                return self.generic_getattr(tx, args[0].as_python_constant(), native=True)
+            except AttributeMissing as e:
+                if e.error is None:
+                    raise
+                raise TracedException(e.error) from None  # (raised by the call: an ``except`` may handle it)
         arity = {"__setattr__": 2, "__delattr__": 1}.get(name)
         if arity is None or kwargs or len(args) != arity or type(args[0].as_python_constant()) is not str:
             raise Unsupported(f"calling object.{name} on {self.describe()}")
@@ -228,39 +261,85 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         written = self.written_attribute(tx, name)
         if written is not None:
             return written
+        if not generic_access(tx, self.cls, "__getattribute__"):
+            found = self._through_getattribute(tx, name)
+            return found if found is not None else self.real_attribute(tx, name)
+        return self.generic_getattr(tx, name)
+
+    def real_attribute(self, tx: Any, name: str) -> VariableTracker:
+        """Where the class customises attribute access (a C ``__getattribute__``, a Python
+        ``__getattr__``), read the attribute for real: its value is wrapped with the source
+        ``obj.name``, so it is guarded and re-fetched like any input. A Python
+        ``__getattribute__`` that could not be traced is not run again by every guard (it may
+        count, log or change state): the graph breaks."""
+        static = class_static(tx, self.cls, "__getattribute__")
+        if type(static) is types.FunctionType and name != "__dict__":
+            raise Unsupported(f"reading {name!r} of {self.describe()} runs {_qualname_of(static)}, which could not be traced")
+        return self._read_for_real(tx, name)
+
+    def generic_getattr(self, tx: Any, name: str, native: bool = False) -> VariableTracker:
+        """``object.__getattribute__(obj, name)``: data descriptor, instance dict, class. ``native``:
+        called as such by the class's own ``__getattribute__`` (``super().__getattribute__``),
+        so the values are re-read through ``object.__getattribute__`` too, not the class's."""
+        written = self.written_attribute(tx, name)
+        if written is not None:
+            return written
         cls = self.cls
-        if not generic_access(tx, cls, "__getattribute__"):
-            return self.real_attribute(tx, name)
+        attr_source = ObjectAttrSource(self.source, name) if native else AttrSource(self.source, name)
         if name == "__dict__":
-            return InstanceDictVariable.of(tx, self)
+            return InstanceDictVariable.of(tx, self, native)
         static = class_static(tx, cls, name)
         if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
-            return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
+            return tx.wrap(object.__getattribute__(self.value, name), attr_source)
         is_data_descriptor = hasattr(static, "__set__") or hasattr(static, "__delete__")
         if is_data_descriptor and not isinstance(static, property):
             raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name}")
-        instance_dict = getattr(self.value, "__dict__", None)
+        instance_dict = _instance_dict(self.value)
         if instance_dict is not None and name in instance_dict and not is_data_descriptor:
-            return tx.wrap(instance_dict[name], AttrSource(self.source, name))
+            return tx.wrap(instance_dict[name], attr_source)
         if static is None:
-            if class_static(tx, cls, "__getattr__") is None:  # (the class lookup guarded it absent)
+            if native or class_static(tx, cls, "__getattr__") is None:  # (the class lookup guarded it absent)
                 if instance_dict is not None:
-                    tx.guards.not_in_instance_dict(self.source, name)
+                    tx.guards.not_in_instance_dict(self.source, name, native)
                 raise AttributeMissing.exactly(no_attribute(cls, name), guarded=True)
             return self.missing_attribute(tx, name)
         if instance_dict is not None and not is_data_descriptor:  # an instance attribute set later shadows it
-            tx.guards.not_in_instance_dict(self.source, name)
+            tx.guards.not_in_instance_dict(self.source, name, native)
         return class_attribute(tx, self, cls, name, class_source=self._class_source())
+
+    def _through_getattribute(self, tx: Any, name: str) -> VariableTracker | None:
+        """``obj.name`` where the class's ``__getattribute__`` is a Python function (a config
+        mapping names, then ``super().__getattribute__``): traced like any call, so that what
+        it reads is guarded where it is (an instance dict, a class) instead of running the method
+        in every guard. None where it cannot be traced without a trace of its own left behind
+        (then the attribute is read for real, as before); with a ``__getattr__`` too, None."""
+        static = class_static(tx, self.cls, "__getattribute__")
+        if self.source is None or name == "__dict__" or type(static) is not types.FunctionType or \
+                class_static(tx, self.cls, "__getattr__") is not None:
+            return None  # (``obj.__dict__`` read for real is the dict itself, which deepcopy can copy)
+        before, location = _effects(tx), tx.output.location
+        try:
+            return tx.inline_call(_function(static, None), [self, ConstantVariable(name)], {})
+        except TracedException as e:
+            error = e.exception
+            if isinstance(error, ExceptionVariable) and issubclass(error.cls, AttributeError) and \
+                    all(a.is_python_constant() for a in error.args):  # (hasattr is False; its facts are guarded)
+                real = error.cls(*[a.as_python_constant() for a in error.args])
+                raise AttributeMissing.exactly(real, guarded=True) from None
+            raise
+        except Unsupported:
+            if _effects(tx) != before:
+                raise
+            return None
+        finally:
+            tx.output.location = location
 
     def missing_attribute(self, tx: Any, name: str) -> VariableTracker:
         if class_static(tx, self.cls, "__getattr__") is not None:
             return self.real_attribute(tx, name)
         raise AttributeMissing.exactly(no_attribute(self.cls, name))
 
-    def real_attribute(self, tx: Any, name: str) -> VariableTracker:
-        """Where the class customises attribute access (a config object mapping names), read
-        the attribute for real: its value is wrapped with the source ``obj.name``, so it is
-        guarded and re-fetched like any input."""
+    def _read_for_real(self, tx: Any, name: str) -> VariableTracker:
         try:
             value = getattr(self.value, name)
         except AttributeError as e:
@@ -367,11 +446,17 @@ class InstanceDictVariable(VariableTracker):
         self.obj = obj
 
     @classmethod
-    def of(cls, tx: Any, obj: Any) -> "InstanceDictVariable":
+    def of(cls, tx: Any, obj: Any, native: bool = False) -> "InstanceDictVariable":
+        """``native``: read by ``object.__getattribute__(obj, '__dict__')``, whatever the
+        class's own ``__getattribute__`` does."""
         static = class_static(tx, obj.cls, "__dict__")
-        if type(static) is not types.GetSetDescriptorType or not generic_access(tx, obj.cls, "__getattribute__"):
+        if type(static) is not types.GetSetDescriptorType or not (native or generic_access(tx, obj.cls, "__getattribute__")):
             raise Unsupported(f"reading __dict__ of {obj.describe()}")
-        return cls(obj)
+        var = cls(obj)
+        var.native = native
+        return var
+
+    native = False
 
     def python_type(self) -> type:
         return dict
@@ -389,10 +474,10 @@ class InstanceDictVariable(VariableTracker):
         written = obj.written_attribute(tx, name)
         if written is not None:
             return written
-        instance_dict = vars(obj.value)
+        instance_dict = object.__getattribute__(obj.value, "__dict__")
         if name in instance_dict:
-            return tx.wrap(instance_dict[name], AttrSource(obj.source, name))
-        tx.guards.not_in_instance_dict(obj.source, name)
+            return tx.wrap(instance_dict[name], ObjectAttrSource(obj.source, name) if self.native else AttrSource(obj.source, name))
+        tx.guards.not_in_instance_dict(obj.source, name, self.native)
         return None
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -415,6 +500,9 @@ class InstanceDictVariable(VariableTracker):
         raise Unsupported(f"calling {name!r} of {self.describe()}")
 
     def reconstruct(self, cg: Any) -> None:
+        if self.native:
+            cg.call_const(object.__getattribute__, lambda: [cg.reconstruct(self.obj), cg.load_const("__dict__")])
+            return
         cg.reconstruct(self.obj)
         cg.load_attr("__dict__")
 
