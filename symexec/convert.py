@@ -285,6 +285,7 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     else:
         plan = BreakPlan(tx, reason)
         live = plan.live_values()
+    output.side_effects.drop_unreachable_private(live)
     outputs: dict[torch.fx.Node, VariableTracker] = {}
     for var in [*live, *output.side_effects.values()]:
         _graph_values(var, outputs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from .exc import Unsupported
+from .source import PrivateObjectSource
 from .variables.base import DELETED, VariableTracker
 
 
@@ -53,6 +54,47 @@ class SideEffects:
     def store_cell(self, cell: Any, value: VariableTracker) -> None:
         self.cells.pop(id(cell), None)
         self.cells[id(cell)] = (cell, value)
+
+    def drop_unreachable_private(self, roots: list[VariableTracker]) -> None:
+        """Forget the writes to the trace's own copies (``copy.deepcopy`` of an input, made while
+        tracing) that nothing after the call can reach: not the result, not a live value at a
+        break, not any value written into a real object. Replaying them would rebuild each copy
+        at every call for nothing (a config's ``to_dict`` copies and edits a dict per call)."""
+        def private(var: Any) -> bool:
+            source = getattr(var, "source", None)
+            return source is not None and isinstance(source.root(), PrivateObjectSource)
+
+        reachable: set[int] = set()
+
+        def mark(var: Any) -> None:
+            stack = [var]
+            while stack:
+                v = stack.pop()
+                if not isinstance(v, VariableTracker) or id(v) in reachable:
+                    continue
+                reachable.add(id(v))
+                stack.extend(v.subvalues())
+
+        for var in roots:
+            mark(var)
+        for value in self.globals.values():
+            mark(value)
+        for _, value in self.cells.values():
+            mark(value)
+        changed = True
+        while changed:  # a write kept makes what it writes reachable
+            changed = False
+            for var in self.containers.values():
+                if (not private(var) or id(var) in reachable) and id(var) not in reachable:
+                    mark(var)
+                    changed = True
+            for obj, _, value in self.attributes.values():
+                if (not private(obj) or id(obj) in reachable) and isinstance(value, VariableTracker) \
+                        and id(value) not in reachable:
+                    mark(value)
+                    changed = True
+        self.containers = {k: v for k, v in self.containers.items() if not private(v) or id(v) in reachable}
+        self.attributes = {k: (o, n, v) for k, (o, n, v) in self.attributes.items() if not private(o) or id(o) in reachable}
 
     # -- replay ----------------------------------------------------------------------------------
     def values(self) -> Iterator[VariableTracker]:

@@ -143,8 +143,9 @@ class BuiltinVariable(VariableTracker):
 # -- builtins -------------------------------------------------------------------------------
 @handler(len, operator.length_hint)
 def _len(tx: Any, obj: VariableTracker) -> VariableTracker | None:
-    if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource):
-        return ConstantVariable(len(_private_value(obj)))
+    if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource) and \
+            not isinstance(obj, (ConstDictVariable, BaseListVariable, SetVariable)):  # (those know their items)
+        return ConstantVariable(len(_private_value(tx, obj)))
     if is_tensor(obj):
         if obj.example.dim() == 0:
             raise Unsupported("TypeError: len() of a 0-d tensor")
@@ -244,21 +245,28 @@ def _make_partial(fn: Any, args: tuple, keywords: dict) -> functools.partial:
     return functools.partial(fn, *args, **keywords)
 
 
-def _private_value(var: VariableTracker) -> Any:
-    """The real object behind a tracker reached from an object private to the trace."""
+def _private_value(tx: Any, var: VariableTracker) -> Any:
+    """The real object behind a tracker reached from an object private to the trace, while the
+    trace has changed nothing inside that object through a tracker (a dict of the copy edited:
+    the real copy is behind, and the trace breaks instead of reading it)."""
     if var.source is None or not isinstance(var.source.root(), PrivateObjectSource):
         raise Unsupported(f"{var.describe()} is not the trace's own object")
+    root, effects = var.source.root(), tx.output.side_effects
+    edited = [v for v in effects.containers.values() if v.source is not None and v.source.root() == root]
+    edited += [o for o, _, _ in effects.attributes.values() if o.source is not None and o.source.root() == root]
+    if edited:
+        raise Unsupported(f"reading {var.describe()} for real after the trace changed {edited[0].describe()}")
     return value_of(var.source)
 
 
-def _real_value(var: VariableTracker) -> Any:
+def _real_value(tx: Any, var: VariableTracker) -> Any:
     """The real object a tracker stands for, where the trace has it (not a graph value)."""
     if var.source is not None and isinstance(var.source.root(), PrivateObjectSource):
-        return _private_value(var)
+        return _private_value(tx, var)
     if isinstance(var, ObjectVariableBase) and hasattr(var, "value"):
         return var.value
     if isinstance(var, UserMethodVariable) and var.fn.is_python_constant():
-        return types.MethodType(var.fn.as_python_constant(), _real_value(var.obj))
+        return types.MethodType(var.fn.as_python_constant(), _real_value(tx, var.obj))
     return var.as_python_constant()
 
 
@@ -272,7 +280,7 @@ def _copy(tx: Any, copier: Any, obj: VariableTracker, rest: tuple) -> VariableTr
     if rest:
         return None
     if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource):
-        value = copier(_private_value(obj))
+        value = copier(_private_value(tx, obj))
         return tx.wrap(value, PrivateObjectSource.of(value))
     if not isinstance(obj, ObjectVariableBase) or not hasattr(obj, "value"):
         return None
@@ -321,7 +329,7 @@ def _id(tx: Any, obj: VariableTracker) -> VariableTracker:
 
 
 def run_pure(tx: Any, fn: Any, args: tuple, kwargs: dict) -> VariableTracker:
-    value = fn(*[_real_value(a) for a in args], **{k: _real_value(v) for k, v in kwargs.items()})
+    value = fn(*[_real_value(tx, a) for a in args], **{k: _real_value(tx, v) for k, v in kwargs.items()})
     if is_literal(value):
         return ConstantVariable(value)
     return tx.wrap(value, PrivateObjectSource.of(value))
@@ -372,7 +380,7 @@ def _unsupported_check(cls: Any) -> bool:
 
 @handler(isinstance)
 def _isinstance(tx: Any, obj: VariableTracker, classes: VariableTracker) -> VariableTracker:
-    cls = _real_value(classes)  # a class, a tuple of them, or a typing alias
+    cls = _real_value(tx, classes)  # a class, a tuple of them, or a typing alias
     return ConstantVariable(any(_instancecheck(tx, obj, c) for c in _flat_classes(cls)))
 
 
