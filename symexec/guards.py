@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 import torch
 
-from .source import _CONSTANTS, PrivateObjectSource, Source, display, peek, remaining, safe_name
+from .source import (_CONSTANTS, AttrSource, ObjectAttrSource, PrivateObjectSource, Source, display, peek,
+                     remaining, safe_name)
 
 
 class GuardKind(enum.Enum):
@@ -280,7 +281,7 @@ class GuardSet:
     def _absent(self, names: list[Any], mapping: str) -> str:
         """``names`` are not keys of the mapping that expression ``mapping`` reads: a ``not in``
         per name up to a few (cheapest), else one ``isdisjoint``."""
-        if len(names) <= 4:
+        if len(names) <= 8:  # (a proxy or a shared dict: each `in` is one lookup, no view built)
             return " and ".join(f"{(_literal(n) if type(n) is str else None) or self._const(n)} not in {mapping}"
                                 for n in names)
         return f"{mapping}.keys().isdisjoint({self._const(tuple(names))})"
@@ -289,10 +290,12 @@ class GuardSet:
         """An object's own ``__dict__`` lacks ``name``: a class attribute read through it is not
         shadowed (an instance attribute set later would be). One guard per object. ``native``:
         the dict as ``object.__getattribute__`` reads it, past the class's own lookup."""
+        # (the dict as a source of its own: several names read it once, as a shared subexpression)
+        where = ObjectAttrSource(source, "__dict__") if native else AttrSource(source, "__dict__")
+
         def render(names: list[str]) -> tuple[str, str]:
-            where = f"___ogetattr({source.expr()}, '__dict__')" if native else f"{source.expr()}.__dict__"
-            return (f"{', '.join(map(display, names))} not in {source.name}.__dict__", self._absent(names, where))
-        self._grow(("not in instance dict", source, native), name, GuardKind.ID_MATCH, render, source)
+            return (f"{', '.join(map(display, names))} not in {source.name}.__dict__", self._absent(names, where.expr()))
+        self._grow(("not in instance dict", source, native), name, GuardKind.ID_MATCH, render, where)
 
     def not_in_member_store(self, source: Source, store: str, name: str) -> None:
         """An ``nn.Module``'s ``store`` (``_parameters``, ``_buffers``) lacks ``name``: its

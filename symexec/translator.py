@@ -246,7 +246,10 @@ class InstructionTranslator:
         globals_source = self.globals_source
         if fn.f_globals is not self.f_globals:
             if isinstance(fn, UserFunctionVariable):
-                globals_source = AttrSource(fn.source or ConstSource.of(fn.fn), "__globals__")
+                if fn.source is None or isinstance(fn.source, ConstSource):  # (__globals__ is read-only)
+                    globals_source = ConstSource.of(fn.fn.__globals__)
+                else:
+                    globals_source = AttrSource(fn.source, "__globals__")
             else:
                 globals_source = fn.globals_source  # made by MAKE_FUNCTION in that frame
         child = InstructionTranslator(fn.code, fn.f_globals, self.output, self.config, globals_source=globals_source, parent=self)

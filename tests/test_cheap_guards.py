@@ -451,3 +451,60 @@ def test_an_edited_copy_is_read_as_edited():
     # len() of the trace's own copy read the real copy, which the trace's edits had not reached:
     # the result missed every key added while tracing.
     check_sequence(_edited_copy_read_back, [X, _Holder()], [X, _Holder()])
+
+
+# -- a method found on a class is one constant for every instance ---------------------------------
+_SCALE = 2.0
+
+
+class _Block(torch.nn.Module):
+    def forward(self, x):
+        return x * _SCALE
+
+
+class _Twice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = _Block(), _Block()
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+_TWICE = _Twice()
+
+
+def _rebind_global():
+    global _SCALE
+    _SCALE = 3.0
+
+
+def _replace_method():
+    _Block.forward = lambda self, x: x + 1
+
+
+def _instance_forward():
+    _TWICE.second.forward = lambda x: x - 1
+
+
+@pytest.mark.parametrize("change", [_rebind_global, _replace_method, _instance_forward])
+def test_a_method_shared_by_instances_is_guarded_once_and_still_retraces(change):
+    global _TWICE, _SCALE
+    _TWICE, _SCALE = _Twice(), 2.0
+    original = _Block.__dict__["forward"]
+
+    def fn(x):
+        return _TWICE(x)
+
+    try:
+        check_sequence(fn, [X], change, [X], [X])
+    finally:
+        _Block.forward, _SCALE = original, 2.0
+
+
+def test_the_globals_of_a_method_are_guarded_once_for_all_instances():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+    compiled = check_sequence(lambda x: model(x), [X])
+    # Linear.forward reads the global F of torch.nn.modules.linear: one guard, not one per layer.
+    reads_of_f = [g for g in symexec.cache_entries(compiled)[0].guards if "['F']" in g.text]
+    assert len(reads_of_f) == 1, [g.text for g in reads_of_f]

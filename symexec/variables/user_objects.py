@@ -79,7 +79,10 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
     if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
         return UserMethodVariable(_function(static.__func__, None), tx.wrap(cls, class_source))
     if isinstance(static, types.FunctionType):
-        fn = _function(static, source)
+        # The function itself, a constant: the lookup that found it is guarded (the class's MRO,
+        # the dict that holds it, the classes before it), so every instance of the class
+        # shares its reads (its globals are one dict, guarded once).
+        fn = _function(static, None)
         return fn if obj is None else UserMethodVariable(fn, obj)
     if isinstance(static, property) and obj is not None:
         if not isinstance(static.fget, types.FunctionType):
