@@ -52,6 +52,40 @@ class Guard:
         return self.text
 
 
+@dataclass(eq=False)
+class _Grown:
+    """A guard over a list of items that grows while tracing (names absent from a dict, sources
+    that must be distinct objects...), rendered once when the guards are read."""
+    kind: GuardKind
+    render_items: Callable[[list[Any]], tuple[str, str] | None]
+    source: Source | None
+    items_are_sources: bool
+    items: list[Any] = field(default_factory=list)
+    location: tuple[str | None, int | None] = (None, None)
+    _keys: set = field(default_factory=set)
+
+    def take(self, item: Any) -> bool:
+        """Add ``item``; False if it is already there (an unhashable one by identity)."""
+        try:
+            key: Any = ("hashed", item)
+            hash(item)
+        except TypeError:
+            key = ("id", id(item))
+        if key in self._keys:
+            return False
+        self._keys.add(key)
+        self.items.append(item)
+        return True
+
+    def render(self, guards: "GuardSet") -> "Guard | None":
+        rendered = self.render_items(self.items)
+        if rendered is None:
+            return None
+        text, expr = rendered
+        more = tuple(self.items) if self.items_are_sources else ()
+        return Guard(self.kind, text, expr, self.source, None, more, *self.location)
+
+
 def _literal(value: Any) -> str | None:
     """A repr that evaluates back to an equal value of the same type, or None (exact
     builtin types only: the repr of a subclass is the user's code)."""
@@ -72,16 +106,31 @@ class GuardSet:
     """The guards of one trace, deduplicated, in the order they were installed."""
 
     def __init__(self) -> None:
-        self.guards: list[Guard] = []
-        self._seen: set[tuple[GuardKind, str]] = set()
+        # Every guard in order, by (kind, expr); a guard over a growing list of items is a
+        # _Grown entry, rendered when the guards are read (each growth moves it last, as if
+        # installed again: it covers what the trace had read by then).
+        self._entries: dict[Any, Guard | _Grown] = {}
+        self._rendered: list[Guard] | None = []
         # Objects the generated function refers to: ___obj_0, ___obj_1, ...
         self.namespace: dict[str, Any] = {}
         self._object_names: dict[int, str] = {}
         self.location: tuple[str | None, int | None] = (None, None)
         # The state of each object the trace copied, as copied (builtins' copy handler).
         self.snapshots: dict[Source, Any] = {}
-        # Guards that cover a growing list of items, one guard per list: key -> (items, guard).
-        self._groups: dict[Any, tuple[list[Any], Guard | None]] = {}
+        # Guards that cover a growing list of items, one guard per list, by key.
+        self._groups: dict[Any, Any] = {}
+
+    @property
+    def guards(self) -> list[Guard]:
+        """The guards, in order (the growing ones rendered now)."""
+        if self._rendered is None:
+            rendered = []
+            for entry in self._entries.values():
+                guard = entry.render(self) if isinstance(entry, _Grown) else entry
+                if guard is not None:
+                    rendered.append(guard)
+            self._rendered = rendered
+        return self._rendered
 
     def constant(self, value: Any) -> str:
         """The name by which guard expressions refer to ``value``."""
@@ -98,29 +147,29 @@ class GuardSet:
     def add(self, kind: GuardKind, text: str, expr: str, source: Source | None = None, other: Source | None = None,
             more: tuple[Source, ...] = ()) -> None:
         key = (kind, expr)
-        if key in self._seen or (source is not None and isinstance(source.root(), PrivateObjectSource)):
+        if key in self._entries or (source is not None and isinstance(source.root(), PrivateObjectSource)):
             return  # (the trace's own objects cannot change behind its back: nothing to guard)
-        self._seen.add(key)
         filename, lineno = self.location
-        self.guards.append(Guard(kind, text, expr, source, other, more, filename, lineno))
+        self._entries[key] = Guard(kind, text, expr, source, other, more, filename, lineno)
+        self._rendered = None
 
     def _grow(self, key: Any, item: Any, kind: GuardKind, render: Callable[[list[Any]], tuple[str, str] | None],
               source: Source | None = None, items_are_sources: bool = False) -> None:
-        """Add ``item`` to the list ``key`` that one guard covers, made anew by ``render(items)``
-        -> (text, expr), or None while there is nothing to check: one check however many items
+        """Add ``item`` to the list ``key`` that one guard covers, made by ``render(items)`` ->
+        (text, expr), or None while there is nothing to check: one check however many items
         the trace adds."""
-        items, guard = self._groups.get(key, ([], None))
-        if item in items:
+        if source is not None and isinstance(source.root(), PrivateObjectSource):
             return
-        items.append(item)
-        if guard is not None:
-            self.guards.remove(guard)
-            self._seen.discard((guard.kind, guard.expr))
-        count = len(self.guards)
-        rendered = render(items)
-        if rendered is not None:
-            self.add(kind, *rendered, source, more=tuple(items) if items_are_sources else ())
-        self._groups[key] = (items, self.guards[-1] if len(self.guards) > count else None)
+        slot = ("grown", key)
+        entry = self._entries.get(slot)
+        if entry is None:
+            entry = _Grown(kind, render, source, items_are_sources)
+        if not entry.take(item):
+            return  # (already covered: it keeps its place)
+        self._entries.pop(slot, None)
+        entry.location = self.location
+        self._entries[slot] = entry
+        self._rendered = None
 
     # -- the guard kinds ------------------------------------------------------------------
     def type_match(self, source: Source, value: Any) -> None:
@@ -301,10 +350,11 @@ class GuardSet:
         """An ``nn.Module``'s ``store`` (``_parameters``, ``_buffers``) lacks ``name``: its
         ``__getattr__``, which looks there first, finds the member in a later dict. One guard
         per module and dict."""
+        where = AttrSource(source, store)  # (a source of its own: a shared subexpression)
+
         def render(names: list[str]) -> tuple[str, str]:
-            return (f"{', '.join(map(display, names))} not in {source.name}.{store}",
-                    self._absent(names, f"{source.expr()}.{store}"))
-        self._grow(("not in member store", source, store), name, GuardKind.ID_MATCH, render, source)
+            return (f"{', '.join(map(display, names))} not in {source.name}.{store}", self._absent(names, where.expr()))
+        self._grow(("not in member store", source, store), name, GuardKind.ID_MATCH, render, where)
 
     def module_attribute(self, module: types.ModuleType, name: str, value: Any) -> None:
         """``module.name`` is still ``value`` (a torch function read from torch's namespace: a
@@ -386,15 +436,36 @@ def _qualname(cls: type) -> str:
     return type.__dict__["__qualname__"].__get__(cls)
 
 
-@dataclass
 class CompiledGuards:
-    check: types.FunctionType  # same signature as the user's function -> bool
-    first_failure: types.FunctionType  # same signature -> index of the first failing guard, or -1
-    guards: list[Guard]
-    # The bare condition (no try) and the objects it names: codegen.guarded_entry splices it in
-    # front of the replacement, so that a cache hit is one call.
-    condition: types.FunctionType | None = None
-    namespace: dict[str, Any] = field(default_factory=dict)
+    """The guards of an entry as generated functions with the user's function's signature:
+    ``check`` -> bool (a guard that raises is a failed one), ``first_failure`` -> the index of
+    the first failing guard or -1, and ``condition``: the bare condition (no try) that
+    codegen.guard_prefix splices in front of the replacement so that a cache hit is one call.
+    Only ``check`` is compiled with the entry; the other two, from the same text, the first
+    time they are needed (a miss to explain, the entry's third hit): the first call of a model
+    does not pay for compiling its hundreds of guards three times."""
+
+    def __init__(self, check: types.FunctionType, guards: list[Guard], sources: dict[str, str],
+                 namespace: dict[str, Any], filename: str, fn: types.FunctionType) -> None:
+        self.check, self.guards, self.namespace = check, guards, namespace
+        self._sources, self._filename, self._fn = sources, filename, fn
+        self._compiled: dict[str, types.FunctionType] = {}
+
+    def _compile(self, name: str) -> types.FunctionType:
+        if name not in self._compiled:
+            scope = dict(self.namespace)
+            exec(compile(self._sources[name], self._filename, "exec"), scope)
+            generated = scope[name]
+            generated.__defaults__, generated.__kwdefaults__ = self._fn.__defaults__, self._fn.__kwdefaults__
+            self._compiled[name] = generated
+        return self._compiled[name]
+
+    @property
+    def condition(self) -> types.FunctionType:
+        return self._compile("___condition")
+
+    def first_failure(self, *args: Any, **kwargs: Any) -> int:
+        return self._compile("___first_failure")(*args, **kwargs)
 
 
 def signature_text(code: types.CodeType) -> str:
@@ -432,7 +503,7 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
     for guard in guards:
         for top in sources_of(guard):
             # Each mention counts (a tensor guard reads its source six times).
-            mentions = max(1, len(_code_matches(_source_pattern(top), guard.expr)))
+            mentions = max(1, len(_uses(top.expr(), guard.expr)))
             source: Any = top
             while isinstance(source, Source):
                 uses[source] = uses.get(source, 0) + mentions
@@ -464,12 +535,12 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
         for source in sources_of(guard):
             if not isinstance(getattr(source, "base", None), Source):
                 continue
-            matches = _code_matches(_source_pattern(source), expr)
-            if matches:
+            spans = _uses(source.expr(), expr)
+            if spans:
                 rendered = render(source)
                 reuse = names.get(source, rendered)
-                for i, match in reversed(list(enumerate(matches))):
-                    expr = expr[: match.start()] + (reuse if i else rendered) + expr[match.end():]
+                for i, (start, end) in reversed(list(enumerate(spans))):
+                    expr = expr[:start] + (reuse if i else rendered) + expr[end:]
         exprs.append(expr)
     return _shared_size_calls(exprs)
 
@@ -479,8 +550,27 @@ def _shared_subexpressions(guards: list[Guard]) -> list[str]:
 _STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'" r'|"(?:[^"\\]|\\.)*"', re.S)
 
 
-def _source_pattern(source: Source) -> re.Pattern:
-    return re.compile(r"(?<![A-Za-z0-9_.])" + re.escape(source.expr()) + r"(?![A-Za-z0-9_])")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _uses(text: str, expr: str) -> list[tuple[int, int]]:
+    """Where the source expression ``text`` is used in ``expr``: not inside a longer name or
+    after a dot, and not in a string literal (found with ``str.find``: a regex per source
+    compiled per trace cost more than the rest of compiling the guards)."""
+    spans, start = [], expr.find(text)
+    literals = None
+    while start >= 0:
+        end = start + len(text)
+        if (start == 0 or (expr[start - 1] not in _NAME_CHARS and expr[start - 1] != ".")) and \
+                (end == len(expr) or expr[end] not in _NAME_CHARS):
+            if literals is None:
+                literals = [m.span() for m in _STRING_LITERAL.finditer(expr)] if ("'" in expr or '"' in expr) else []
+            if not any(a <= start < b for a, b in literals):
+                spans.append((start, end))
+                start = expr.find(text, end)
+                continue
+        start = expr.find(text, start + 1)
+    return spans
 
 
 def _code_matches(pattern: re.Pattern, expr: str) -> list[re.Match]:
@@ -543,23 +633,18 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
     params = signature_text(fn.__code__)
     shared = _shared_subexpressions(guards)
     condition = " and ".join(f"({e})" for e in shared) or "True"
-    checks = "".join(f"        if not ({g.expr}): return {i}\n" for i, g in enumerate(guards))
-    source = (
-        f"def ___guard({params}):\n"
-        f"    try:\n        return {condition}\n    except Exception:\n        return False\n"
-        f"def ___condition({params}):\n"
-        f"    return {condition}\n"
+    # (___i kept current, so that a guard that raises is the one reported)
+    checks = "".join(f"        ___i += 1\n        if not ({g.expr}): return {i}\n" for i, g in enumerate(guards))
+    check_source = f"def ___guard({params}):\n    try:\n        return {condition}\n    except Exception:\n        return False\n"
+    failure_source = (
         f"def ___first_failure({params}):\n"
-        f"    ___i = 0\n"
+        f"    ___i = -1\n"
         f"    try:\n{checks or '        pass'}\n"
         f"    except Exception:\n        return ___i\n"
         f"    return -1\n"
     )
-    if checks:
-        # Keep ___i current so that a guard that raises is the one reported.
-        source = source.replace("        if not (", "        ___i += 1\n        if not (").replace(
-            "    ___i = 0", "    ___i = -1"
-        )
+    sources = {"___condition": f"def ___condition({params}):\n    return {condition}\n", "___first_failure": failure_source}
+    source = check_source + sources["___condition"] + failure_source
     namespace: dict[str, Any] = {
         "___G": fn.__globals__,
         "___B": fn.__globals__.get("__builtins__", __builtins__),
@@ -576,9 +661,8 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
     }
     if isinstance(namespace["___B"], types.ModuleType):
         namespace["___B"] = namespace["___B"].__dict__
-    exec(compile(source, f"<symexec guards of {fn.__qualname__}>", "exec"), namespace)
-    check, first_failure = namespace["___guard"], namespace["___first_failure"]
-    for generated in (check, first_failure):
-        generated.__defaults__ = fn.__defaults__
-        generated.__kwdefaults__ = fn.__kwdefaults__
-    return CompiledGuards(check, first_failure, list(guards), namespace.pop("___condition"), namespace)
+    filename = f"<symexec guards of {fn.__qualname__}>"
+    exec(compile(check_source, filename, "exec"), namespace)
+    check = namespace.pop("___guard")
+    check.__defaults__, check.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
+    return CompiledGuards(check, list(guards), sources, namespace, filename, fn)
