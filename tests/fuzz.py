@@ -589,6 +589,64 @@ def fn(x, m):
           "model.register_forward_hook(hook)", "model.layers.append(mk_linear(3, 3, 2))"],
     observe=["model"])
 
+template("module_members", "members read from a module's dicts: shadowed, registered, reordered; absent names", """
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = mk_linear(3, 3, 0)
+        self.register_buffer("scale", torch.full((3,), 2.0))
+        self.seq = nn.Sequential(nn.Tanh(), nn.Sigmoid())
+    def forward(self, x):
+        y = self.seq[1](self.lin(x)) * self.scale + self.seq[0](x)
+        if hasattr(self, "extra"):
+            y = y + 1
+        return y
+model = M()
+""" + """
+def fn(x, m):
+    return m(x)
+""", args(tensors(shapes=((2, 3),)), st.just(Ref("model"))),
+    muts=["model.lin.__dict__['weight'] = torch.zeros(3, 3)", "model.lin.__dict__.pop('weight', None)",
+          "model._parameters['scale'] = nn.Parameter(torch.full((3,), 3.0))",
+          "model.register_buffer('extra', torch.ones(1))", "model.extra = 1", "M.extra = 2",
+          "model.seq._modules['0'] = model.seq._modules.pop('0')", "model.lin = mk_linear(3, 3, 4)"],
+    observe=["model"])
+
+template("mapped_config", "a class whose Python __getattribute__ maps names (a config)", """
+class Base:
+    attribute_map = {"hidden": "n_embd"}
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+class Cfg(Base):
+    def __init__(self):
+        self.n_embd = 3
+        self.flag = True
+cfg = Cfg()
+def fn(x, c):
+    return x * c.hidden + getattr(c, "missing", 5) + hasattr(c, "other") + (1 if c.flag else 0)
+""", args(X, st.just(Ref("cfg"))),
+    muts=["cfg.n_embd = 4", "Base.attribute_map = {'hidden': 'flag'}", "cfg.missing = 7", "Cfg.other = 1",
+          "del cfg.flag; Cfg.flag = False", "Cfg.__getattribute__ = lambda self, k: object.__getattribute__(self, k)"],
+    observe=["cfg"])
+
+template("copied_object", "an object deep-copied while tracing, edited, returned or dropped", """
+import copy
+class Holder:
+    def __init__(self):
+        self.settings = {"a": 1}
+        self.slot = 2
+holder = Holder()
+def fn(x, h):
+    mine = copy.deepcopy(h)
+    mine.settings["b"] = mine.slot
+    mine.slot = 3
+    return x + len(mine.settings) + h.slot, mine.settings
+""", args(X, st.just(Ref("holder"))),
+    muts=["holder.slot = 5", "holder.settings['c'] = 1", "holder.settings = {'z': True}", "holder.extra = 1"],
+    observe=["holder"])
+
 # functions and globals -----------------------------------------------------------------------
 template("defaults_changed", "a function's __defaults__/__kwdefaults__ changed", """
 def g(x, k=2, *, j=1):

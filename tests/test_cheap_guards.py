@@ -387,7 +387,7 @@ def test_getattribute_with_effects_or_its_own_errors_behaves_as_eager():
 class _Holder:
     def __init__(self):
         self.settings = {"a": 1}
-        self.slot = None
+        self.slot = 2
 
 
 def _copy_edited_and_returned(x, holder):
@@ -508,3 +508,27 @@ def test_the_globals_of_a_method_are_guarded_once_for_all_instances():
     # Linear.forward reads the global F of torch.nn.modules.linear: one guard, not one per layer.
     reads_of_f = [g for g in symexec.cache_entries(compiled)[0].guards if "['F']" in g.text]
     assert len(reads_of_f) == 1, [g.text for g in reads_of_f]
+
+
+def _copy_read_then_rebound(x, holder):
+    import copy
+
+    mine = copy.deepcopy(holder)
+    mine.settings["b"] = mine.slot  # the value 2 (a constant read from the copy)...
+    mine.slot = 3  # ...before the copy's attribute is rebound
+    return x + len(mine.settings), mine.settings
+
+
+def _copy_container_read_then_rebound(x, holder):
+    import copy
+
+    mine = copy.deepcopy(holder)
+    settings = mine.settings
+    mine.settings = {"z": 0}
+    return x + 1, settings, mine.settings
+
+
+@pytest.mark.parametrize("fn", [_copy_read_then_rebound, _copy_container_read_then_rebound])
+def test_a_value_read_from_a_copy_survives_the_copy_changing(fn):
+    # (found by the fuzzer: the dict held 3, re-read from the copy after its change)
+    check_sequence(fn, [X, _Holder()], [X, _Holder()])

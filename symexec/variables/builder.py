@@ -62,6 +62,10 @@ class VariableBuilder:
     def __call__(self, value: Any, source: Source | None) -> VariableTracker:
         output = self.output
         cache = output.input_trackers
+        if source is not None and is_literal(value) and isinstance(source.root(), PrivateObjectSource):
+            # A constant read from the trace's own copy is that constant: the copy may be
+            # changed for real later in the trace, and re-reading it would see the change.
+            source = None
         if source is not None and source in cache:
             return cache[source]
         mutable = isinstance(value, (list, dict)) or not isinstance(value, _VALUE_TYPES) and type(value).__module__ != "torch"

@@ -353,6 +353,9 @@ class UserDefinedObjectVariable(ObjectVariableBase):
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
         if isinstance(self.source, PrivateObjectSource):  # the trace's own object: change it now
+            read = tx.output.input_trackers.get(AttrSource(self.source, name))
+            if read is not None:  # (a constant read is held as its value; anything else by where it was)
+                raise Unsupported(f"rebinding {name!r} of {self.describe()} after the trace read it")
             if value is None:
                 delattr(self.value, name)
             else:
