@@ -1,6 +1,6 @@
 """First-call (compile) time: symexec vs torch.compile(backend="eager").
 
-    python benchmarks/compile_time.py [--repeats 5]
+    python benchmarks/compile_time.py [--repeats 5] [--threads 1]
 
 A first call traces the function, builds its guards and replacement code, and hands the graph
 to the eager backend. Both systems are warmed up first (each compiles an unrelated function),
@@ -8,6 +8,10 @@ then every repeat, for each workload, empties both caches (symexec.reset(),
 torch._dynamo.reset()), wraps the function afresh and times its first call, alternating the
 two systems. The figure reported is the median over repeats; the target is a
 symexec / torch.compile ratio of at most 0.25.
+
+Torch runs single-threaded by default (--threads), as in models.py: the first call also runs
+the graph once, and on a small machine with any other load an OpenMP pool makes a tiny
+matmul's time jump by 10-100x from one call to the next.
 """
 
 import argparse
@@ -46,8 +50,10 @@ def first_call_ms(system, workload):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     options = parser.parse_args()
     print(environment(), flush=True)
+    torch.set_num_threads(options.threads)
 
     for system in SYSTEMS:
         first_call_ms(system, UNRELATED)
@@ -66,7 +72,7 @@ def main():
     symexec.reset()
     torch._dynamo.reset()
 
-    print(f"first call, median of {options.repeats} repeats")
+    print(f"{torch.get_num_threads()} threads; first call, median of {options.repeats} repeats")
     header = f"{'workload':<24}{'symexec':>11}{'t.compile':>12}{'ratio':>8}"
     print(header)
     print("-" * len(header))

@@ -21,12 +21,19 @@ every repeat, for each model, empties both caches (symexec.reset(), torch._dynam
 wraps the model afresh and times its first call (trace + eager backend), alternating the two
 systems; the median over repeats is reported. Target: symexec / torch.compile <= 0.5.
 
+Recompile: in the same repeat, right after that first call, the same wrapper is called at a
+new sequence length (8 instead of 16; the second of the 25's sizes; a new batch size, 3, for
+the MLP and the CNN, which have no sequence): automatic dynamic makes both systems retrace with
+symbolic sizes, and that call is timed. Target: symexec / torch.compile <= 0.5 (median), no
+model above 1.0.
+
 Per call: a cache hit of each wrapper and of the eager model, interleaved like overhead.py:
 every round times `calls` calls of each in turn (the order rotates each round), `calls` chosen
 so that a round of eager takes about --round-ms; the median over rounds is reported.
 
 Every compiled output is compared with eager's (every tensor, HF ModelOutputs and caches
-included), and symexec's cache is checked for a single graph without fallback or break.
+included), the recompile's too, and symexec's cache is checked for a single graph without
+fallback or break (two after the recompile).
 
 Torch runs single-threaded by default (--threads): the models are tiny, so intra-op threads
 gain nothing, and on a small machine with any other load an OpenMP pool makes eager's own
@@ -149,6 +156,30 @@ def _hf25(name):
     return model, args, kwargs
 
 
+# The recompile's inputs: the benchmark's with a new length in one dimension of every tensor
+# (the sequence, or the batch where there is none), fresh values of the same kind.
+NEW_LENGTH = {"gpt2": (1, SIZES[1]), "bert": (1, SIZES[1]), "llama": (1, SIZES[1]), "t5": (1, SIZES[1]),
+              "encoder": (1, SIZES[1]), "mlp": (0, 3), "cnn": (0, 3)}
+
+
+def new_length_inputs(name, args, kwargs):
+    """(args, kwargs) at a new sequence length (or batch size) for the recompile column."""
+    if name in HF25:
+        return build_hf25(name)[1](sizes_of(name)[1])
+    dim, length = NEW_LENGTH[name]
+
+    def resized(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        shape = list(value.shape)
+        shape[dim] = length
+        if value.is_floating_point():
+            return torch.randn(shape, dtype=value.dtype)
+        return torch.randint(0, 100, shape, dtype=value.dtype)
+
+    return tuple(resized(a) for a in args), {k: resized(v) for k, v in kwargs.items()}
+
+
 MODELS = {
     "gpt2": lambda: _hf("gpt2"),
     "bert": lambda: _hf("bert"),
@@ -175,6 +206,19 @@ def symexec_problems(compiled):
     return problems
 
 
+def recompile_problems(compiled):
+    """After the call at a new length: two entries (the first call's and the dynamic one), no
+    fallback, no break."""
+    entries = symexec.cache_entries(compiled)
+    problems = [] if len(entries) == 2 else [f"{len(entries)} cache entries (expected 2)"]
+    for entry in entries:
+        if entry.fallback_reason is not None:
+            problems.append(f"fallback: {entry.fallback_reason}")
+        elif entry.break_reason is not None:
+            problems.append(f"graph break: {str(entry.break_reason).splitlines()[0]}")
+    return problems
+
+
 # ---------------------------------------------------------------------------------------------
 # Timing.
 
@@ -183,10 +227,16 @@ def first_call_ms(system, model, args, kwargs):
     reset, wrap = SYSTEMS[system]
     reset()
     compiled = wrap(model)
+    ms, result = call_ms(compiled, args, kwargs)
+    return ms, compiled, result
+
+
+def call_ms(fn, args, kwargs):
+    """Time one call; return (ms, result)."""
     start = time.perf_counter()
-    result = compiled(*args, **kwargs)
+    result = fn(*args, **kwargs)
     elapsed = time.perf_counter() - start
-    return elapsed * 1e3, compiled, result
+    return elapsed * 1e3, result
 
 
 def time_per_call_us(fn, args, kwargs, calls):
@@ -343,7 +393,10 @@ def timing_table(names, options):
         for name in names:
             model, args, kwargs = MODELS[name]()
             expected = model(*args, **kwargs)
+            new_args, new_kwargs = new_length_inputs(name, args, kwargs)
+            new_expected = model(*new_args, **new_kwargs)
             firsts = {system: [] for system in SYSTEMS}
+            recompiles = {system: [] for system in SYSTEMS}
             try:
                 for repeat in range(options.repeats):
                     systems = list(SYSTEMS) if repeat % 2 == 0 else list(reversed(SYSTEMS))
@@ -355,37 +408,54 @@ def timing_table(names, options):
                                       for d in differences(result, expected)]
                             if system == "symexec":
                                 notes += [f"{name}: symexec: {p}" for p in symexec_problems(compiled)]
+                        ms, result = call_ms(compiled, new_args, new_kwargs)
+                        recompiles[system].append(ms)
+                        if repeat == 0:
+                            notes += [f"{name}: {system} (recompile) output differs from eager: {d}"
+                                      for d in differences(result, new_expected)]
+                            if system == "symexec":
+                                notes += [f"{name}: symexec after the recompile: {p}"
+                                          for p in recompile_problems(compiled)]
                 symexec.reset()
                 torch._dynamo.reset()
                 us, calls = per_call_us(model, args, kwargs, options.rounds, options.round_ms, notes, name)
             except Exception as error:  # report and go on with the other models
                 notes.append(f"{name}: {type(error).__name__}: {error}")
-                rows.append((name, None, None))
+                rows.append((name, None, None, None))
                 continue
             finally:
                 symexec.reset()
                 torch._dynamo.reset()
-            rows.append((name, {s: statistics.median(t) for s, t in firsts.items()}, us))
+            rows.append((name, {s: statistics.median(t) for s, t in firsts.items()}, us,
+                         {s: statistics.median(t) for s, t in recompiles.items()}))
 
-    print(f"{torch.get_num_threads()} threads; first call: median of {options.repeats} repeats; "
+    print(f"{torch.get_num_threads()} threads; first call and recompile: median of {options.repeats} repeats; "
           f"per call: median of {options.rounds} rounds")
     width = max(9, *(len(n) + 1 for n in names))
     header = (f"{'model':<{width}}{'1st symexec':>13}{'1st t.comp':>12}{'ratio':>7}"
+              f"{'rc symexec':>12}{'rc t.comp':>11}{'ratio':>7}"
               f"{'eager':>10}{'symexec':>10}{'t.comp':>10}"
               f"{'sym/eager':>11}{'tc/eager':>10}{'sym/tc':>8}")
     print(header)
     print("-" * len(header))
-    for name, ms, us in rows:
+    recompile_ratios = []
+    for name, ms, us, rc in rows:
         if ms is None:
             print(f"{name:<{width}}  failed (see WARNING below)")
             continue
         ours, theirs = ms["symexec"], ms["torch.compile"]
+        rc_ours, rc_theirs = rc["symexec"], rc["torch.compile"]
+        recompile_ratios.append(rc_ours / rc_theirs)
         eager, sym, tc = us["eager"], us["symexec"], us["torch.compile"]
         print(f"{name:<{width}}{ours:>11.1f}ms{theirs:>10.1f}ms{ours / theirs:>7.2f}"
+              f"{rc_ours:>10.1f}ms{rc_theirs:>9.1f}ms{rc_ours / rc_theirs:>7.2f}"
               f"{eager:>8.1f}us{sym:>8.1f}us{tc:>8.1f}us"
               f"{sym / eager:>11.2f}{tc / eager:>10.2f}{sym / tc:>8.2f}")
-    print("(ratio = first call symexec / torch.compile, target <= 0.5; "
-          "sym/eager, tc/eager, sym/tc = ratios of the times per call)")
+    if recompile_ratios:
+        print(f"recompile ratio: median {statistics.median(recompile_ratios):.2f}, "
+              f"max {max(recompile_ratios):.2f}")
+    print("(ratio = first call, then recompile at a new sequence length (rc), symexec / torch.compile, "
+          "target <= 0.5; sym/eager, tc/eager, sym/tc = ratios of the times per call)")
     for note in notes:
         print("WARNING:", note)
 

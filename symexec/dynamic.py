@@ -5,8 +5,10 @@ Per compiled function, a ``FrameState`` remembers the value each int input and e
 dimension had in the traces so far, keyed by source. In automatic mode (``dynamic=None``) a
 value starts specialised; a later trace that sees it changed marks it dynamic for good, and
 that trace and the ones after it make it a ``torch.SymInt`` (an int input) or a ShapeEnv
-symbol (a tensor dimension). The ShapeEnv still specialises sizes and ints equal to 0 or 1,
-as torch.compile does.
+symbol of its own (a tensor dimension). With ``dynamic=True`` the other dimensions are symbols
+too, duck-sized as under torch.compile: sizes of one value share a symbol (fewer symbols, fewer
+relations for the ShapeEnv to prove), and the shape guards check that they are still equal.
+The ShapeEnv still specialises sizes and ints equal to 0 or 1, as torch.compile does.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.fx.experimental.symbolic_shapes import DimDynamic
 
 from .source import Source
 
@@ -51,8 +54,11 @@ class DynamicPolicy:
         self.state.ints[name] = DYNAMIC if changed else value
         return changed or (self.mode is True and type(value) is int)
 
-    def dynamic_dims(self, source: Source, tensor: torch.Tensor) -> list[bool]:
-        """For each dimension of an input tensor: trace it as a symbol?"""
+    def dynamic_dims(self, source: Source, tensor: torch.Tensor) -> list[DimDynamic]:
+        """For each dimension of an input tensor: ``STATIC`` (specialised), ``DYNAMIC`` (a
+        symbol of its own: seen changing, or marked) or ``DUCK`` (``dynamic=True`` alone: a
+        symbol shared with every other such size of the same value, as torch.compile does;
+        the ShapeEnv guards the sizes that share one to stay equal)."""
         size = list(tensor.size())
         marked = getattr(tensor, "_symexec_dynamic_dims", set())
         static = getattr(tensor, "_symexec_static_dims", set())
@@ -65,9 +71,11 @@ class DynamicPolicy:
             merged = [DYNAMIC if c else new for c, new in zip(changed, size)]
         self.state.sizes[source.name] = merged
         if self.mode is False:
-            return [False] * len(size)
+            return [DimDynamic.STATIC] * len(size)
         return [
-            i not in static and (self.mode is True or changed[i] or i in marked)
+            DimDynamic.STATIC if i in static else
+            DimDynamic.DYNAMIC if changed[i] or i in marked else
+            DimDynamic.DUCK if self.mode is True else DimDynamic.STATIC
             for i in range(len(size))
         ]
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch._dispatch.python import enable_python_dispatcher
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext, free_unbacked_symbols
+from torch.utils._stats import simple_call_counter
 
 from .dynamic import DynamicPolicy, FrameState
 from .exc import Unsupported
@@ -43,11 +44,13 @@ _PURE_TARGETS = frozenset({"size", "numel", "dim", "stride", "storage_offset"})
 
 
 def _same(a: Any, b: Any) -> bool:
-    """The same sizes (or strides, or offset), comparing symbolic ones by identity: ``==`` on
-    them would add a guard."""
+    """The same sizes (or strides, or offset), comparing symbolic ones by their node (each read
+    of a size makes a new ``SymInt`` around the same node): ``==`` on them would add a guard."""
     if isinstance(a, tuple) or isinstance(b, tuple):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a is b or (type(a) is int and type(b) is int and a == b)
+    if type(a) is int or type(b) is int:
+        return type(a) is type(b) and a == b
+    return a is b or a.node is b.node
 
 
 class OutputGraph:
@@ -62,6 +65,8 @@ class OutputGraph:
         # about those, whatever an in-place resize_ or transpose_ made of it since).
         self._as_given: dict[int, tuple] = {}
         self.fake_mode = FakeTensorMode(shape_env=self.shape_env, allow_non_fake_inputs=False)
+        self.fake_memo = FakeMemo(self.fake_mode)
+        self._dispatch_cache = self.fake_mode.cache_enabled  # as torch's config has it
         self.inputs: list[GraphInput] = []
         self.input_trackers: dict[Source, Any] = {}  # the builder's memo: one tracker per source
         self.objects_by_id: dict[int, tuple[Any, Any]] = {}  # mutable inputs reached through several sources: (object, tracker)
@@ -82,6 +87,7 @@ class OutputGraph:
         self.objects_by_id.clear()
         self.real_cells.clear()
         self._tensors_by_id.clear()
+        self.fake_memo.known.clear()
         self.side_effects = SideEffects()
         for tx in self.translators:
             tx.release()
@@ -99,11 +105,12 @@ class OutputGraph:
             raise Unsupported(f"a {value.layout} tensor" if value.layout is not torch.strided else
                               f"a {'quantized' if value.is_quantized else 'nested'} tensor")
         dims = self.policy.dynamic_dims(source, value)
-        if any(dims):
-            context = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC if d else DimDynamic.STATIC for d in dims])
+        if any(d is not DimDynamic.STATIC for d in dims):
+            context = StatelessSymbolicContext(dynamic_sizes=dims)
             fake = self.fake_mode.from_tensor(value, source=source, symbolic_context=context)
             static = [isinstance(s, int) for s in fake.size()]
             self.guards.tensor_match(source, value, static_dims=tuple(static))
+            self._symbolic_trace()
             self.symbolic_inputs.append((fake, source))
             self._as_given[id(fake)] = (fake.size(), fake.stride(), fake.storage_offset())
         else:
@@ -130,6 +137,7 @@ class OutputGraph:
         if not isinstance(sym, torch.SymInt):
             return None
         self.guards.type_match(source, value)
+        self._symbolic_trace()
         self.symbolic_inputs.append((sym, source))
         return SymNodeVariable(self._placeholder(source, sym, value), sym, source)
 
@@ -144,10 +152,20 @@ class OutputGraph:
             return None
         self.guards.type_match(source, value)
         self.guards.add(GuardKind.EQUALS_MATCH, f"math.isfinite({source.name})", f"math.isfinite({source.expr()})", source)
+        self._symbolic_trace()
         self.symbolic_inputs.append((sym, source))
         var = SymNodeVariable(self._placeholder(source, sym, value), sym, source)
         var.guards = self.guards  # specialising it guards its exact value (-0.0 and 0.0 differ)
         return var
+
+    def _symbolic_trace(self) -> None:
+        """The trace has symbols: the fake mode's dispatch cache is kept on this trace's own
+        ShapeEnv, so it would mostly miss, and making each entry (it rebuilds the output from
+        the entry to check it) costs about as much as the op's meta function itself. The
+        trace's own memo takes its place (a static trace keeps torch's cache, which lives
+        across traces)."""
+        self.fake_mode.cache_enabled = False
+        self.fake_memo.enabled = True
 
     def _placeholder(self, source: Source, example: Any, real: Any) -> torch.fx.Node:
         if self._last_placeholder is None:
@@ -221,13 +239,35 @@ class OutputGraph:
 
     def _run_fake(self, op: str, target: Any, args: tuple, kwargs: dict) -> Any:
         fake_args, fake_kwargs = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["example_value"])
-        # Torch's Python dispatcher, as under torch.compile: ops whose meta functions are
-        # written in Python for symbolic sizes (expand in addbmm, interpolate's output size)
-        # reach them only through it.
-        with self.fake_mode, enable_python_dispatcher():
-            if op == "call_method":
-                return getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
-            return target(*fake_args, **fake_kwargs)
+        key = None
+        if self.fake_memo.enabled and not self.active_contexts:
+            key = self.fake_memo.key(op, target, fake_args, fake_kwargs)
+        if key is not None:
+            known = self.fake_memo.get(key)
+            if known is not None:
+                return known
+        # A symbolic trace runs without torch's dispatch cache (_symbolic_trace), except an
+        # operation seen decomposing into hundreds of inner ops, which repeat.
+        many = self.fake_memo.enabled and self._dispatch_cache and _decomposes_into_many(op, target)
+        dispatches = simple_call_counter.get(_DISPATCH_COUNTER, 0)
+        self.fake_mode.cache_enabled = self.fake_mode.cache_enabled or many
+        try:
+            # Torch's Python dispatcher, as under torch.compile: ops whose meta functions are
+            # written in Python for symbolic sizes (expand in addbmm, interpolate's output size)
+            # reach them only through it.
+            with self.fake_mode, enable_python_dispatcher():
+                if op == "call_method":
+                    result = getattr(fake_args[0], target)(*fake_args[1:], **fake_kwargs)
+                else:
+                    result = target(*fake_args, **fake_kwargs)
+        finally:
+            if many:
+                self.fake_mode.cache_enabled = False
+        if simple_call_counter.get(_DISPATCH_COUNTER, 0) - dispatches > _MANY_DISPATCHES:
+            _note_many(op, target)
+        if key is not None:
+            self.fake_memo.remember(key, result)
+        return result
 
     def name_value(self, value: Any, name: str) -> None:
         """Name the node of a freshly computed tensor after the local it is first stored in."""
@@ -285,6 +325,128 @@ class OutputGraph:
         target = node.target
         return target in _PURE_TARGETS or (getattr(target, "__module__", None) in ("_operator", "operator")
                                           and not getattr(target, "__name__", "").startswith(("i", "set", "del")))
+
+
+# Operations whose fake run dispatched more than _MANY_DISPATCHES inner ops (interpolate's
+# bicubic decomposition: about a thousand, where linear or layer_norm make some twenty), by
+# (op, target), for the process: torch's dispatch cache serves their repeated inner ops. Counted
+# by torch's own counter of fake dispatches; without it nothing is noted.
+_DISPATCH_COUNTER = "FakeTensorMode.__torch_dispatch__"
+_MANY_DISPATCHES = 200
+_DECOMPOSING: set = set()
+
+
+def _decomposes_into_many(op: str, target: Any) -> bool:
+    try:
+        return (op, target) in _DECOMPOSING
+    except TypeError:  # an unhashable target
+        return False
+
+
+def _note_many(op: str, target: Any) -> None:
+    try:
+        _DECOMPOSING.add((op, target))
+    except TypeError:
+        pass
+
+
+class FakeMemo:
+    """The fake results of one symbolic trace's operations, by what they depend on: an operation
+    run again on tensors of the same metadata (the second layer of a model, q/k/v projections of
+    one input) makes a new tensor of the remembered metadata instead of running the op's meta
+    function again (a symbolic ``linear`` or ``layer_norm`` costs milliseconds of sympy; torch's
+    own dispatch cache is off on these traces, see ``_symbolic_trace``).
+
+    Only what is decided by the metadata alone is remembered: the arguments are fake tensors of
+    this mode (dtype, device, requires_grad, symbolic sizes, strides and offset, conj/neg bits),
+    symbolic numbers (their expressions) and plain constants; the result is one fresh tensor (or a
+    view of one) that does not require grad, shares no input's storage (an in-place op, ``out=``,
+    ``detach``) and has no unbacked size (a data-dependent one). The guards the first run added
+    hold for the second: the ShapeEnv already has them. Grad mode is part of the key; traces
+    inside an autocast block the trace entered skip the memo."""
+
+    def __init__(self, fake_mode: FakeTensorMode) -> None:
+        self.fake_mode = fake_mode
+        self.known: dict[Any, tuple] = {}
+        self.enabled = False  # on symbolic traces (OutputGraph._symbolic_trace)
+
+    def key(self, op: str, target: Any, args: tuple, kwargs: dict) -> Any:
+        """The key of a call on fake values, with its fake tensors; None if it cannot have one
+        (no tensor among the arguments, or an argument a key cannot capture)."""
+        tensors: list[FakeTensor] = []
+        try:
+            parts = (op, target, torch.is_grad_enabled(), _memo_key(args, tensors, self.fake_mode),
+                     _memo_key(tuple(sorted(kwargs.items())), tensors, self.fake_mode))
+            hash(parts)
+        except _NotMemoizable:
+            return None
+        except TypeError:  # an unhashable target or constant
+            return None
+        return (parts, tuple(tensors)) if tensors else None
+
+    def get(self, key: Any) -> torch.Tensor | None:
+        known = self.known.get(key[0])
+        if known is None:
+            return None
+        dtype, device, base, view = known
+        with self.fake_mode:
+            fresh = torch.empty_strided(*base, dtype=dtype, device=device)
+            return fresh if view is None else fresh.as_strided(*view)
+
+    def remember(self, key: Any, result: Any) -> None:
+        """Remember ``result`` if it is one fresh tensor, or a view of one (``linear`` of a 3-d
+        input is a view of its 2-d matmul, in eager as here): made again the same way."""
+        parts, inputs = key
+        base = result._base if type(result) is FakeTensor and result._is_view() else result
+        if (type(result) is not FakeTensor or type(base) is not FakeTensor or base._is_view()
+                or base.dtype != result.dtype or base.device != result.device
+                or any(t.fake_mode is not self.fake_mode or t.requires_grad or t.layout is not torch.strided
+                       or t.constant is not None or t.is_conj() or t.is_neg() for t in (result, base))
+                or base.storage_offset() != 0 or any(torch._C._is_alias_of(result, t) for t in inputs)
+                or self._unbacked_possible() and (free_unbacked_symbols(result) or free_unbacked_symbols(base))):
+            return
+        view = None if base is result else (result.size(), result.stride(), result.storage_offset())
+        self.known[parts] = (result.dtype, result.device, (base.size(), base.stride()), view)
+
+    def _unbacked_possible(self) -> bool:
+        """Whether the trace has made a data-dependent (unbacked) symbol yet: every one is
+        numbered by these counters (checking a result's symbols costs more than the op)."""
+        env = self.fake_mode.shape_env
+        return env is None or bool(env.unbacked_symint_counter or env.unbacked_symfloat_counter)
+
+
+class _NotMemoizable(Exception):
+    """An argument whose effect on an operation's result is not captured by a key."""
+
+
+_MEMO_CONSTANTS = (int, float, bool, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format,
+                   type(Ellipsis))
+
+
+def _memo_key(value: Any, tensors: list, fake_mode: FakeTensorMode) -> Any:
+    """What ``value`` contributes to an operation's fake result (collecting its fake tensors)."""
+    kind = type(value)
+    if kind in _MEMO_CONSTANTS:
+        return kind, value
+    if kind is FakeTensor:
+        if value.fake_mode is not fake_mode or value.constant is not None or value.layout is not torch.strided:
+            raise _NotMemoizable
+        tensors.append(value)
+        return ("tensor", value.dtype, value.device, value.requires_grad, _exprs(value.size()),
+                _exprs(value.stride()), _exprs(value.storage_offset()), value.is_conj(), value.is_neg())
+    if kind in (torch.SymInt, torch.SymFloat, torch.SymBool):
+        return kind, value.node.expr
+    if kind in (tuple, list, torch.Size):
+        return kind, tuple(_memo_key(v, tensors, fake_mode) for v in value)
+    if kind is slice:
+        return kind, _memo_key((value.start, value.stop, value.step), tensors, fake_mode)
+    raise _NotMemoizable
+
+
+def _exprs(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(_exprs(v) for v in value)
+    return value.node.expr if isinstance(value, torch.SymInt) else value
 
 
 def _source_text(source: Any) -> str:
