@@ -574,7 +574,10 @@ def _uses(text: str, expr: str) -> list[tuple[int, int]]:
 
 
 def _code_matches(pattern: re.Pattern, expr: str) -> list[re.Match]:
-    """The matches of ``pattern`` in ``expr`` that start outside its string literals."""
+    """The matches of ``pattern`` (a size or stride call) in ``expr`` that start outside its
+    string literals."""
+    if ".size()" not in expr and ".stride()" not in expr:
+        return []
     literals = [m.span() for m in _STRING_LITERAL.finditer(expr)] if ("'" in expr or '"' in expr) else []
     return [m for m in pattern.finditer(expr) if not any(a <= m.start() < b for a, b in literals)]
 

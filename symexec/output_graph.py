@@ -69,6 +69,9 @@ class OutputGraph:
         self._dispatch_cache = self.fake_mode.cache_enabled  # as torch's config has it
         self.inputs: list[GraphInput] = []
         self.input_trackers: dict[Source, Any] = {}  # the builder's memo: one tracker per source
+        # Reads through a class's Python __getattribute__, traced: (object id, name, side-effect
+        # version) -> the tracker (or AttributeMissing) found (user_objects._through_getattribute).
+        self.getattribute_memo: dict[tuple, Any] = {}
         self.objects_by_id: dict[int, tuple[Any, Any]] = {}  # mutable inputs reached through several sources: (object, tracker)
         self.real_cells: dict[int, Any] = {}  # closure cells met while tracing, one tracker each
         self.side_effects = SideEffects()
@@ -85,6 +88,7 @@ class OutputGraph:
         keeps (the graph, its examples' metadata) does not need them."""
         self.input_trackers.clear()
         self.objects_by_id.clear()
+        self.getattribute_memo.clear()
         self.real_cells.clear()
         self._tensors_by_id.clear()
         self.fake_memo.known.clear()

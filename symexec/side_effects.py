@@ -26,6 +26,9 @@ class SideEffects:
         self.attributes: dict[tuple[int, str], tuple[VariableTracker, str, Any]] = {}
         self.globals: dict[str, VariableTracker] = {}
         self.cells: dict[int, tuple[Any, VariableTracker]] = {}
+        # Counts every change the trace makes (to any object, the trace's own copies too): what
+        # was read before the count moved may read otherwise now.
+        self.version = 0
 
     def __bool__(self) -> bool:
         return bool(self.containers or self.attributes or self.globals or self.cells)
@@ -33,10 +36,12 @@ class SideEffects:
     # -- recording -------------------------------------------------------------------------------
     def mutate(self, var: VariableTracker) -> None:
         """``var`` (a list, a dict) changed its contents; pre-existing ones are replayed."""
+        self.version += 1
         if var.source is not None:
             self.containers.setdefault(id(var), var)
 
     def store_attr(self, obj: VariableTracker, name: str, value: Any) -> None:
+        self.version += 1
         if obj.source is None:
             raise Unsupported(f"setting attribute {name!r} of {obj.describe()} created while tracing")
         self.attributes.pop((id(obj), name), None)  # re-insert: the latest write goes last
@@ -48,10 +53,12 @@ class SideEffects:
         return None if entry is None else entry[2]
 
     def store_global(self, name: str, value: VariableTracker) -> None:
+        self.version += 1
         self.globals.pop(name, None)
         self.globals[name] = value
 
     def store_cell(self, cell: Any, value: VariableTracker) -> None:
+        self.version += 1
         self.cells.pop(id(cell), None)
         self.cells[id(cell)] = (cell, value)
 

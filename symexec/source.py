@@ -511,3 +511,33 @@ class PrivateObjectSource(ConstSource):
 
     def emit_load(self, cg: LoadEmitter) -> None:
         cg.load_private(self.value)  # type: ignore[attr-defined]
+
+
+# -- a source's hash, expression and name, computed once ---------------------------------------
+# Sources are frozen: these are functions of their fields. A model's trace hashes and renders
+# the same few thousand sources tens of thousands of times (guard keys, trackers' memo, shared
+# subexpressions), each a walk down its chain of bases.
+_UNSET = object()
+
+
+def _once(slot: str, compute: Any) -> Any:
+    def cached(self: Any) -> Any:
+        value = self.__dict__.get(slot, _UNSET)
+        if value is _UNSET:
+            value = self.__dict__[slot] = compute(self)  # (the frozen dataclass's own __dict__)
+        return value
+    cached.__name__, cached.__doc__ = compute.__name__, compute.__doc__
+    return cached
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [cls] + [s for sub in cls.__subclasses__() for s in _subclasses(sub)]
+
+
+for _cls in _subclasses(Source):
+    if _cls.__dict__.get("__hash__") is not None:
+        _cls.__hash__ = _once("_hash", _cls.__dict__["__hash__"])  # type: ignore[method-assign]
+    if "expr" in _cls.__dict__:
+        _cls.expr = _once("_expr", _cls.__dict__["expr"])  # type: ignore[method-assign]
+    if isinstance(_cls.__dict__.get("name"), property):
+        _cls.name = property(_once("_name", _cls.__dict__["name"].fget))  # type: ignore[method-assign]

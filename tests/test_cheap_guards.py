@@ -532,3 +532,22 @@ def _copy_container_read_then_rebound(x, holder):
 def test_a_value_read_from_a_copy_survives_the_copy_changing(fn):
     # (found by the fuzzer: the dict held 3, re-read from the copy after its change)
     check_sequence(fn, [X, _Holder()], [X, _Holder()])
+
+
+def _config_written_then_read(x, config):
+    before = config.hidden
+    config.n_embd = before + 1  # (the traced read after it must see the write)
+    return x * config.hidden + before
+
+
+class _Fresh:
+    def __getattribute__(self, key):
+        if key == "fresh":
+            return [1]  # a new object per read
+        return super().__getattribute__(key)
+
+
+def test_reads_through_getattribute_see_the_traces_writes_and_new_objects():
+    check_sequence(_config_written_then_read, [X, _Gpt()], [X, _Gpt()])
+    fresh = _Fresh()
+    check_sequence(lambda x: x + (fresh.fresh is fresh.fresh) + len(fresh.fresh), [X], [X])

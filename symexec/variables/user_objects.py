@@ -320,15 +320,28 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         if self.source is None or name == "__dict__" or type(static) is not types.FunctionType or \
                 class_static(tx, self.cls, "__getattr__") is not None:
             return None  # (``obj.__dict__`` read for real is the dict itself, which deepcopy can copy)
+        # The same read again, nothing changed since by the trace: the same answer (the first
+        # one's guards hold it; a config is read dozens of times per trace).
+        memo = tx.output.getattribute_memo
+        key = (id(self.value), name, tx.output.side_effects.version)
+        if key in memo:
+            known = memo[key]
+            if isinstance(known, AttributeMissing):
+                raise known
+            return known
         before, location = _effects(tx), tx.output.location
         try:
-            return tx.inline_call(_function(static, None), [self, ConstantVariable(name)], {})
+            found = tx.inline_call(_function(static, None), [self, ConstantVariable(name)], {})
+            if found.source is not None or isinstance(found, ConstantVariable):  # (not an object made per read)
+                memo[key] = found
+            return found
         except TracedException as e:
             error = e.exception
             if isinstance(error, ExceptionVariable) and issubclass(error.cls, AttributeError) and \
                     all(a.is_python_constant() for a in error.args):  # (hasattr is False; its facts are guarded)
                 real = error.cls(*[a.as_python_constant() for a in error.args])
-                raise AttributeMissing.exactly(real, guarded=True) from None
+                missing = memo[key] = AttributeMissing.exactly(real, guarded=True)
+                raise missing from None
             raise
         except Unsupported:
             if _effects(tx) != before:
@@ -356,6 +369,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             read = tx.output.input_trackers.get(AttrSource(self.source, name))
             if read is not None:  # (a constant read is held as its value; anything else by where it was)
                 raise Unsupported(f"rebinding {name!r} of {self.describe()} after the trace read it")
+            tx.output.side_effects.version += 1
             if value is None:
                 delattr(self.value, name)
             else:
