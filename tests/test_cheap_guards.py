@@ -551,3 +551,26 @@ def test_reads_through_getattribute_see_the_traces_writes_and_new_objects():
     check_sequence(_config_written_then_read, [X, _Gpt()], [X, _Gpt()])
     fresh = _Fresh()
     check_sequence(lambda x: x + (fresh.fresh is fresh.fresh) + len(fresh.fresh), [X], [X])
+
+
+# -- an inlined call's arguments, bound from the code object --------------------------------------
+def _sig_a(x, k=2, *rest, j, m=3, **more):
+    return x * k + j + m + len(rest) + sum(more.values())
+
+
+def _sig_b(x, y, /, z=1, *, w=5):
+    return x + y * z - w
+
+
+def _sig_c(x, /, **kw):
+    return x + len(kw) + kw.get("x", 0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: _sig_a(x, j=1), lambda x: _sig_a(x, 3, 4, 5, j=1, m=0, extra=7), lambda x: _sig_a(k=4, x=x, j=2),
+    lambda x: _sig_b(x, 2), lambda x: _sig_b(x, 2, z=3, w=0), lambda x: _sig_c(x, x=4, y=5),
+    lambda x: _sig_a(x), lambda x: _sig_a(x, j=1, k=2), lambda x: _sig_b(x, y=2), lambda x: _sig_b(x, 1, 2, 3),
+    lambda x: _sig_a(x, j=1, q=1, **{"q": 2}) if False else _sig_b(x, 2, w=1, v=0),
+])
+def test_inlined_calls_bind_their_arguments_as_cpython(call):
+    check_sequence(call, [X], [X])
