@@ -387,15 +387,18 @@ class GuardSet:
                  globals_source)
 
     def keys_match(self, source: Source, keys: list[Any], kind: GuardKind = GuardKind.LEN_MATCH,
-                   text: str = "list({})", exact_dict: bool = False) -> None:
+                   text: str = "list({})", exact_dict: bool = False, native: bool = False) -> None:
         """A dict's keys, in order (held as a constant: any hashable key type). ``exact_dict``:
-        its type is guarded to be ``dict`` itself, so no keys is ``not d`` (no list built)."""
+        its type is guarded to be ``dict`` itself, so no keys is ``not d`` (no list built).
+        ``native``: a dict subclass's keys as the dict holds them (``dict.keys``, not its own
+        ``__iter__``)."""
         seen = ("keys", source, tuple(map(id, keys)))
         if seen in self._groups:
             return  # (the same keys, read again: one constant, one check)
         self._groups[seen] = ([], None)
         shown = "[" + ", ".join(map(display, keys[:8])) + (", ...]" if len(keys) > 8 else "]")
-        expr = f"not {source.expr()}" if exact_dict and not keys else f"___list({source.expr()}) == {self._const(list(keys))}"
+        held = f"___dkeys({source.expr()})" if native else source.expr()
+        expr = f"not {source.expr()}" if exact_dict and not keys else f"___list({held}) == {self._const(list(keys))}"
         self.add(kind, f"{text.format(source.name)} == {shown}", expr, source)
 
     def function_match(self, fn: types.FunctionType) -> None:
@@ -658,6 +661,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "torch": torch,
         "___peek": peek,
         "___getattr": getattr, "___map": map, "___issubclass": issubclass, "___ogetattr": object.__getattribute__,
+        "___dgetitem": dict.__getitem__, "___dkeys": dict.keys,
         "___const": _entry_constants(guards, source),
         "___remaining": remaining,
         **guard_set.namespace,

@@ -191,6 +191,36 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True)
+class NativeItemSource(Source):
+    """``dict.__getitem__(base, index)``: an item of a dict subclass as the dict holds it, past
+    the subclass's own ``__getitem__`` (transformers' ``ACT2FN`` makes a new module per
+    ``d[key]``: re-read through it, an identity guard on the stored class never held)."""
+    base: Source
+    index: Any
+
+    def __post_init__(self) -> None:
+        if literal(self.index) is None:
+            _keep(self, self.index)
+
+    @property
+    def name(self) -> str:
+        return f"dict.__getitem__({self.base.name}, {display(self.index)})"
+
+    def expr(self) -> str:
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base``, the base's expression or a name bound to its value."""
+        return f"___dgetitem({base}, {const_expr(self.index)})"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.call_const(dict.__getitem__, lambda: [self.base.emit_load(cg), cg.load_const(self.index)])  # type: ignore[attr-defined]
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclass(frozen=True)
 class ObjectAttrSource(Source):
     """``object.__getattribute__(base, name)``: the generic lookup, past the class's own
     ``__getattribute__`` (a config class that maps names in Python): what that method's
@@ -462,6 +492,8 @@ def value_of(source: "Source") -> Any:
         return getattr(value_of(source.base), source.store)[source.key]
     if isinstance(source, ObjectAttrSource):
         return object.__getattribute__(value_of(source.base), source.member)
+    if isinstance(source, NativeItemSource):
+        return dict.__getitem__(value_of(source.base), source.index)
     if isinstance(source, IteratorItemSource):
         return peek(value_of(source.base), source.index)
     raise ValueError(f"{source.name} is not reachable without a frame")

@@ -574,3 +574,37 @@ def _sig_c(x, /, **kw):
 ])
 def test_inlined_calls_bind_their_arguments_as_cpython(call):
     check_sequence(call, [X], [X])
+
+
+# -- a dict subclass's items are guarded as the dict holds them ------------------------------------
+class _Instantiating(dict):
+    """transformers' ClassInstantier: ``d[key]`` makes a new object of the stored class."""
+
+    def __getitem__(self, key):
+        cls = super().__getitem__(key)
+        return cls()
+
+
+class _Double(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class _Triple(torch.nn.Module):
+    def forward(self, x):
+        return x * 3
+
+
+_ACTIVATIONS = _Instantiating(act=_Double)
+
+
+def test_a_dict_subclass_making_objects_per_read_is_hit_not_retraced():
+    def fn(x):
+        return _ACTIVATIONS["act"](x)
+
+    try:
+        compiled = check_sequence(fn, [X], [X], [X])
+        assert len(symexec.cache_entries(compiled)) == 1  # (each call retraced: ACT2FN in Mamba)
+        check_sequence(fn, [X], lambda: dict.__setitem__(_ACTIVATIONS, "act", _Triple), [X], [X])
+    finally:
+        dict.__setitem__(_ACTIVATIONS, "act", _Double)

@@ -21,6 +21,7 @@ import torch
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
+                      NativeItemSource,
                       PrivateObjectSource, Source, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
 from .base import VariableTracker, find_on_class
@@ -227,14 +228,18 @@ def _wrap_size(b: VariableBuilder, value: torch.Size, source: Source | None) -> 
 
 @wraps(dict)
 def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> VariableTracker:
-    keys = list(value)
+    # A subclass's items as the dict holds them: its own __iter__/__getitem__/items may be
+    # anything (a new object per read); the trace reads the stored ones, and so do the guards.
+    native = type(value) not in _DICT_TYPES
+    keys = list(dict.keys(value))
     if not all(is_literal(k) for k in keys):
         return wrap_tensor_keyed_dict(b, value, source)  # (or unsupported: an opaque object)
     if source is not None:
         b.guards.type_match(source, value)
         # (the keys go in as a constant of the guard function, never as source text)
-        b.guards.keys_match(source, keys, GuardKind.EQUALS_MATCH, "list({}.keys())", exact_dict=type(value) in (dict, collections.OrderedDict, collections.defaultdict))
-    items = {k: b(v, GetItemSource(source, k) if source is not None else None) for k, v in value.items()}
+        b.guards.keys_match(source, keys, GuardKind.EQUALS_MATCH, "list({}.keys())", exact_dict=not native, native=native)
+    item_source = NativeItemSource if native else GetItemSource
+    items = {k: b(v, item_source(source, k) if source is not None else None) for k, v in dict.items(value)}
     if type(value) not in _DICT_TYPES and (base := dict_base(b, type(value))) is not None:  # a user subclass
         return DictSubclassVariable(items, type(value), base, source, instance=value)
     factory = None
