@@ -9,6 +9,7 @@ inputs would stop at the same place. symexec's own bugs do the same with a warni
 
 from __future__ import annotations
 
+import gc
 import inspect
 import itertools
 import os
@@ -62,10 +63,17 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     it was before: grad mode, autocast, no mode left on the torch-function or dispatch stacks.
     """
     saved = _TorchState()
+    # No cyclic garbage collection while tracing: a trace allocates much, and in a process
+    # holding models each full collection walks all their objects (a tenth of a model's first
+    # call); it runs again, if it was on, as soon as the trace ends, however it ends.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
                               policy=policy, compile_fn=compile_fn)
     finally:
+        if collecting:
+            gc.enable()
         saved.restore()
 
 

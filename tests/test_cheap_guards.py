@@ -608,3 +608,29 @@ def test_a_dict_subclass_making_objects_per_read_is_hit_not_retraced():
         check_sequence(fn, [X], lambda: dict.__setitem__(_ACTIVATIONS, "act", _Triple), [X], [X])
     finally:
         dict.__setitem__(_ACTIVATIONS, "act", _Double)
+
+
+# -- no garbage collection while tracing; as it was afterwards, however the trace ends -------------
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize("fault", [None, KeyboardInterrupt])  # (internal errors: test_never_silent)
+def test_garbage_collection_is_as_it_was_after_a_trace(enabled, fault):
+    import gc
+
+    from symexec import faults
+
+    def fn(x):
+        return x + 1
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        compiled = symexec.compile(fn)
+        if fault is None:
+            compiled(X)
+        else:
+            with faults.inject("handler", exc=fault):
+                with pytest.raises(KeyboardInterrupt):
+                    compiled(X)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()

@@ -44,6 +44,7 @@ def assert_torch_state_intact(grad=True):
     assert not torch.is_autocast_enabled("cpu")
     assert torch.get_autocast_dtype("cpu") == torch.bfloat16
     assert not torch._C._is_any_autocast_enabled()
+    assert gc.isenabled()  # (off while tracing, on again however the trace ended)
 
 
 def assert_compiles_cleanly():
