@@ -20,7 +20,7 @@ import math
 import re
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 import torch._guards
@@ -191,63 +191,57 @@ class GetItemSource(Source):
 
 
 @dataclass(frozen=True)
-class NativeItemSource(Source):
-    """``dict.__getitem__(base, index)``: an item of a dict subclass as the dict holds it, past
-    the subclass's own ``__getitem__`` (transformers' ``ACT2FN`` makes a new module per
-    ``d[key]``: re-read through it, an identity guard on the stored class never held)."""
+class _NativeReadSource(Source):
+    """``reader(base, key)``: a read past a class's own Python lookup, by the builtin one it
+    overrides (what the class's method itself called with ``super()``), re-read the same way
+    by guards and generated code without running the class's method again."""
     base: Source
-    index: Any
+    key: Any
+    # (class attributes of each kind: the builtin, its name in guard expressions, as shown)
+    reader: ClassVar[Any] = None
+    guard_name: ClassVar[str] = ""
+    shown: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        if literal(self.index) is None:
-            _keep(self, self.index)
+        if literal(self.key) is None:
+            _keep(self, self.key)
 
     @property
     def name(self) -> str:
-        return f"dict.__getitem__({self.base.name}, {display(self.index)})"
+        return f"{self.shown}({self.base.name}, {display(self.key)})"
 
     def expr(self) -> str:
         return self.expr_with(self.base.expr())
 
     def expr_with(self, base: str) -> str:
         """The expression over ``base``, the base's expression or a name bound to its value."""
-        return f"___dgetitem({base}, {const_expr(self.index)})"
+        return f"{self.guard_name}({base}, {const_expr(self.key)})"
 
     def emit_load(self, cg: LoadEmitter) -> None:
-        cg.call_const(dict.__getitem__, lambda: [self.base.emit_load(cg), cg.load_const(self.index)])  # type: ignore[attr-defined]
+        cg.call_const(self.reader, lambda: [self.base.emit_load(cg), cg.load_const(self.key)])  # type: ignore[attr-defined]
 
     def root(self) -> Source:
         return self.base.root()
 
 
 @dataclass(frozen=True)
-class ObjectAttrSource(Source):
+class NativeItemSource(_NativeReadSource):
+    """``dict.__getitem__(base, key)``: an item of a dict subclass as the dict holds it, past
+    the subclass's own ``__getitem__`` (transformers' ``ACT2FN`` makes a new module per
+    ``d[key]``: re-read through it, an identity guard on the stored class never held)."""
+    reader: ClassVar[Any] = staticmethod(dict.__getitem__)
+    guard_name: ClassVar[str] = "___dgetitem"
+    shown: ClassVar[str] = "dict.__getitem__"
+
+
+@dataclass(frozen=True)
+class ObjectAttrSource(_NativeReadSource):
     """``object.__getattribute__(base, name)``: the generic lookup, past the class's own
     ``__getattribute__`` (a config class that maps names in Python): what that method's
-    ``super().__getattribute__(name)`` found, re-read without running it again."""
-    base: Source
-    member: str
-
-    def __post_init__(self) -> None:
-        if literal(self.member) is None:
-            _keep(self, self.member)
-
-    @property
-    def name(self) -> str:
-        return f"object.__getattribute__({self.base.name}, {display(self.member)})"
-
-    def expr(self) -> str:
-        return self.expr_with(self.base.expr())
-
-    def expr_with(self, base: str) -> str:
-        """The expression over ``base``, the base's expression or a name bound to its value."""
-        return f"___ogetattr({base}, {const_expr(self.member)})"
-
-    def emit_load(self, cg: LoadEmitter) -> None:
-        cg.call_const(object.__getattribute__, lambda: [self.base.emit_load(cg), cg.load_const(self.member)])  # type: ignore[attr-defined]
-
-    def root(self) -> Source:
-        return self.base.root()
+    ``super().__getattribute__(name)`` found."""
+    reader: ClassVar[Any] = staticmethod(object.__getattribute__)
+    guard_name: ClassVar[str] = "___ogetattr"
+    shown: ClassVar[str] = "object.__getattribute__"
 
 
 @dataclass(frozen=True)
@@ -490,10 +484,8 @@ def value_of(source: "Source") -> Any:
         return value_of(source.base)[source.index]
     if isinstance(source, ModuleMemberSource):
         return getattr(value_of(source.base), source.store)[source.key]
-    if isinstance(source, ObjectAttrSource):
-        return object.__getattribute__(value_of(source.base), source.member)
-    if isinstance(source, NativeItemSource):
-        return dict.__getitem__(value_of(source.base), source.index)
+    if isinstance(source, _NativeReadSource):
+        return source.reader(value_of(source.base), source.key)
     if isinstance(source, IteratorItemSource):
         return peek(value_of(source.base), source.index)
     raise ValueError(f"{source.name} is not reachable without a frame")

@@ -25,6 +25,7 @@ __all__ = [
     "copy_args",
     "assert_same",
     "dynamo_graphs",
+    "run_both",
     "symexec_graphs",
 ]
 
@@ -451,3 +452,21 @@ class lazy_property:
         value = self.fn(obj)
         obj.__dict__[self.name] = value
         return value
+
+
+def run_both(fn, calls, *, dynamic=None):
+    """Call ``fn`` compiled by symexec and by torch.compile on each argument tuple of
+    ``calls``; compare every result with eager; return (symexec's compiled function, both
+    graph counters)."""
+    import torch._dynamo
+
+    ours, theirs = CountingBackend(), CountingBackend()
+    compiled = symexec.compile(fn, backend=ours, dynamic=dynamic)
+    torch._dynamo.reset()
+    reference = torch.compile(fn, backend=theirs, dynamic=dynamic)
+    for args in calls:
+        expected = fn(*args)
+        assert_same(expected, compiled(*args))
+        assert_same(expected, reference(*args))
+    torch._dynamo.reset()
+    return compiled, ours, theirs

@@ -634,3 +634,24 @@ def test_garbage_collection_is_as_it_was_after_a_trace(enabled, fault):
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# -- values read past a class's own lookup, loaded again by the replacement -------------------------
+class _Weights(dict):
+    def __getitem__(self, key):
+        return super().__getitem__(key)
+
+
+def test_values_read_past_the_class_lookup_reach_the_graph_as_inputs():
+    config, weights = _Gpt(), _Weights(w=torch.full((4,), 2.0))
+    config.scale = torch.full((4,), 3.0)  # (a tensor read through the Python __getattribute__)
+
+    def fn(x):
+        return x * config.scale + weights["w"]
+
+    compiled = check_sequence(fn, [X], [X])
+    # the replacement reloads both tensors on each call: a change of either is seen
+    config.scale.add_(1)
+    weights["w"].mul_(2)
+    check_sequence(fn, [X])
+    assert torch.equal(compiled(X), fn(X))

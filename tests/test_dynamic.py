@@ -8,24 +8,9 @@ import time
 import pytest
 import torch
 import torch._dynamo
-from helpers import CountingBackend, assert_same, check_sequence
+from helpers import CountingBackend, assert_same, check_sequence, run_both
 
 import symexec
-
-
-def run_both(fn, calls, *, dynamic=None, backend_name=None):
-    """Call ``fn`` compiled by symexec and by torch.compile on each argument tuple of
-    ``calls``; compare every result with eager; return both graph counters."""
-    ours, theirs = CountingBackend(), CountingBackend()
-    compiled = symexec.compile(fn, backend=ours, dynamic=dynamic)
-    torch._dynamo.reset()
-    reference = torch.compile(fn, backend=theirs, dynamic=dynamic)
-    for args in calls:
-        expected = fn(*args)
-        assert_same(expected, compiled(*args))
-        assert_same(expected, reference(*args))
-    torch._dynamo.reset()
-    return compiled, ours, theirs
 
 
 def branch_on_n(x, n):

@@ -7,23 +7,9 @@ from __future__ import annotations
 
 import torch
 import torch._dynamo
-from helpers import CountingBackend, assert_same, check_sequence
+from helpers import assert_same, check_sequence, run_both
 
 import symexec
-
-
-def run_both(fn, calls, *, dynamic=None):
-    """Each call compiled by symexec and by torch.compile, compared with eager; both counters."""
-    ours, theirs = CountingBackend(), CountingBackend()
-    compiled = symexec.compile(fn, backend=ours, dynamic=dynamic)
-    torch._dynamo.reset()
-    reference = torch.compile(fn, backend=theirs, dynamic=dynamic)
-    for args in calls:
-        expected = fn(*args)
-        assert_same(expected, compiled(*args))
-        assert_same(expected, reference(*args))
-    torch._dynamo.reset()
-    return compiled, ours, theirs
 
 
 def branch_on_equal_sizes(a, b):
