@@ -77,7 +77,7 @@ class _Grown:
         self.items.append(item)
         return True
 
-    def render(self, guards: "GuardSet") -> "Guard | None":
+    def render(self) -> "Guard | None":
         rendered = self.render_items(self.items)
         if rendered is None:
             return None
@@ -117,8 +117,10 @@ class GuardSet:
         self.location: tuple[str | None, int | None] = (None, None)
         # The state of each object the trace copied, as copied (builtins' copy handler).
         self.snapshots: dict[Source, Any] = {}
-        # Guards that cover a growing list of items, one guard per list, by key.
-        self._groups: dict[Any, Any] = {}
+        # Each class's dict (its mappingproxy) by the name guards read it under, and the
+        # (source, keys) whose keys are already guarded.
+        self._class_dicts: dict[type, str] = {}
+        self._keys_guarded: set[tuple] = set()
 
     @property
     def guards(self) -> list[Guard]:
@@ -126,7 +128,7 @@ class GuardSet:
         if self._rendered is None:
             rendered = []
             for entry in self._entries.values():
-                guard = entry.render(self) if isinstance(entry, _Grown) else entry
+                guard = entry.render() if isinstance(entry, _Grown) else entry
                 if guard is not None:
                     rendered.append(guard)
             self._rendered = rendered
@@ -322,10 +324,9 @@ class GuardSet:
         """The name of ``cls.__dict__`` in guard expressions: the class's mappingproxy, made once
         (a live view of the class's own dict, which a class never swaps for another), so a
         lookup is one subscript with no proxy built per call."""
-        key = ("class dict", cls)
-        if key not in self._groups:
-            self._groups[key] = ([self._const(type.__dict__["__dict__"].__get__(cls))], None)
-        return self._groups[key][0][0]
+        if cls not in self._class_dicts:
+            self._class_dicts[cls] = self._const(type.__dict__["__dict__"].__get__(cls))
+        return self._class_dicts[cls]
 
     def _absent(self, names: list[Any], mapping: str) -> str:
         """``names`` are not keys of the mapping that expression ``mapping`` reads: a ``not in``
@@ -392,10 +393,10 @@ class GuardSet:
         its type is guarded to be ``dict`` itself, so no keys is ``not d`` (no list built).
         ``native``: a dict subclass's keys as the dict holds them (``dict.keys``, not its own
         ``__iter__``)."""
-        seen = ("keys", source, tuple(map(id, keys)))
-        if seen in self._groups:
+        seen = (source, tuple(map(id, keys)))
+        if seen in self._keys_guarded:
             return  # (the same keys, read again: one constant, one check)
-        self._groups[seen] = ([], None)
+        self._keys_guarded.add(seen)
         shown = "[" + ", ".join(map(display, keys[:8])) + (", ...]" if len(keys) > 8 else "]")
         held = f"___dkeys({source.expr()})" if native else source.expr()
         expr = f"not {source.expr()}" if exact_dict and not keys else f"___list({held}) == {self._const(list(keys))}"

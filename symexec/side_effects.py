@@ -92,7 +92,7 @@ class SideEffects:
         while changed:  # a write kept makes what it writes reachable
             changed = False
             for var in self.containers.values():
-                if (not private(var) or id(var) in reachable) and id(var) not in reachable:
+                if not private(var) and id(var) not in reachable:  # (a reachable copy: marked already)
                     mark(var)
                     changed = True
             for obj, _, value in self.attributes.values():

@@ -41,14 +41,6 @@ def _instance_dict(value: Any) -> dict | None:
         return None
 
 
-def _effects(tx: Any) -> tuple[int, ...]:
-    """How much the trace has recorded: graph nodes and pending side effects (a speculative
-    step that failed is undone only if it recorded nothing)."""
-    effects = tx.output.side_effects
-    return (len(tx.output.graph.nodes), len(effects.containers), len(effects.attributes), len(effects.globals),
-            len(effects.cells))
-
-
 def lookup_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type, Any]:
     """``find_on_class``, where a missing name is an AttributeError."""
     klass, static = find_on_class(tx, cls, name, start_after)
@@ -215,7 +207,7 @@ class ObjectVariableBase(VariableTracker):
     def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """``object``'s own method, reached through ``super()`` or called as ``object.name(obj, ...)``."""
         if name == "__getattribute__" and len(args) == 1 and not kwargs and type(args[0].as_python_constant()) is str \
-                and isinstance(self, UserDefinedObjectVariable) and type(self) is UserDefinedObjectVariable:
+                and type(self) is UserDefinedObjectVariable:
             try:
                 return self.generic_getattr(tx, args[0].as_python_constant(), native=True)
             except AttributeMissing as e:
@@ -314,8 +306,8 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         """``obj.name`` where the class's ``__getattribute__`` is a Python function (a config
         mapping names, then ``super().__getattribute__``): traced like any call, so that what
         it reads is guarded where it is (an instance dict, a class) instead of running the method
-        in every guard. None where it cannot be traced without a trace of its own left behind
-        (then the attribute is read for real, as before); with a ``__getattr__`` too, None."""
+        in every guard; what it cannot model breaks the graph there. None (``real_attribute``
+        decides) for ``__dict__``, a C ``__getattribute__``, or one with a ``__getattr__`` too."""
         static = class_static(tx, self.cls, "__getattribute__")
         if self.source is None or name == "__dict__" or type(static) is not types.FunctionType or \
                 class_static(tx, self.cls, "__getattr__") is not None:
@@ -329,7 +321,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             if isinstance(known, AttributeMissing):
                 raise known
             return known
-        before, location = _effects(tx), tx.output.location
+        location = tx.output.location
         try:
             found = tx.inline_call(_function(static, None), [self, ConstantVariable(name)], {})
             if found.source is not None or isinstance(found, ConstantVariable):  # (not an object made per read)
@@ -343,10 +335,6 @@ class UserDefinedObjectVariable(ObjectVariableBase):
                 missing = memo[key] = AttributeMissing.exactly(real, guarded=True)
                 raise missing from None
             raise
-        except Unsupported:
-            if _effects(tx) != before:
-                raise
-            return None
         finally:
             tx.output.location = location
 
