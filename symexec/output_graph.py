@@ -26,6 +26,7 @@ from torch.utils._stats import simple_call_counter
 from .dynamic import DynamicPolicy, FrameState
 from .exc import Unsupported
 from .guards import GuardKind, GuardSet
+from .pointwise import fresh_fake, pointwise_result
 from .side_effects import SideEffects
 from .source import Source, placeholder_name
 from .variables.tensor import SymNodeVariable, TensorVariable
@@ -245,6 +246,10 @@ class OutputGraph:
         fake_args, fake_kwargs = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["example_value"])
         key = None
         if self.fake_memo.enabled and not self.active_contexts:
+            # (a symbolic trace outside autocast: torch's meta functions cost most there)
+            known = pointwise_result(self.fake_mode, op, target, fake_args, fake_kwargs)
+            if known is not None:
+                return known
             key = self.fake_memo.key(op, target, fake_args, fake_kwargs)
         if key is not None:
             known = self.fake_memo.get(key)
@@ -393,9 +398,11 @@ class FakeMemo:
         if known is None:
             return None
         dtype, device, base, view = known
+        fresh = fresh_fake(self.fake_mode, *base, dtype, device)
+        if view is None:
+            return fresh
         with self.fake_mode:
-            fresh = torch.empty_strided(*base, dtype=dtype, device=device)
-            return fresh if view is None else fresh.as_strided(*view)
+            return fresh.as_strided(*view)
 
     def remember(self, key: Any, result: Any) -> None:
         """Remember ``result`` if it is one fresh tensor, or a view of one (``linear`` of a 3-d
