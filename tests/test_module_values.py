@@ -274,3 +274,32 @@ def test_module_dict_write_of_a_parameter_name_breaks():
         m.lin.__dict__["weight"] = x
         return m.lin.weight + 1
     check(fn, Net(), torch.randn(3), expect_traced=False)
+
+
+class _ShadowedProperty(torch.nn.Module):
+    """An instance-dict entry under the name of a class property: CPython's lookup finds the
+    property first (a data descriptor wins over the instance dict)."""
+
+    def __init__(self):
+        super().__init__()
+        self.__dict__["scale"] = 5.0
+        self.__dict__["shift"] = 1.0
+
+    @property
+    def scale(self):
+        print("scale read")
+        return 2.0
+
+    shift = 0.5  # a plain class attribute: the instance dict wins over it
+
+    def forward(self, x):
+        return x * self.scale + self.shift
+
+
+def test_a_class_property_wins_over_the_instance_dict_of_a_module():
+    """The trace read the instance dict and returned x * 5 (the property's getter ran only in
+    guards); eager's x * 2, with its print, is the answer."""
+    m = _ShadowedProperty()
+    check(lambda x: m(x), torch.ones(3))
+    check_sequence(lambda x: m(x), [torch.ones(3)], lambda: setattr(_ShadowedProperty, "shift", 0.25),
+                   [torch.ones(3)], lambda: m.__dict__.update(shift=3.0), [torch.ones(3)])

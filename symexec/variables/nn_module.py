@@ -87,7 +87,12 @@ class NNModuleVariable(UserDefinedObjectVariable):
         if name == "__dict__":
             return ModuleInstanceDictVariable.of(tx, self)
         if name in instance_dict:  # (it shadows what __getattr__ would find)
-            return tx.wrap(instance_dict[name], source)
+            static = class_static(tx, self.cls, name)
+            if not (hasattr(static, "__set__") or hasattr(static, "__delete__")):
+                return tx.wrap(instance_dict[name], source)
+            # A data descriptor on the class (a property) wins over the instance dict, as
+            # object.__getattribute__ has it.
+            return class_attribute(tx, self, self.cls, name, class_source=self._class_source())
         for store in _STORES:
             if name in instance_dict.get(store, {}):
                 return tx.wrap(instance_dict[store][name], self._member_source(tx, store, name))
