@@ -254,3 +254,23 @@ def test_a_clip_output_across_a_break():
         return o.to_tuple(), o[1][0] * 3, o.text_model_output.pooler_output + 1
     check(f, torch.ones(2, 3), calls=3)
     assert symexec.explain(f, torch.ones(2, 3)).graph_break_count == 1
+
+
+@dataclasses.dataclass
+class ScaledOutput(ModelOutput):
+    logits: torch.Tensor = None
+
+    @property
+    def scale(self):
+        return 2.0
+
+
+def test_a_class_property_wins_over_an_input_model_outputs_instance_dict():
+    """A ModelOutput passed in, with an instance-dict entry under a class property's name:
+    CPython's lookup finds the property (x * 2), not the entry (x * 5)."""
+    def fn(out):
+        return out.logits * out.scale
+
+    out = ScaledOutput(logits=torch.ones(3))
+    out.__dict__["scale"] = 5.0
+    check(fn, out)

@@ -1,6 +1,6 @@
 """Guard completeness as a property of the code: tracker code reads a class only through the one
 guarded lookup (``variables.base.find_on_class`` / ``class_static``; ``subclass_check`` for
-``issubclass``), and an object's ``__dict__`` only where what it finds is wrapped with a source
+``issubclass``), and an object's ``__dict__`` (or ``vars()``) only where what it finds is wrapped with a source
 (so guarded) or the shadowing it rules out is guarded. This test reads the source of the
 interpreter and the trackers and fails on any other such read: a new one must use the guarded
 functions, or be added below with the reason it needs no guard."""
@@ -54,6 +54,18 @@ ALLOWED = {
         "only which expression re-reads obj.__class__ (both read the same class): no fact of the trace",
     ("variables/functions.py", "UserFunctionVariable.var_getattr"): "wrapped with the source fn.name: guarded",
     ("variables/autograd.py", "<module>"): "torch's own autograd.Function bases, read once at import",
+    ("variables/model_output.py", "InputModelOutputVariable.var_getattr"):
+        "wrapped with the source x.name; a class attribute's shadowing is guarded (not_in_instance_dict), "
+        "a class data descriptor found by the guarded lookup",
+    ("variables/model_output.py", "_items_are_attributes"): "run by the guard itself, on every call",
+    ("variables/new_modules.py", "construct_user_module"): "a module the trace made: private to it",
+    ("variables/new_modules.py", "NewModuleVariable._settable_now"): "a module the trace made: private to it",
+    ("variables/snapshots.py", "_same"): "the snapshot comparison a guard runs",
+    ("variables/snapshots.py", "_same_tensor"): "the snapshot comparison a guard runs",
+    ("variables/builtins.py", "<module>"): "the builtins module's callables, read once at import",
+    ("instructions/loads_stores.py", "IMPORT_NAME"):
+        "whether a `from pkg import sub` may import: only decides to break; the names are then read "
+        "through guarded attribute loads",
 }
 
 _CLASS_NAMES = {"cls", "klass", "obj_cls"}
@@ -95,6 +107,8 @@ def raw_reads():
                 if isinstance(fn, ast.Attribute) and fn.attr == "__getattribute__" and len(node.args) > 1 and \
                         isinstance(node.args[1], ast.Constant) and node.args[1].value in ("__dict__", "__mro__"):
                     self.hit(node, f"__getattribute__(..., {node.args[1].value!r})")
+                if isinstance(fn, ast.Name) and fn.id == "vars":
+                    self.hit(node, "vars()")
                 if isinstance(fn, ast.Name) and fn.id in ("getattr", "hasattr") and node.args:
                     if _class_like(node.args[0]):
                         self.hit(node, f"{fn.id} on a class")

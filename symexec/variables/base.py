@@ -224,6 +224,12 @@ def class_static(tx: Any, cls: type, name: str) -> Any:
     return find_on_class(tx, cls, name)[1]
 
 
+def is_data_descriptor(static: Any) -> bool:
+    """Whether a class attribute (as ``class_static`` finds it) wins over the instance dict in
+    ``object.__getattribute__``: a data descriptor (a property, a slot)."""
+    return hasattr(static, "__set__") or hasattr(static, "__delete__")
+
+
 def subclass_check(tx: Any, cls: type, of: Any) -> bool:
     """``issubclass(cls, of)``, guarded on its answer (bases may be assigned, a class
     registered with an ABC)."""

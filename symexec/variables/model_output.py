@@ -18,7 +18,7 @@ from typing import Any
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, Source
-from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class
+from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class, is_data_descriptor
 from .constant import ConstantVariable, is_literal
 from .dicts import ConstDictVariable, DictViewVariable
 from .lists import TupleVariable
@@ -271,9 +271,10 @@ class InputModelOutputVariable(ModelOutputBase):
             return self.fields[name]
         if name in _METHODS and not self._overridden(tx, name):
             return BoundMethodVariable(self, name)
-        if name in vars(self.value):
+        if name in vars(self.value) and not is_data_descriptor(class_static(tx, self.cls, name)):
             return tx.wrap(vars(self.value)[name], AttrSource(self.source, name))
-        tx.guards.not_in_instance_dict(self.source, name)
+        if name not in vars(self.value):
+            tx.guards.not_in_instance_dict(self.source, name)
         return class_attribute(tx, self, self.cls, name, class_source=AttrSource(self.source, "__class__"))
 
     def _set(self, tx: Any, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:

@@ -17,7 +17,7 @@ import torch
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, GetItemSource, ModuleMemberSource
-from .base import DELETED, BoundMethodVariable, VariableTracker, class_static
+from .base import DELETED, BoundMethodVariable, VariableTracker, class_static, is_data_descriptor
 from .constant import ConstantVariable
 from .lists import IteratorVariable, ListVariable, TupleVariable
 from .user_objects import InstanceDictVariable, UserDefinedObjectVariable, class_attribute, lookup_on_class
@@ -87,8 +87,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
         if name == "__dict__":
             return ModuleInstanceDictVariable.of(tx, self)
         if name in instance_dict:  # (it shadows what __getattr__ would find)
-            static = class_static(tx, self.cls, name)
-            if not (hasattr(static, "__set__") or hasattr(static, "__delete__")):
+            if not is_data_descriptor(class_static(tx, self.cls, name)):
                 return tx.wrap(instance_dict[name], source)
             # A data descriptor on the class (a property) wins over the instance dict, as
             # object.__getattribute__ has it.

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from .. import versions
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, ObjectAttrSource, PrivateObjectSource, Source
-from .base import DELETED, VariableTracker, class_static, find_on_class
+from .base import DELETED, VariableTracker, class_static, find_on_class, is_data_descriptor
 from .constant import ConstantVariable, is_literal
 from .dicts import construct_dict_subclass
 from .functions import UserFunctionVariable, UserMethodVariable
@@ -286,11 +286,11 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         static = class_static(tx, cls, name)
         if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
             return tx.wrap(object.__getattribute__(self.value, name), attr_source)
-        is_data_descriptor = hasattr(static, "__set__") or hasattr(static, "__delete__")
-        if is_data_descriptor and not isinstance(static, property):
+        data_descriptor = is_data_descriptor(static)
+        if data_descriptor and not isinstance(static, property):
             raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name}")
         instance_dict = _instance_dict(self.value)
-        if instance_dict is not None and name in instance_dict and not is_data_descriptor:
+        if instance_dict is not None and name in instance_dict and not data_descriptor:
             return tx.wrap(instance_dict[name], attr_source)
         if static is None:
             if native or class_static(tx, cls, "__getattr__") is None:  # (the class lookup guarded it absent)
@@ -298,7 +298,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
                     tx.guards.not_in_instance_dict(self.source, name, native)
                 raise AttributeMissing.exactly(no_attribute(cls, name), guarded=True)
             return self.missing_attribute(tx, name)
-        if instance_dict is not None and not is_data_descriptor:  # an instance attribute set later shadows it
+        if instance_dict is not None and not data_descriptor:  # an instance attribute set later shadows it
             tx.guards.not_in_instance_dict(self.source, name, native)
         return class_attribute(tx, self, cls, name, class_source=self._class_source())
 
