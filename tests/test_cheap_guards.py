@@ -4,13 +4,14 @@ raises an AttributeError per call; class dicts read through their mappingproxy; 
 members read from its dicts. Each change of the world below must still retrace (compared with
 eager), and the guards must take the cheap form."""
 
+import abc
 import collections
 
 import pytest
 import torch
 
 import symexec
-from helpers import check_sequence
+from helpers import assert_same, check_sequence
 
 X = torch.arange(4.0) - 1.5
 
@@ -374,13 +375,51 @@ def test_getattribute_with_effects_or_its_own_errors_behaves_as_eager():
             x = x + 1
         return x + raising.absent
 
-    compiled = check_sequence(reads, [X], [X])
-    before = _Counting.reads
-    compiled(X)
-    # A cache hit reads counting.v once, as eager does (the graph breaks at the read: the method
-    # is never run again by a guard). (Tracing itself looks at the object's __class__.)
-    assert _Counting.reads - before == 1
+    compiled = symexec.compile(reads)
+    for _ in range(3):  # the first call (the trace) and hits: one read each, as eager does
+        before = _Counting.reads
+        assert_same(reads(X), compiled(X))
+        assert _Counting.reads - before == 2
+    # (The graph breaks at the read: the method is never run again by a guard, and the
+    # tracker code asks the object's type, never its __class__, which would run the method.)
     check_sequence(errors, [X], [X])
+
+
+class _ClassCounting:
+    reads = 0
+
+    def __getattribute__(self, key):
+        if key == "__class__":
+            type(self).reads += 1
+        return super().__getattribute__(key)
+
+
+class _ClaimsInt:
+    __class__ = property(lambda self: int)
+
+
+class _Registered(abc.ABC):
+    pass
+
+
+_Registered.register(_ClassCounting)
+
+
+@pytest.mark.parametrize("obj", [_ClassCounting(), _ClaimsInt()])
+def test_isinstance_asks_the_objects_class_as_cpython_does(obj):
+    """isinstance(o, C) reads o.__class__ where type(o) is no subclass of C, and an ABC's check
+    always reads it: through a Python __getattribute__ (its effects, once per check, as in eager)
+    or a __class__ of the class's own (isinstance(o, int) is True for _ClaimsInt)."""
+    def fn(x, o):
+        return (x + isinstance(o, int) + isinstance(o, type(obj)) + isinstance(o, _Registered)
+                + isinstance(o, (str, float)), _ClassCounting.reads)
+
+    compiled = symexec.compile(fn)
+    for _ in range(3):
+        _ClassCounting.reads = 0
+        expected = fn(X, obj)
+        _ClassCounting.reads = 0
+        assert_same(expected, compiled(X, obj))
 
 
 # -- writes to the trace's own copies are replayed only where the copy can be reached ------------

@@ -26,6 +26,7 @@ ALLOWED = {
     ("variables/lists.py", "NamedTupleVariable.reconstruct"): "a namedtuple class's _make, run by generated code",
     ("variables/user_objects.py", "construct"): "a namedtuple class's _fields, fixed when the class is made",
     ("variables/builtins.py", "_unsupported_check"): "an error message",
+    ("variables/builtins.py", "_class_read"): "an error message",
     ("variables/misc.py", "<module>"): "the type of a C classmethod (dict.fromkeys), read once at import",
     ("variables/builtins.py", "_copy"): "the object's __dict__, copied and guarded equal (its class's copy protocol too)",
     ("variables/constant.py", "wrap_constant"): "the type of a value computed while tracing (not a user object)",

@@ -69,7 +69,10 @@ class VariableBuilder:
             source = None
         if source is not None and source in cache:
             return cache[source]
-        mutable = isinstance(value, (list, dict)) or not isinstance(value, _VALUE_TYPES) and type(value).__module__ != "torch"
+        # (What the tracker code asks of a real value it asks of its type: isinstance() would
+        # also read ``value.__class__``, through a Python __getattribute__ if the class has one.)
+        kind = type(value)
+        mutable = issubclass(kind, (list, dict)) or not issubclass(kind, _VALUE_TYPES) and kind.__module__ != "torch"
         if mutable and source is not None:
             value_and_var = output.objects_by_id.get(id(value))
             known = value_and_var[1] if value_and_var is not None and value_and_var[0] is value else None
@@ -78,17 +81,17 @@ class VariableBuilder:
                 self.guards.alias(source, known.source)
                 cache[source] = known
                 return known
-        for cls in type(value).__mro__:
+        for cls in kind.__mro__:
             wrapper = WRAPPERS.get(cls)
             if wrapper is not None:
                 break
         else:
             wrapper = _wrap_object
-        if cls is dict and is_model_output_class(self, type(value)):
+        if cls is dict and is_model_output_class(self, kind):
             wrapper = wrap_model_output  # (a dataclass: its __eq__ is its own)
-        elif cls is not type(value) and cls in _CONTAINERS and _overrides_protocol(self, type(value), cls):
+        elif cls is not kind and cls in _CONTAINERS and _overrides_protocol(self, kind, cls):
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
-        if isinstance(value, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
+        if issubclass(kind, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
             wrapper = _wrap_torch_callable
         try:
             var = wrapper(self, value, source)
@@ -145,8 +148,9 @@ def _identity_matters(value: Any, source: Source) -> bool:
     reached from arguments, globals and cells through items. Objects reached through
     attributes (a module's parameters and submodules) are guarded by the alias guard where
     they are one object, not for distinctness: their number would make every cache hit pay."""
-    if not isinstance(value, (torch.Tensor, list, dict, set)) and (
-            type(value).__module__ == "builtins" or isinstance(value, (type, types.ModuleType, types.FunctionType))):
+    kind = type(value)
+    if not issubclass(kind, (torch.Tensor, list, dict, set)) and (
+            kind.__module__ == "builtins" or issubclass(kind, (type, types.ModuleType, types.FunctionType))):
         return False
     while isinstance(source, (GetItemSource, IteratorItemSource)):
         source = source.base
@@ -403,6 +407,6 @@ def _wrap_object(b: VariableBuilder, value: Any, source: Source | None) -> Varia
     if source is None:
         raise Unsupported(f"a {type(value).__qualname__} object that cannot be re-fetched from the inputs")
     b.guards.type_match(source, value)
-    if isinstance(value, torch.nn.Module):
+    if issubclass(type(value), torch.nn.Module):
         return NNModuleVariable(value, source)
     return UserDefinedObjectVariable(value, source)

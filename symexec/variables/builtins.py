@@ -15,6 +15,7 @@ import functools
 import types
 import math
 import operator
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -348,11 +349,16 @@ def _instancecheck(tx: Any, obj: VariableTracker, cls: Any) -> bool:
     """``isinstance(obj, cls)`` for one class, as its metaclass's __instancecheck__ decides."""
     check = class_static(tx, type(cls), "__instancecheck__")
     if check is None or check is type.__instancecheck__ or not isinstance(cls, type):
-        # A plain class, or a typing alias (whose check is a subclass check of the type).
-        return subclass_check(tx, obj.python_type(), cls)
+        # A plain class, or a typing alias (whose check is a subclass check of the type); where
+        # the type is no subclass, CPython asks obj.__class__ too.
+        if subclass_check(tx, obj.python_type(), cls):
+            return True
+        _class_read(tx, obj, cls)
+        return False
     if isinstance(cls, type) and isinstance(type(cls), type) and issubclass(type(cls), abc.ABCMeta) and (
             check is abc.ABCMeta.__instancecheck__):
-        # ABCMeta checks the type (and __class__, the same for the objects trackers model).
+        # ABCMeta checks obj.__class__, then the type.
+        _class_read(tx, obj, cls)
         return subclass_check(tx, obj.python_type(), cls)
     if type(cls) is _LEGACY_TENSOR_TYPE:
         # torch.FloatTensor: the dtype and the device (guarded on inputs, derived in the graph).
@@ -371,6 +377,22 @@ def _instancecheck(tx: Any, obj: VariableTracker, cls: Any) -> bool:
     if obj.is_python_constant() and isinstance(obj, ConstantVariable):
         return isinstance(obj.as_python_constant(), cls)  # a constant: the real check on the real value
     return _unsupported_check(cls)
+
+
+_OBJECT_CLASS = object.__dict__["__class__"]
+_FORWARDING_TYPES = (weakref.ProxyType, weakref.CallableProxyType)  # (their __class__ is the referent's)
+
+
+def _class_read(tx: Any, obj: VariableTracker, cls: Any) -> None:
+    """``isinstance`` reads ``obj.__class__``: that is ``type(obj)``, with no code of the
+    user's run, unless the object's class answers it itself, with a Python ``__getattribute__``
+    or a ``__class__`` of its own (the class lookups guarded). Then the call breaks the graph
+    and runs for real: its answer and the method's effects are eager's."""
+    kind = obj.python_type()
+    if (class_static(tx, kind, "__class__") is not _OBJECT_CLASS or kind in _FORWARDING_TYPES
+            or type(class_static(tx, kind, "__getattribute__")) is types.FunctionType):
+        raise Unsupported(f"isinstance() of a {kind.__qualname__} with {getattr(cls, '__qualname__', cls)!r} reads "
+                          f"its __class__, which its class answers with its own code")
 
 
 def _unsupported_check(cls: Any) -> bool:

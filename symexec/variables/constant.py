@@ -32,7 +32,10 @@ PURE_METHOD_TYPES: tuple[type, ...] = (int, float, bool, str, bytes, complex, tu
 
 
 def is_literal(value: Any) -> bool:
-    return isinstance(value, LITERAL_TYPES) or (type(value) in (tuple, frozenset) and all(is_literal(v) for v in value))
+    """By the value's type (``isinstance`` would also read ``value.__class__``, which an object
+    may answer with another class, through a Python ``__getattribute__``)."""
+    kind = type(value)
+    return issubclass(kind, LITERAL_TYPES) or (kind in (tuple, frozenset) and all(is_literal(v) for v in value))
 
 
 class ConstantVariable(VariableTracker):
