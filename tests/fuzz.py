@@ -556,6 +556,17 @@ def fn(x, o):
     muts=["C.m = lambda self, x: x - 1", "C.scale = 3", "del C.scale",
           "C.m = property(lambda self: (lambda x: x * 7))"])
 
+template("class_claims", "isinstance of an object whose class answers __class__ itself", """
+class D:
+    pass
+class C:
+    claims = None
+    __class__ = property(lambda self: type(self).claims or type(self))
+def fn(x, o):
+    return x + isinstance(o, int) + 2 * isinstance(o, D) + 4 * isinstance(o, C)
+""", args(X, st.sampled_from([Obj("C"), Obj("D")])),
+    muts=["C.claims = int", "C.claims = D", "C.claims = None", "D.__class__ = property(lambda self: int)"])
+
 template("getattr_default", "attribute deleted then getattr with default", """
 class C:
     w = 3
@@ -596,8 +607,9 @@ class M(nn.Module):
         self.lin = mk_linear(3, 3, 0)
         self.register_buffer("scale", torch.full((3,), 2.0))
         self.seq = nn.Sequential(nn.Tanh(), nn.Sigmoid())
+        self.factor = 2.0
     def forward(self, x):
-        y = self.seq[1](self.lin(x)) * self.scale + self.seq[0](x)
+        y = self.seq[1](self.lin(x)) * self.scale * self.factor + self.seq[0](x)
         if hasattr(self, "extra"):
             y = y + 1
         return y
@@ -609,7 +621,8 @@ def fn(x, m):
     muts=["model.lin.__dict__['weight'] = torch.zeros(3, 3)", "model.lin.__dict__.pop('weight', None)",
           "model._parameters['scale'] = nn.Parameter(torch.full((3,), 3.0))",
           "model.register_buffer('extra', torch.ones(1))", "model.extra = 1", "M.extra = 2",
-          "model.seq._modules['0'] = model.seq._modules.pop('0')", "model.lin = mk_linear(3, 3, 4)"],
+          "model.seq._modules['0'] = model.seq._modules.pop('0')", "model.lin = mk_linear(3, 3, 4)",
+          "M.factor = property(lambda self: 3.0)", "M.factor = 5.0", "model.factor = 0.5"],
     observe=["model"])
 
 template("mapped_config", "a class whose Python __getattribute__ maps names (a config)", """

@@ -28,7 +28,8 @@ def test_fuzz_template(name, data):
         raise AssertionError(fuzz.describe(name, dynamic, steps, f)) from None
 
 
-# Minimal repros the long fuzzer (`python -m tests.fuzz --minutes N`) found, replayed as is.
+# Minimal repros the long fuzzer (`python -m tests.fuzz --minutes N`) found, or of bugs found
+# otherwise that a template can express, replayed as is.
 _X = fuzz.T()
 REPROS = {
     "partial_keyword_names": ("partial_callable", None, [
@@ -39,6 +40,9 @@ REPROS = {
         fuzz.Call([_X, 0.0]), fuzz.Call([_X, 0.0]), fuzz.Call([_X, float("nan")])]),
     "neg_zero_after_neg_inf": ("floats", None, [
         fuzz.Call([_X, 0.0]), fuzz.Call([_X, float("-inf")]), fuzz.Call([_X, -0.0])]),
+    "class_property_over_instance_dict": ("module_members", None, [
+        fuzz.Call([fuzz.T(shape=(2, 3)), fuzz.Ref("model")]), fuzz.Mut("M.factor = property(lambda self: 3.0)"),
+        fuzz.Call([fuzz.T(shape=(2, 3)), fuzz.Ref("model")])]),
     "zero_after_inf": ("floats", None, [
         fuzz.Call([_X, 0.0]), fuzz.Call([_X, float("inf")]), fuzz.Call([_X, 0.0])]),
 }
