@@ -26,7 +26,7 @@ from torch.utils._stats import simple_call_counter
 from .dynamic import DynamicPolicy, FrameState
 from .exc import Unsupported
 from .guards import GuardKind, GuardSet
-from .pointwise import fresh_fake, pointwise_result
+from .shape_rules import fresh_fake, known_result
 from .side_effects import SideEffects
 from .source import Source, placeholder_name
 from .variables.tensor import SymNodeVariable, TensorVariable
@@ -247,7 +247,7 @@ class OutputGraph:
         key = None
         if self.fake_memo.enabled and not self.active_contexts:
             # (a symbolic trace outside autocast: torch's meta functions cost most there)
-            known = pointwise_result(self.fake_mode, op, target, fake_args, fake_kwargs)
+            known = known_result(self.fake_mode, op, target, fake_args, fake_kwargs)
             if known is not None:
                 return known
             key = self.fake_memo.key(op, target, fake_args, fake_kwargs)

@@ -1,7 +1,7 @@
-"""Fake results of pointwise operations made from their input's metadata (``symexec/pointwise.py``)
-on symbolic traces. The rule must give what torch's own meta functions give wherever it applies,
-and decline everywhere else; compiled results and every fact a trace reads of them (sizes,
-strides, contiguity, dtype, requires_grad) must be eager's."""
+"""Fake results made from their inputs' metadata by a rule (``symexec/shape_rules.py``: pointwise
+ops, 2-d matmul, one-dim sum/mean) on symbolic traces. A rule must give what torch's own meta
+functions give wherever it applies, and decline everywhere else; compiled results and every fact
+a trace reads of them (sizes, strides, contiguity, dtype, requires_grad) must be eager's."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 import symexec
-from symexec import pointwise
+from symexec import shape_rules
 from symexec.source import LocalSource
 
 
@@ -83,7 +83,7 @@ def test_the_rule_gives_torchs_own_fake_result_or_declines(seed):
         else:
             other = rng.choice([fb, fb, 2, 0.5, fa.size(0) if fa.dim() and not isinstance(fa.size(0), int) else 3])
             operands = (fa, other) if rng.random() < 0.5 else (other, fa)
-        ours = pointwise.pointwise_result(mode, "call_function", op, operands, {})
+        ours = shape_rules.known_result(mode, "call_function", op, operands, {})
         try:
             with mode:
                 theirs = op(*operands)
@@ -107,7 +107,7 @@ def test_the_rule_gives_torchs_own_fake_result_or_declines(seed):
 def test_methods_are_ruled_like_functions():
     mode, (fa, fb) = _fake_inputs([torch.randn(3, 4), torch.randn(3, 4)], [[True, True], [True, True]])
     for name, operands in [("add", (fa, fb)), ("mul", (fa, 3)), ("div", (fa, fb)), ("relu", (fa,)), ("neg", (fa,))]:
-        ours = pointwise.pointwise_result(mode, "call_method", name, operands, {})
+        ours = shape_rules.known_result(mode, "call_method", name, operands, {})
         with mode:
             theirs = getattr(operands[0], name)(*operands[1:])
         assert ours is not None and _exprs(ours.size()) == _exprs(theirs.size())
@@ -117,14 +117,14 @@ def test_methods_are_ruled_like_functions():
 def test_what_the_rule_declines():
     mode, (fa, fb, fc) = _fake_inputs([torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4, requires_grad=True)],
                                       [[True, True]] * 3)
-    rule = pointwise.pointwise_result
+    rule = shape_rules.known_result
     assert rule(mode, "call_function", torch.add, (fa, fb), {"alpha": 2}) is None  # keywords
     assert rule(mode, "call_function", torch.add, (fa, fc), {}) is None  # requires grad
     assert rule(mode, "call_function", torch.add, (fa, True), {}) is None  # a bool number
     assert rule(mode, "call_function", torch.add, (fa, 1j), {}) is None  # a complex number
     assert rule(mode, "call_function", torch.add, (fa, fb.t().t()), {}) is not None
     assert rule(mode, "call_function", torch.add, (fa, fb.t()), {}) is None  # another shape
-    assert rule(mode, "call_function", torch.matmul, (fa, fb), {}) is None  # not pointwise
+    assert rule(mode, "call_function", torch.matmul, (fa, fb), {}) is None  # inner sizes differ
     assert rule(mode, "call_function", torch.add, (2, 3), {}) is None  # no tensor
     assert rule(mode, "call_function", torch.add, (fa,), {}) is None  # the wrong arity
     assert rule(mode, "call_method", "add_", (fa, fb), {}) is None  # in place
@@ -132,6 +132,56 @@ def test_what_the_rule_declines():
         zero = torch.empty(0, 3)
     assert rule(mode, "call_function", torch.add, (zero, 1), {}) is None  # a size 0
     assert rule(FakeTensorMode(), "call_function", torch.add, (fa, 1), {}) is None  # another trace's
+
+
+def _same_metadata(ours, theirs, mode, what):
+    assert type(ours) is type(theirs) and ours.fake_mode is mode, what
+    assert _exprs(ours.size()) == _exprs(theirs.size()), what
+    assert _exprs(ours.stride()) == _exprs(theirs.stride()), (what, ours.stride(), theirs.stride())
+    assert (ours.dtype, ours.device, ours.requires_grad, ours.storage_offset()) == (
+        theirs.dtype, theirs.device, theirs.requires_grad, theirs.storage_offset()), what
+    assert not ours._is_view()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_matmul_and_reductions_give_torchs_own_fake_results_or_decline(seed):
+    rng = random.Random(seed)
+    applied = declined = 0
+    for _ in range(100):
+        dims = [rng.choice([1, 2, 3, 5]) for _ in range(4)]
+        dtype = rng.choice([torch.float32, torch.float64, torch.bfloat16, torch.int64])
+        a = torch.randn(dims[:2]).to(dtype)
+        if rng.random() < 0.2:
+            a = torch.randn(dims[1::-1]).to(dtype).t()  # transposed
+        which = rng.choice(["matmul", "mm", "@", "sum", "mean", "sum3", "mean_kw"])
+        if which in ("matmul", "mm", "@"):
+            b = torch.randn(dims[1], dims[2]).to(rng.choice([dtype, dtype, torch.float16]))
+            mode, (fa, fb) = _fake_inputs([a, b], [[rng.random() < 0.7 for _ in range(2)] for _ in range(2)])
+            target, op = {"matmul": (torch.matmul, "call_function"), "mm": ("mm", "call_method"),
+                          "@": (operator.matmul, "call_function")}[which]
+            operands, kwargs = (fa, fb), {}
+        else:
+            t = torch.randn(dims[:3]).to(dtype) if which.endswith("3") else a
+            mode, (ft,) = _fake_inputs([t], [[rng.random() < 0.7 for _ in range(t.dim())]])
+            dim = rng.randrange(-t.dim(), t.dim())
+            keepdim = rng.random() < 0.5
+            target, op = (torch.sum, "call_function") if which.startswith("sum") else ("mean", "call_method")
+            operands, kwargs = ((ft, dim), {"keepdim": keepdim}) if which == "mean_kw" or rng.random() < 0.5 \
+                else ((ft, dim, keepdim), {})
+        ours = shape_rules.known_result(mode, op, target, operands, kwargs)
+        try:
+            with mode:
+                theirs = (getattr(operands[0], target)(*operands[1:], **kwargs) if op == "call_method"
+                          else target(*operands, **kwargs))
+        except Exception:  # noqa: BLE001 - the op does not take these operands (mean of ints...)
+            assert ours is None, (which, dtype)
+            continue
+        if ours is None:
+            declined += 1
+            continue
+        applied += 1
+        _same_metadata(ours, theirs, mode, (which, a.shape, a.stride(), operands[1:], kwargs))
+    assert applied > 10 and declined > 10
 
 
 def pointwise_chain(a, b):
@@ -164,22 +214,28 @@ def test_integer_tensors_take_torchs_own_promotion():
                    dynamic=True)
 
 
-def test_the_rule_makes_these_results_on_symbolic_traces(monkeypatch):
-    """The rule is what makes these fake results (torch's meta functions for mul, add, relu,
-    sub and div are not run on the symbolic trace), and only there: not under autocast."""
+def test_the_rules_make_these_results_on_symbolic_traces(monkeypatch):
+    """The rules make these fake results (torch's meta functions for mul, add, relu, sub, div,
+    matmul, sum and mean are not run on the symbolic trace), and only there: not under autocast."""
     seen = []
-    original = pointwise.pointwise_result
+    original = shape_rules.known_result
 
     def spy(*args):
         result = original(*args)
         seen.append(result is not None)
         return result
 
-    monkeypatch.setattr(symexec.output_graph, "pointwise_result", spy)
+    monkeypatch.setattr(symexec.output_graph, "known_result", spy)
     compiled = symexec.compile(pointwise_chain, dynamic=True)
     a, b = torch.randn(5, 4), torch.randn(5, 4)
     assert_same(pointwise_chain(a, b), compiled(a, b))
     assert sum(seen) >= 7, seen
+
+    seen.clear()
+    compiled = symexec.compile(matmul_and_reductions, dynamic=True)
+    a, w = torch.randn(5, 4), torch.randn(4, 3)
+    assert_same(matmul_and_reductions(a, w), compiled(a, w))
+    assert sum(seen) >= 6, seen  # @, sum, mean, *, torch.sum, mm, mean
 
     def under_autocast(a, b):
         with torch.autocast("cpu"):
@@ -200,3 +256,24 @@ def test_every_combination_of_operand_kinds():
         return outs, [facts(o) for o in outs]
 
     check_sequence(fn, *[[torch.randn(n, 3) + 2, torch.randn(n, 3) + 2, 1.5] for n in (3, 5, 8)], dynamic=True)
+
+
+def matmul_and_reductions(a, w):
+    h = a @ w
+    s, m = h.sum(1), h.mean(-1, keepdim=True)
+    t = torch.sum(h * 2, dim=0)
+    return h, s, m, t, facts(h), facts(s), facts(m), facts(t), facts(torch.mm(a, w).mean(0))
+
+
+@pytest.mark.parametrize("make", [
+    lambda n: (torch.randn(n, 4), torch.randn(4, 3)),
+    lambda n: (torch.randn(n, 1), torch.randn(1, n)),  # size-1 dims
+    lambda n: (torch.randn(4, n).t(), torch.randn(4, 3)),  # a transposed input
+    lambda n: (torch.randn(n, 4, dtype=torch.float64), torch.randn(4, 3, dtype=torch.float64)),
+    lambda n: (torch.randn(n, 4).bfloat16(), torch.randn(4, 3).bfloat16()),
+    lambda n: (torch.randn(n, 4, requires_grad=True), torch.randn(4, 3)),
+    lambda n: (torch.randn(n, 4), torch.randn(4, 3, dtype=torch.float64)),  # eager raises
+])
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_matmul_and_reduction_results_and_their_facts_are_eagers(make, dynamic):
+    check_sequence(matmul_and_reductions, *[list(make(n)) for n in (3, 5, 8)], dynamic=dynamic)
