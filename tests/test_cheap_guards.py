@@ -694,3 +694,38 @@ def test_values_read_past_the_class_lookup_reach_the_graph_as_inputs():
     weights["w"].mul_(2)
     check_sequence(fn, [X])
     assert torch.equal(compiled(X), fn(X))
+
+
+# -- distinct inputs: pair by pair for a few locals, by address for more, no id() ----------------
+def _add_then_read(first, *rest):
+    first.add_(1)  # seen through another argument only if it is the same tensor
+    return [t * 2 for t in rest]
+
+
+@pytest.mark.parametrize("n", [3, 10, 12])
+def test_distinct_inputs_however_many_are_guarded(n):
+    """aot_eager functionalizes the in-place add: its graph is right only for distinct inputs."""
+    names = ", ".join(f"t{i}" for i in range(n))
+    scope = {"_add_then_read": _add_then_read}
+    exec(f"def fn({names}):\n    return _add_then_read({names})\n", scope)
+    ts = [torch.ones(2) * i for i in range(n)]
+    shared = torch.ones(2)
+    compiled = check_sequence(scope["fn"], ts, [shared, shared] + ts[2:], ts, [ts[-1]] + ts[1:],
+                              backend="aot_eager")
+    exprs = " ".join(g.expr for e in symexec.cache_entries(compiled) for g in e.guards)
+    assert "___id(" not in exprs  # (an audit event per id(): see guards.distinct)
+    assert ("___addr(" in exprs) == (n > 10)
+
+
+def _append_twice(*lists):
+    for items in lists:
+        items.append(items[0] + 1)  # one list passed twice grows twice: the lengths read after
+    return [len(items) for items in lists], lists[0][-1]
+
+
+def test_distinct_items_of_a_list_are_guarded():
+    def fn(items):
+        return _append_twice(*items)
+
+    a, b = [torch.ones(2)], [torch.zeros(2)]
+    check_sequence(fn, [[a, b, [torch.ones(3)]]], [[a, a, [torch.ones(3)]]], [[a, b, b]])
