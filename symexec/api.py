@@ -88,8 +88,10 @@ class _Compiled:
             try:
                 if entry.guard(*args, **kwargs):
                     return entry
-            except TypeError:  # the call does not fit the signature: as the hot path, run it
-                return entry
+            except TypeError:  # the call does not fit the parameters as traced (a guard that raises fails)
+                if entry.takes_parameters_of(self.fn):
+                    return entry  # nor the function's: its replacement raises eager's TypeError
+                continue
         return None
 
     def _compile(self, args: tuple, kwargs: dict) -> CacheEntry | None:
@@ -200,7 +202,12 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
         @functools.wraps(fn)
         def compiled(*args: Any, **kwargs: Any) -> Any:
             for entry in hot:  # guards and replacement in one generated function
-                result = entry(*args, **kwargs)
+                try:
+                    result = entry(*args, **kwargs)
+                except TypeError as e:
+                    if e.__traceback__.tb_next is not None:  # raised inside, not by the call
+                        raise
+                    break  # the call does not fit the traced signature: the function's may have changed
                 if result is not MISS:
                     return result
             return miss(args, kwargs)

@@ -12,7 +12,7 @@ import torch.fx
 
 from .dynamic import FrameState
 from .codegen import MISS
-from .guards import Guard
+from .guards import Guard, GuardKind
 
 
 _serials = itertools.count()
@@ -37,10 +37,27 @@ class CacheEntry:
     serial: int = field(default_factory=lambda: next(_serials))  # creation order, across functions
     # Builds the one-call form of this entry (guards spliced into the replacement), or None.
     merged: Callable[[], Callable[..., Any] | None] | None = None
+    # The function's __code__, __defaults__ and __kwdefaults__ as traced: the parameters the
+    # guard and the replacement take (the function's own may be assigned since).
+    parameters: tuple = ()
+
+    def takes_parameters_of(self, fn: types.FunctionType) -> bool:
+        """Whether ``fn`` still takes the parameters this entry was traced with: then a call
+        that does not fit them does not fit ``fn`` either (the replacement raises eager's error)."""
+        return len(self.parameters) == 3 and all(
+            a is b for a, b in zip(self.parameters, (fn.__code__, fn.__defaults__, fn.__kwdefaults__)))
 
     def failed_guard(self, args: tuple, kwargs: dict) -> Guard | None:
-        index = self.first_failure(*args, **kwargs)
+        try:
+            index = self.first_failure(*args, **kwargs)
+        except TypeError:  # (its guards are a function of the parameters as traced)
+            return _NOT_FITTING
         return self.guards[index] if 0 <= index < len(self.guards) else None
+
+
+# What a call that cannot be bound to the parameters an entry was traced with fails (the
+# function's __code__, __defaults__ or __kwdefaults__ were changed since).
+_NOT_FITTING = Guard(GuardKind.ID_MATCH, "the call fits the parameters as traced", "True")
 
 
 @dataclass(eq=False)  # hashed by identity: caches live in a WeakSet
@@ -67,8 +84,8 @@ class FunctionCache:
         def guarded(*args: Any, **kwargs: Any) -> Any:
             try:
                 ok = guard(*args, **kwargs)
-            except TypeError:  # the call does not fit: the function itself raises eager's error
-                return replacement(*args, **kwargs)
+            except TypeError:  # the call does not fit the parameters as traced (they may have
+                return MISS  # changed since): the miss binds it to the function's own
             if not ok:
                 return MISS
             hits[0] += 1

@@ -81,7 +81,7 @@ class Callees:
         # code, the others run as they are instead of each being traced (and kept) anew.
         self.closures_per_code = closures_per_code
         self._closures: dict[types.CodeType, int] = {}
-        self._fallback_copies: dict[types.FunctionType, types.FunctionType] = {}
+        self._fallback_copies: dict[types.FunctionType, tuple[tuple, types.FunctionType]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, fn: types.FunctionType) -> Callable[..., Any]:
@@ -146,10 +146,11 @@ class Callees:
     # -- a function run as its original code --------------------------------------------------
     def fallback_copy(self, fn: types.FunctionType) -> types.FunctionType:
         """``fn`` with the functions it reads from its globals called through compiled wrappers."""
-        copy = self._fallback_copies.get(fn)
-        if copy is None:
-            copy = self._fallback_copies[fn] = _copy_with_compiled_callees(fn, self)
-        return copy
+        made_from = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)  # (all may be assigned since)
+        known = self._fallback_copies.get(fn)
+        if known is None or any(a is not b for a, b in zip(known[0], made_from)):
+            known = self._fallback_copies[fn] = (made_from, _copy_with_compiled_callees(fn, self))
+        return known[1]
 
 
 def _call_with_forward(module: torch.nn.Module, forward: Any, *args: Any, **kwargs: Any) -> Any:

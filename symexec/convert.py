@@ -256,6 +256,7 @@ def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start
                  fn.__qualname__, type(e).__name__, e)
         check, guard_list, first_failure = _always, [], _never_fails
     return CacheEntry(check, runs or fn, guard_list, first_failure, fallback_reason=reason,
+                      parameters=(fn.__code__, fn.__defaults__, fn.__kwdefaults__),
                       trace_seconds=time.perf_counter() - start)
 
 
@@ -334,8 +335,9 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     instructions = [*cg.instructions, *body.instructions]
     code = cg.assemble(fn.__code__, name, instructions)
     readable = body.readable(f"def {name}({signature_text(fn.__code__)}):", other=cg)
-    replacement = types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
-    replacement.__kwdefaults__ = fn.__kwdefaults__
+    defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__  # as traced (guarded; the function's may change)
+    replacement = types.FunctionType(code, fn.__globals__, name, defaults, fn.__closure__)
+    replacement.__kwdefaults__ = kwdefaults
     replacement.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
 
     def merged() -> Callable[..., Any] | None:
@@ -346,11 +348,12 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
         if prefix is None:
             return None
         both = types.FunctionType(cg.assemble(fn.__code__, name, [*prefix, *instructions]), fn.__globals__, name,
-                                  fn.__defaults__, fn.__closure__)
-        both.__kwdefaults__ = fn.__kwdefaults__
+                                  defaults, fn.__closure__)
+        both.__kwdefaults__ = kwdefaults
         both.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
         return both
     entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm, merged=merged,
+                       parameters=(fn.__code__, defaults, kwdefaults),
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
                        compile_seconds=time.perf_counter() - compile_start, break_reason=reason,
                        readable_code=readable)

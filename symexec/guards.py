@@ -464,7 +464,8 @@ class CompiledGuards:
     def __init__(self, check: types.FunctionType, guards: list[Guard], sources: dict[str, str],
                  namespace: dict[str, Any], filename: str, fn: types.FunctionType) -> None:
         self.check, self.guards, self.namespace = check, guards, namespace
-        self._sources, self._filename, self._fn = sources, filename, fn
+        self._sources, self._filename = sources, filename
+        self._defaults = fn.__defaults__, fn.__kwdefaults__  # as traced (the function's may change)
         self._compiled: dict[str, types.FunctionType] = {}
 
     def _compile(self, name: str) -> types.FunctionType:
@@ -472,7 +473,7 @@ class CompiledGuards:
             scope = dict(self.namespace)
             exec(compile(self._sources[name], self._filename, "exec"), scope)
             generated = scope[name]
-            generated.__defaults__, generated.__kwdefaults__ = self._fn.__defaults__, self._fn.__kwdefaults__
+            generated.__defaults__, generated.__kwdefaults__ = self._defaults
             self._compiled[name] = generated
         return self._compiled[name]
 

@@ -128,6 +128,70 @@ def test_defaults_kwdefaults_and_code_changed_after_compiling():
     check_sequence(fn, [X], set_defaults, [X], set_kwdefaults, [X], change_kwdefaults_in_place, [X], swap_code, [X])
 
 
+def test_calls_that_fit_only_the_changed_parameters():
+    """A call that fits the function's parameters only as changed since the trace (a default
+    added, removed, a parameter added with the code) behaves as eager: it was bound to the
+    parameters as traced and raised their TypeError (or ran with the old default)."""
+    def fn(x, y):
+        return x + y
+
+    def add_default():
+        fn.__defaults__ = (torch.full((4,), 5.0),)
+
+    def remove_default():
+        fn.__defaults__ = None
+
+    def add_parameter():
+        fn.__code__ = (lambda x, y, z=2: x + y * z).__code__
+
+    def keyword_only():
+        fn.__code__ = (lambda x, y=1, *, k: x + y - k).__code__
+        fn.__kwdefaults__ = {"k": 3}
+
+    def no_keyword_default():
+        fn.__kwdefaults__ = None
+
+    check_sequence(fn, [X, X], [X, X], [X, X], [X, X], add_default, [X], [X], [X, X], remove_default, [X], [X, X],
+                   add_parameter, [X, X, X], [X], [X, X], keyword_only, [X], [X, X], no_keyword_default, [X], [X, X])
+
+
+def _fallback_plus_one(x):
+    with torch.autocast("cpu"):
+        symexec.graph_break()  # (a break inside autocast: the frame runs as its original code)
+        return x + 1
+
+
+def _fallback_plus_two(x):
+    with torch.autocast("cpu"):
+        symexec.graph_break()
+        return x + 2
+
+
+def test_a_frame_run_as_its_original_code_runs_its_code_as_it_is_now():
+    """The copy that runs a frame as its original code was made once per function: after its
+    __code__ was assigned, the new entry ran the old code (x + 1 where eager gave x + 2)."""
+    original = _fallback_plus_one.__code__
+
+    def swap():
+        _fallback_plus_one.__code__ = _fallback_plus_two.__code__
+
+    try:
+        compiled = check_sequence(_fallback_plus_one, [X], [X], swap, [X], [X])
+        assert all(e.fallback_reason for e in symexec.cache_entries(compiled))
+    finally:
+        _fallback_plus_one.__code__ = original
+
+
+def test_a_type_error_inside_the_function_is_the_functions():
+    """A TypeError raised by the traced code itself (not by binding the call) is eager's, and
+    no retrace: the entry is the one traced."""
+    def fn(x, n):
+        return x + (n + "a" if n > 2 else n)
+
+    compiled = check_sequence(fn, [X, 1], [X, 3], [X, 1], [X, 3], [X, 3], [X, 3])
+    assert len(symexec.cache_entries(compiled)) == 2
+
+
 def _callee(x):
     return x + 1
 
