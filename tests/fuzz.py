@@ -661,13 +661,14 @@ def fn(x, h):
     observe=["holder"])
 
 # functions and globals -----------------------------------------------------------------------
-template("defaults_changed", "a function's __defaults__/__kwdefaults__ changed", """
+template("defaults_changed", "a function's __defaults__/__kwdefaults__ changed (a call fitting only the new ones)", """
 def g(x, k=2, *, j=1):
     return x * k + j
 def fn(x, n=3):
     return g(x) + n
 """, args(X), muts=["g.__defaults__ = (5,)", "g.__kwdefaults__ = {'j': 4}",
-                    "fn.__defaults__ = (7,)", "g.__defaults__ = (2,)"])
+                    "fn.__defaults__ = (7,)", "g.__defaults__ = (2,)", "fn.__defaults__ = None",
+                    "fn.__defaults__ = (3,)"])
 
 template("global_rebound", "global rebound; a global shadowing a builtin", """
 W = 2.0

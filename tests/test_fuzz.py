@@ -43,6 +43,9 @@ REPROS = {
     "class_property_over_instance_dict": ("module_members", None, [
         fuzz.Call([fuzz.T(shape=(2, 3)), fuzz.Ref("model")]), fuzz.Mut("M.factor = property(lambda self: 3.0)"),
         fuzz.Call([fuzz.T(shape=(2, 3)), fuzz.Ref("model")])]),
+    "default_removed_then_restored": ("defaults_changed", None, [
+        fuzz.Call([fuzz.T()]), fuzz.Call([fuzz.T()]), fuzz.Mut("fn.__defaults__ = None"), fuzz.Call([fuzz.T()]),
+        fuzz.Mut("fn.__defaults__ = (3,)"), fuzz.Call([fuzz.T()])]),
     "zero_after_inf": ("floats", None, [
         fuzz.Call([_X, 0.0]), fuzz.Call([_X, float("inf")]), fuzz.Call([_X, 0.0])]),
 }
