@@ -89,7 +89,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
     for attempt in range(2):
         guards = GuardSet()
         guards.global_state(state)
-        guards.function_match(fn)
+        guards.function_match(fn, args, kwargs)
         if reason is not None and getattr(reason, "break_guards", None) is not None:
             reason.break_guards(guards)
         output = OutputGraph(guards, policy)
@@ -256,7 +256,7 @@ def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start
                  fn.__qualname__, type(e).__name__, e)
         check, guard_list, first_failure = _always, [], _never_fails
     return CacheEntry(check, runs or fn, guard_list, first_failure, fallback_reason=reason,
-                      parameters=(fn.__code__, fn.__defaults__, fn.__kwdefaults__),
+                      parameters=guards.parameters or (fn.__code__, fn.__defaults__, fn.__kwdefaults__),
                       trace_seconds=time.perf_counter() - start)
 
 
@@ -335,7 +335,7 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     instructions = [*cg.instructions, *body.instructions]
     code = cg.assemble(fn.__code__, name, instructions)
     readable = body.readable(f"def {name}({signature_text(fn.__code__)}):", other=cg)
-    defaults, kwdefaults = fn.__defaults__, fn.__kwdefaults__  # as traced (guarded; the function's may change)
+    _, defaults, kwdefaults = checks.parameters  # as the entry takes them (guarded; the function's may change)
     replacement = types.FunctionType(code, fn.__globals__, name, defaults, fn.__closure__)
     replacement.__kwdefaults__ = kwdefaults
     replacement.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
@@ -353,7 +353,7 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
         both.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
         return both
     entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm, merged=merged,
-                       parameters=(fn.__code__, defaults, kwdefaults),
+                       parameters=checks.parameters,
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
                        compile_seconds=time.perf_counter() - compile_start, break_reason=reason,
                        readable_code=readable)

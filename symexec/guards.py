@@ -122,6 +122,9 @@ class GuardSet:
         # (source, keys) whose keys are already guarded.
         self._class_dicts: dict[type, str] = {}
         self._keys_guarded: set[tuple] = set()
+        # The compiled function's __code__, __defaults__ and __kwdefaults__ as the entry takes
+        # them (function_match); None: the function's own.
+        self.parameters: tuple | None = None
 
     @property
     def guards(self) -> list[Guard]:
@@ -403,11 +406,17 @@ class GuardSet:
         expr = f"not {source.expr()}" if exact_dict and not keys else f"___list({held}) == {self._const(list(keys))}"
         self.add(kind, f"{text.format(source.name)} == {shown}", expr, source)
 
-    def function_match(self, fn: types.FunctionType) -> None:
+    def function_match(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> None:
         """The compiled function's own code and defaults: what its entries were traced from
-        (``%autoreload`` assigns ``__code__``; a user may assign ``__defaults__``)."""
+        (``%autoreload`` assigns ``__code__``; a user may assign ``__defaults__``). Defaults are
+        part of the entry only where the call took one: an entry traced from a call that passed
+        every argument takes none (its guard and replacement have no defaults: a call that
+        omits an argument does not fit it, and misses), so nothing about them is guarded.
+        (Each of these reads is an audit event: every audit hook of the process runs.)"""
+        takes = _takes_defaults(fn, args, kwargs)
+        self.parameters = (fn.__code__, fn.__defaults__ if takes else None, fn.__kwdefaults__ if takes else None)
         name = fn.__qualname__
-        for attr in ("__code__", "__defaults__", "__kwdefaults__"):
+        for attr in ("__code__", "__defaults__", "__kwdefaults__") if takes else ("__code__",):
             self.add(GuardKind.ID_MATCH, f"{name}.{attr} is <as traced>",
                      f"{self._const(fn)}.{attr} is {self._const(getattr(fn, attr))}")
 
@@ -437,6 +446,17 @@ class GuardSet:
         self._grow("distinct", source, GuardKind.TENSOR_ALIAS, render, items_are_sources=True)
 
 
+def _takes_defaults(fn: types.FunctionType, args: tuple, kwargs: dict) -> bool:
+    """Whether binding this call to ``fn`` takes a default (of a positional or a keyword-only
+    parameter)."""
+    code = fn.__code__
+    names = code.co_varnames[:code.co_argcount]
+    for i in range(code.co_argcount - len(fn.__defaults__ or ()), code.co_argcount):
+        if i >= len(args) and (i < code.co_posonlyargcount or names[i] not in kwargs):
+            return True
+    return any(name not in kwargs for name in fn.__kwdefaults__ or {})
+
+
 # Up to this many inputs (plain locals), distinctness is checked pair by pair with ``is not``:
 # cheaper than a set of addresses (for 10 inputs, 45 comparisons: 0.27 µs against 0.32).
 _PAIRWISE_DISTINCT = 10
@@ -462,10 +482,11 @@ class CompiledGuards:
     does not pay for compiling its hundreds of guards three times."""
 
     def __init__(self, check: types.FunctionType, guards: list[Guard], sources: dict[str, str],
-                 namespace: dict[str, Any], filename: str, fn: types.FunctionType) -> None:
+                 namespace: dict[str, Any], filename: str, parameters: tuple) -> None:
         self.check, self.guards, self.namespace = check, guards, namespace
         self._sources, self._filename = sources, filename
-        self._defaults = fn.__defaults__, fn.__kwdefaults__  # as traced (the function's may change)
+        self.parameters = parameters  # the function's code and defaults as the entry takes them
+        self._defaults = parameters[1:]
         self._compiled: dict[str, types.FunctionType] = {}
 
     def _compile(self, name: str) -> types.FunctionType:
@@ -685,5 +706,6 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
     filename = f"<symexec guards of {fn.__qualname__}>"
     exec(compile(check_source, filename, "exec"), namespace)
     check = namespace.pop("___guard")
-    check.__defaults__, check.__kwdefaults__ = fn.__defaults__, fn.__kwdefaults__
-    return CompiledGuards(check, list(guards), sources, namespace, filename, fn)
+    parameters = guard_set.parameters or (fn.__code__, fn.__defaults__, fn.__kwdefaults__)
+    check.__defaults__, check.__kwdefaults__ = parameters[1:]
+    return CompiledGuards(check, list(guards), sources, namespace, filename, parameters)

@@ -266,11 +266,18 @@ def test_guard_function_has_the_functions_signature():
     x = torch.ones(2)
     assert torch.equal(f(x, k=1), fn(x, k=1))
     assert torch.equal(f(x, 3, 4, 5, k=1, m=2, z=9), fn(x, 3, 4, 5, k=1, m=2, z=9))
-    entry = symexec.cache_entries(f)[0]
+    passed_all, took_defaults = symexec.cache_entries(f)  # (newest first)
     import inspect
 
-    assert inspect.signature(entry.guard) == inspect.signature(fn)
-    assert inspect.signature(entry.replacement) == inspect.signature(fn)
+    assert inspect.signature(took_defaults.guard) == inspect.signature(fn)
+    assert inspect.signature(took_defaults.replacement) == inspect.signature(fn)
+    # An entry traced from a call that passed every argument takes no defaults (nor guards them).
+    bare = inspect.signature(fn).replace(parameters=[
+        p.replace(default=inspect.Parameter.empty) for p in inspect.signature(fn).parameters.values()])
+    assert inspect.signature(passed_all.guard) == bare == inspect.signature(passed_all.replacement)
+    assert not any("__defaults__" in g.text or "__kwdefaults__" in g.text for g in passed_all.guards)
+    assert torch.equal(f(x, k=1), fn(x, k=1))  # (the first entry's call again)
+    assert len(symexec.cache_entries(f)) == 2
 
 
 def test_returning_an_input_returns_the_same_object():

@@ -182,6 +182,20 @@ def test_a_frame_run_as_its_original_code_runs_its_code_as_it_is_now():
         _fallback_plus_one.__code__ = original
 
 
+def test_an_entry_traced_with_every_argument_given_takes_no_default():
+    """Such an entry has no defaults and guards none; a call omitting an argument misses and
+    takes the function's default as it is then."""
+    def fn(x, k=2):
+        return x * k
+
+    def set_defaults():
+        fn.__defaults__ = (5,)
+
+    compiled = check_sequence(fn, [X, 3], [X, 3], [X], set_defaults, [X], [X, 4], [X])
+    bare = [e for e in symexec.cache_entries(compiled) if not any("__defaults__" in g.text for g in e.guards)]
+    assert bare and all(e.guard.__defaults__ is None for e in bare)
+
+
 def test_a_type_error_inside_the_function_is_the_functions():
     """A TypeError raised by the traced code itself (not by binding the call) is eager's, and
     no retrace: the entry is the one traced."""
