@@ -148,36 +148,49 @@ class SideEffects:
             cg.reconstruct(value)
             cg.store_fast(temp)
             writes.append((temp, ("global", name)))
+        # The objects written to, loaded through their sources before any write too: a write
+        # can cut the way a source goes (``del state[p]`` before the dict ``state[p]`` is
+        # refilled), never the object.
+        targets = [var for var in self.containers.values()]
+        targets += [obj for obj, _, _ in self.attributes.values() if obj.source is not None]
+        for var in targets:
+            if ("target", id(var)) not in {target for _, target in writes}:
+                temp = cg.new_temp()
+                var.source.emit_load(cg)  # type: ignore[union-attr]
+                cg.store_fast(temp)
+                writes.append((temp, ("target", id(var))))
         return {id(target) if isinstance(target, VariableTracker) else target: temp for temp, target in writes}
 
     def apply(self, cg: Any, values: dict[Any, Any]) -> None:
-        """Second half: write the values built by ``build`` into the real objects."""
+        """Second half: write the values built by ``build`` into the real objects (as loaded
+        by ``build``)."""
         for var in self.containers.values():
-            temp = values[id(var)]
+            temp, target = values[id(var)], values[("target", id(var))]
             if hasattr(var, "apply_replay"):
-                var.apply_replay(cg, temp)
+                var.apply_replay(cg, temp, target)
             elif isinstance(var.items, list):  # type: ignore[attr-defined]
                 cg.load_fast(temp)
-                var.source.emit_load(cg)  # type: ignore[union-attr]
+                cg.load_fast(target)
                 cg.load_const(None)
                 cg.load_const(None)
                 cg.build(slice, 2)
                 cg.emit("STORE_SUBSCR")  # lst[:] = new items: the same list object
             else:
-                var.source.emit_load(cg)  # type: ignore[union-attr]
+                cg.load_fast(target)
                 cg.call_method("clear", lambda: [])
                 cg.emit("POP_TOP")
-                var.source.emit_load(cg)  # type: ignore[union-attr]
+                cg.load_fast(target)
                 cg.call_method("update", lambda: [cg.load_fast(temp)])  # noqa: B023 - called at once
                 cg.emit("POP_TOP")
         for key, (obj, name, value) in self.attributes.items():
-            if value is DELETED:
-                cg.reconstruct(obj)
-                cg.emit("DELETE_ATTR", name)
-            else:
+            target = values.get(("target", id(obj)))
+            if value is not DELETED:
                 cg.load_fast(values[key])
+            if target is not None:
+                cg.load_fast(target)
+            else:  # (an object the trace made: rebuilt)
                 cg.reconstruct(obj)
-                cg.emit("STORE_ATTR", name)
+            cg.emit("DELETE_ATTR" if value is DELETED else "STORE_ATTR", name)
         for key, (cell, _) in self.cells.items():
             cg.load_fast(values[("cell", key)])
             cell.emit_store(cg)

@@ -8,6 +8,7 @@ import collections
 import functools
 import operator
 
+import pytest
 import torch
 from helpers import check
 
@@ -531,3 +532,61 @@ def test_map_made_in_inlined_function_consumed_later():
         return total, n, len(out)
 
     check(f, _t())
+
+
+# -- replaying writes to objects reached through containers the trace also changed -----------------
+_P, _Q = torch.nn.Parameter(torch.ones(2)), torch.nn.Parameter(torch.ones(2))
+
+
+def _state():
+    return {_P: {"step": 0}, _Q: {"step": 5}}
+
+
+class _Holder:
+    def __init__(self):
+        self.child = _Holder.__new__(_Holder)
+        self.child.n = 1
+
+
+def _popped_then_edited(x, state):
+    inner = state.pop(_P)
+    inner["step"] += 1
+    state[_Q]["step"] += inner["step"]
+    return x + inner["step"], inner
+
+
+def _deleted_then_edited(x, d):
+    inner = d["a"]
+    del d["a"]
+    inner.append(3)
+    return x * len(inner)
+
+
+def _detached_then_edited(x, holder):
+    child = holder.child
+    del holder.child
+    child.n = 7
+    return x + child.n, child
+
+
+@pytest.mark.parametrize("fn, make", [
+    (_deleted_then_edited, lambda: {"a": [1, 2], "b": [0]}),
+    (_detached_then_edited, _Holder),
+])
+def test_an_object_edited_after_the_way_to_it_was_cut(fn, make):
+    """The replay wrote into ``d['a']`` after deleting the key (KeyError where eager ran):
+    every object written to is loaded before any write."""
+    check(fn, torch.ones(2), make())
+
+
+def test_an_object_edited_after_its_tensor_key_was_popped():
+    """The same through a dict keyed by tensors (an optimizer's state), compared by hand: the
+    keys are the very parameters."""
+    compiled = symexec.compile(_popped_then_edited)
+    for _ in range(3):
+        eager_state, compiled_state = _state(), _state()
+        eager_inner, compiled_inner = eager_state[_P], compiled_state[_P]
+        expected, got = _popped_then_edited(torch.ones(2), eager_state), compiled(torch.ones(2), compiled_state)
+        assert torch.equal(expected[0], got[0]) and expected[1] == got[1] and got[1] is compiled_inner
+        assert list(eager_state) == list(compiled_state) == [_Q] and eager_state[_Q] == compiled_state[_Q]
+        assert eager_inner == compiled_inner == {"step": 1}

@@ -638,12 +638,13 @@ class TensorKeyedDictVariable(ConstDictVariable):
             temps.append((key_temp, value_temp))
         return temps
 
-    def apply_replay(self, cg: Any, temps: list[tuple[str, str | None]]) -> None:
-        """Second half: ``S[k] = v`` and ``del S[k]`` in the trace's order."""
+    def apply_replay(self, cg: Any, temps: list[tuple[str, str | None]], target: str) -> None:
+        """Second half: ``S[k] = v`` and ``del S[k]`` in the trace's order (``S`` loaded into
+        ``target`` before any write)."""
         for key_temp, value_temp in temps:
             if value_temp is not None:
                 cg.load_fast(value_temp)
-            self.source.emit_load(cg)  # type: ignore[union-attr]
+            cg.load_fast(target)
             cg.load_fast(key_temp)
             cg.emit("STORE_SUBSCR" if value_temp is not None else "DELETE_SUBSCR")
 
