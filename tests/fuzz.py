@@ -535,6 +535,21 @@ def fn(x, c):
 """, args(X, st.sampled_from([{"a": [1, 2], "b": (0, {"z": 3})}, {"a": [2], "b": (0, {"z": 3})},
                               {"a": [1, 2], "b": (0, {"z": 4.0})}, {"b": (0, {"z": 3}), "a": [1]}])))
 
+template("cut_then_edited", "an object written to after the way to it was cut (pop, del, rebinding)", """
+def fn(x, c, k):
+    inner = c.pop(k, None)
+    if inner is None:
+        c[k] = inner = [0]
+    inner.append(len(inner))
+    if "b" in c:
+        keep = c["b"]
+        del c["b"]
+        keep.append(5)
+        c["b" if k == "a" else "c"] = keep
+    return x * len(inner) + sum(inner), inner
+""", args(X, st.sampled_from([{"a": [1, 2], "b": [0]}, {"b": [3], "a": [4]}, {"a": [1]}, {}]),
+    st.sampled_from(["a", "b"])))
+
 # torch global state --------------------------------------------------------------------------
 template("global_state", "grad mode, default dtype, deterministic, autocast", """
 def fn(x):
