@@ -590,3 +590,22 @@ def test_an_object_edited_after_its_tensor_key_was_popped():
         assert torch.equal(expected[0], got[0]) and expected[1] == got[1] and got[1] is compiled_inner
         assert list(eager_state) == list(compiled_state) == [_Q] and eager_state[_Q] == compiled_state[_Q]
         assert eager_inner == compiled_inner == {"step": 1}
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: (x.is_set_to(x), x.view(4).is_set_to(x), x[1:].is_set_to(x), x + 1),
+    lambda x: (x.is_shared(), x * 2),
+    lambda x: (x.is_pinned(), x * 2),
+])
+@pytest.mark.parametrize("shared", [False, True])
+def test_storage_facts_are_read_for_real(fn, shared):
+    """A fake tensor's storage is not the real one: is_set_to was False for a tensor and
+    itself, is_shared False for a tensor in shared memory. They break the graph. (The same
+    tensor for both: a copy of it would not be in shared memory.)"""
+    x = torch.arange(4.0)
+    if shared:
+        x.share_memory_()
+    compiled = symexec.compile(fn)
+    for _ in range(2):
+        expected, got = fn(x), compiled(x)
+        assert expected[:-1] == got[:-1] and torch.equal(expected[-1], got[-1])

@@ -47,6 +47,10 @@ _BREAKING_METHODS = {
     "tolist": "reads tensor values into Python",
     "numpy": "converts to NumPy",
     "data_ptr": "reads a memory address",
+    # (fake tensors answer these False: their storage is not the real one)
+    "is_set_to": "compares two tensors' storages",
+    "is_shared": "reads whether the storage is in shared memory",
+    "is_pinned": "reads whether the storage is in pinned memory",
     "backward": "runs autograd outside the graph",
     "register_hook": "registers a Python hook",
     "__bool__": "data-dependent control flow",
