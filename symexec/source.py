@@ -523,6 +523,34 @@ class ConstSource(Source):
 
 
 @dataclass(frozen=True)
+class CallSource(Source):
+    """What a function of torch's returns for constant arguments, read again by calling it:
+    a query of torch's state outside the guarded global state (``torch.get_num_threads()``,
+    ``torch.get_float32_matmul_precision()``, ``torch.is_anomaly_enabled()``)."""
+
+    fn: ConstSource
+    args: tuple
+
+    def __post_init__(self) -> None:
+        for arg in self.args:
+            if literal(arg) is None:
+                _keep(self, arg)
+
+    @property
+    def name(self) -> str:
+        qualname = getattr(self.fn.value, "__qualname__", "?")
+        module = getattr(self.fn.value, "__module__", None)
+        shown = f"{module}.{qualname}" if type(module) is str and type(qualname) is str else self.fn.name
+        return f"{shown}({', '.join(display(a) for a in self.args)})"
+
+    def expr(self) -> str:
+        return f"{self.fn.expr()}({', '.join(const_expr(a) for a in self.args)})"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.call_const(self.fn.value, lambda: [cg.load_const(a) for a in self.args])  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
 class PrivateObjectSource(ConstSource):
     """An object the trace made for itself by running a pure function for real (a deep copy
     of a config). The trace reads and changes it directly; where it reaches the user's world

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..exc import AttributeMissing, Unsupported
-from ..source import AttrSource, ConstSource, Source
+from ..source import AttrSource, CallSource, ConstSource, Source
 from .base import VariableTracker, as_proxy, class_static, subclass_check
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
@@ -172,13 +172,26 @@ class TorchVariable(VariableTracker):
             return UserFunctionVariable(fn, self.source).call_function(tx, args, kwargs)
         # Even a call on constants is recorded: its fake result says whether it made a tensor
         # (a factory such as torch.ones) or a constant, whose node is then dropped.
-        return record_call(tx, "call_function", fn, args, kwargs)
+        result = record_call(tx, "call_function", fn, args, kwargs)
+        if (not kwargs and isinstance(result, ConstantVariable) and result.source is None
+                and result.as_python_constant() is not None and all(_plain_constant(a) for a in args)):
+            # A query of torch's state (torch.get_num_threads()): guarded, as any value read,
+            # by calling it again, once the trace uses it.
+            return tx.wrap(result.as_python_constant(),
+                           CallSource(ConstSource.of(fn), tuple(a.as_python_constant() for a in args)))
+        return result
 
     def reconstruct(self, cg: Any) -> None:
         cg.load_const(self.fn)
 
     def __repr__(self) -> str:
         return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def _plain_constant(var: VariableTracker) -> bool:
+    """A literal argument: the same call with it again gives the same answer unless torch's
+    state changed."""
+    return isinstance(var, ConstantVariable) and is_literal(var.as_python_constant())
 
 
 def _graph_can_hold(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> bool:
