@@ -787,3 +787,23 @@ def _compiled_once(model):
     compiled = symexec.compile(lambda x: model(x))
     compiled(torch.randn(2, 3))
     return compiled
+
+
+@pytest.mark.parametrize("query, change, restore", [
+    (lambda: torch.get_num_threads(), lambda: torch.set_num_threads(1), lambda n: torch.set_num_threads(n)),
+    (lambda: torch.get_float32_matmul_precision(), lambda: torch.set_float32_matmul_precision("high"),
+     lambda p: torch.set_float32_matmul_precision(p)),
+    (lambda: torch.is_anomaly_enabled(), lambda: torch.autograd.set_detect_anomaly(True),
+     lambda a: torch.autograd.set_detect_anomaly(a)),
+])
+def test_queries_of_torchs_state_are_guarded(query, change, restore):
+    """A torch function called with constant arguments returns torch's state as it is: its
+    value was baked into the entry, so a later change kept the old answer."""
+    def fn(x):
+        return x * (2 if query() in (1, "high", True) else 3), query()
+
+    before = query()
+    try:
+        check_sequence(fn, [X], [X], change, [X], lambda: restore(before), [X])
+    finally:
+        restore(before)
