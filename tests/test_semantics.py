@@ -609,3 +609,12 @@ def test_storage_facts_are_read_for_real(fn, shared):
     for _ in range(2):
         expected, got = fn(x), compiled(x)
         assert expected[:-1] == got[:-1] and torch.equal(expected[-1], got[-1])
+
+
+def test_a_class_as_an_argument_of_a_tensor_method_breaks_the_graph():
+    """FX's generated code spelt torch.Tensor as ``<class 'torch.Tensor'>``: an internal error
+    (a SyntaxError compiling the graph), the frame run eagerly."""
+    def fn(x):
+        return type(x.as_subclass(torch.Tensor)), x.as_subclass(torch.Tensor) + 1
+
+    check(fn, _t(), expect_traced=False)

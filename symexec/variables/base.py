@@ -194,9 +194,13 @@ def constants(values: Sequence[VariableTracker]) -> list[Any]:
 
 
 def as_proxy(value: VariableTracker) -> Any:
-    """A tracker as an FX argument: a node for tensors, the value for constants, recursively."""
+    """A tracker as an FX argument: a node for tensors, the value for constants, recursively.
+    A class cannot be one: FX's generated code would spell it as its repr."""
     proxy = getattr(value, "as_proxy", None)
-    return proxy() if proxy is not None else value.as_python_constant()
+    result = proxy() if proxy is not None else value.as_python_constant()
+    if isinstance(result, type):
+        raise Unsupported(f"the class {result.__qualname__} as an argument of a graph operation")
+    return result
 
 
 # -- reading classes ---------------------------------------------------------------------------
