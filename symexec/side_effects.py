@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from .exc import Unsupported
-from .source import PrivateObjectSource
+from .source import PrivateObjectSource, advance
 from .variables.base import DELETED, VariableTracker
 
 
@@ -26,12 +26,14 @@ class SideEffects:
         self.attributes: dict[tuple[int, str], tuple[VariableTracker, str, Any]] = {}
         self.globals: dict[str, VariableTracker] = {}
         self.cells: dict[int, tuple[Any, VariableTracker]] = {}
+        # Iterators passed in that the trace took items from (each knows how many).
+        self.iterators: dict[int, VariableTracker] = {}
         # Counts every change the trace makes (to any object, the trace's own copies too): what
         # was read before the count moved may read otherwise now.
         self.version = 0
 
     def __bool__(self) -> bool:
-        return bool(self.containers or self.attributes or self.globals or self.cells)
+        return bool(self.containers or self.attributes or self.globals or self.cells or self.iterators)
 
     # -- recording -------------------------------------------------------------------------------
     def mutate(self, var: VariableTracker) -> None:
@@ -51,6 +53,11 @@ class SideEffects:
         """The value a traced write gave ``obj.name``, DELETED, or None when not written."""
         entry = self.attributes.get((id(obj), name))
         return None if entry is None else entry[2]
+
+    def advance(self, iterator: VariableTracker) -> None:
+        """An iterator passed in gave the trace one more item: the real one is advanced as many."""
+        self.version += 1
+        self.iterators.setdefault(id(iterator), iterator)
 
     def store_global(self, name: str, value: VariableTracker) -> None:
         self.version += 1
@@ -151,7 +158,7 @@ class SideEffects:
         # The objects written to, loaded through their sources before any write too: a write
         # can cut the way a source goes (``del state[p]`` before the dict ``state[p]`` is
         # refilled), never the object.
-        targets = [var for var in self.containers.values()]
+        targets = [*self.containers.values(), *self.iterators.values()]
         targets += [obj for obj, _, _ in self.attributes.values() if obj.source is not None]
         for var in targets:
             if ("target", id(var)) not in {target for _, target in writes}:
@@ -194,6 +201,10 @@ class SideEffects:
         for key, (cell, _) in self.cells.items():
             cg.load_fast(values[("cell", key)])
             cell.emit_store(cg)
+        for var in self.iterators.values():
+            cg.call_const(advance, lambda: [cg.load_fast(values[("target", id(var))]),  # noqa: B023 - called at once
+                                            cg.load_const(var.index)])  # type: ignore[attr-defined]
+            cg.emit("POP_TOP")
         for name in self.globals:
             cg.load_fast(values[("global", name)])
             cg.emit("STORE_GLOBAL", name)

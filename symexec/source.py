@@ -323,17 +323,11 @@ def remaining(iterator: Any) -> int:
     return iterator.__length_hint__()
 
 
-def skip(iterator: Any, count: int) -> Any:
-    """A new iterator over what ``iterator`` has left after ``count`` more items (generated
-    code, at a graph break). The original is not advanced: other values are still re-fetched
-    through it (``peek(L['___stack0'], 0)``)."""
-    state = iterator.__reduce__()
-    if len(state) < 3:  # exhausted
-        return iter(())
-    _, (sequence,), position = state
-    rest = iter(sequence)
-    rest.__setstate__(position + count)
-    return rest
+def advance(iterator: Any, count: int) -> None:
+    """Take ``count`` items from ``iterator`` (generated code, after every value read through
+    it, ``peek(L['it'], 0)``, was loaded): what the traced ``next`` calls took."""
+    for _ in range(count):
+        next(iterator)
 
 
 @dataclass(frozen=True)

@@ -103,7 +103,8 @@ class VariableBuilder:
             var = _wrap_object(self, value, source)
         if source is not None:
             cache[source] = var
-            if mutable and isinstance(var, (ListVariable, ConstDictVariable, UserDefinedObjectVariable)):
+            if mutable and isinstance(var, (ListVariable, ConstDictVariable, UserDefinedObjectVariable,
+                                            InputIteratorVariable)):
                 output.objects_by_id[id(value)] = (value, var)  # (held: an id is unique only while alive)
             if var.source == source and _identity_matters(value, source):
                 self.guards.distinct(source)
@@ -201,12 +202,13 @@ def _wrap_sequence(b: VariableBuilder, value: Any, source: Source | None) -> Var
 
 @wraps(type(iter(())), type(iter([])), type(iter(range(0))))
 def _wrap_iterator(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
-    """A loop's iterator handed to a continuation: its remaining items, read without
-    advancing it."""
+    """An iterator passed in (a loop's, handed to a continuation): its remaining items, read
+    without advancing it while tracing; the generated code advances it."""
     if source is None:
         raise Unsupported("an iterator that cannot be re-fetched from the inputs")
     b.guards.type_match(source, value)
-    return InputIteratorVariable(value, source, lambda i: b(peek(value, i), IteratorItemSource(source, i)), b.guards)
+    return InputIteratorVariable(value, source, lambda i: b(peek(value, i), IteratorItemSource(source, i)), b.guards,
+                                 lambda var: b.output.side_effects.advance(var))
 
 
 @wraps(GradModeExit)

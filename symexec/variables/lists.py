@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 
 from ..exc import TracedException, Unsupported
-from ..source import Source, skip
+from ..source import Source
 from .base import VariableTracker, as_proxy, class_static, find_on_class
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 
@@ -302,6 +302,8 @@ class IteratorVariable(VariableTracker):
     then its type is unknown and asking for it is unsupported, never a guess.
     """
 
+    built_once = True  # (one iterator, however many places hold it: a loop and a local)
+
     def __init__(self, items: list[VariableTracker], cls: type | None = None) -> None:
         super().__init__()
         self.items = items
@@ -391,22 +393,23 @@ def iterator_type(value_type: type | None, example: Any = None) -> type | None:
 
 
 class InputIteratorVariable(IteratorVariable):
-    """A list, tuple or range iterator passed in (a loop's iterator handed to a continuation).
+    """A list, tuple or range iterator passed in (a loop's iterator handed to a continuation,
+    or the user's).
 
     Items are read one at a time as the trace consumes them, without advancing the real
-    iterator, and the guards ask only for as many remaining items as were consumed: the
-    continuation of a loop body, which takes one item per call, is reused for every item.
+    iterator while tracing, and the guards ask only for as many remaining items as were
+    consumed: the continuation of a loop body, which takes one item per call, is reused for
+    every item. The generated code advances the real iterator by as many (a side effect,
+    ``advanced``), and everything that holds it (a loop, a local) holds that one object.
     """
 
-    def __init__(self, value: Any, source: Source, wrap_item: Any, guards: Any) -> None:
-        super().__init__([])
+    def __init__(self, value: Any, source: Source, wrap_item: Any, guards: Any, advanced: Any) -> None:
+        super().__init__([], type(value))
         self.source = source
         self.remaining = value.__length_hint__()
         self._wrap_item = wrap_item  # index -> tracker of that item, with its source
         self._guards = guards
-
-    def python_type(self) -> type:
-        return type(iter(()))
+        self._advanced = advanced  # told when the trace consumes an item
 
     def next_item(self) -> VariableTracker | None:
         if self.index >= self.remaining:
@@ -416,6 +419,7 @@ class InputIteratorVariable(IteratorVariable):
         self.items.append(item)
         self.index += 1
         self._guards.remaining_match(self.source, self.index, ">=")
+        self._advanced(self)
         return item
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
@@ -425,8 +429,7 @@ class InputIteratorVariable(IteratorVariable):
         return rest
 
     def reconstruct(self, cg: Any) -> None:
-        # The real iterator, advanced past what the trace consumed.
-        cg.call_const(skip, lambda: [self.source.emit_load(cg), cg.load_const(self.index)])
+        self.source.emit_load(cg)  # the real iterator (the replay advances it)
 
     def __repr__(self) -> str:
         return f"InputIteratorVariable({self.source.name}, {self.index} read)"
