@@ -314,9 +314,10 @@ def placeholder_name(source: Source) -> str:
 
 
 def peek(iterator: Any, index: int) -> Any:
-    """Item ``index`` of what a list, tuple or range iterator has left, without advancing it."""
+    """Item ``index`` of what a list, tuple or range iterator has left, without advancing it.
+    (A range iterator reduces to the range of what it has left and no position on 3.12+.)"""
     _, (sequence,), position = iterator.__reduce__()
-    return sequence[position + index]
+    return sequence[(position or 0) + index]
 
 
 def remaining(iterator: Any) -> int:
