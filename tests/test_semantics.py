@@ -661,3 +661,35 @@ def test_an_iterator_passed_in_is_advanced_as_eager_advances_it(brk):
             expected, got = fn(_t() * 0 + 1, theirs), compiled(_t() * 0 + 1, mine)
             assert torch.equal(expected[0], got[0]) and expected[1:] == got[1:]
             assert list(mine) == list(theirs)
+
+
+def _over_an_iterator(x, it):
+    pairs = list(zip(it, range(2)))  # zip takes a third item of it, then stops
+    for i, v in enumerate(it):
+        if i == 1:
+            break
+    firsts = [next(filter(None, it)), next(map(lambda v: v * 2, it))]
+    import itertools
+    chained = itertools.chain(it, [9])
+    return x, pairs, firsts, next(chained), list(it)
+
+
+def _over_a_local_iterator(x):
+    it = iter([0, 1, 2, 3, 4, 5, 6, 7])
+    for i, v in enumerate(it):
+        if i == 1:
+            break
+    z = list(zip(it, "ab"))
+    return x * len(z), z, list(it)
+
+
+def test_zip_enumerate_filter_and_itertools_over_an_iterator_take_its_items_lazily():
+    """Computed at once, they took every item of an iterator another name held: zip(it, range(2))
+    left nothing of it (eager: what zip did not take), enumerate(it) broken off after two items
+    left nothing, and so did filter(None, it) and itertools.chain(it, ...)."""
+    compiled = symexec.compile(_over_an_iterator)
+    for _ in range(3):
+        mine, theirs = iter([0, 1, 2, 0, 3, 4, 5, 6, 7, 8]), iter([0, 1, 2, 0, 3, 4, 5, 6, 7, 8])
+        expected, got = _over_an_iterator(_t(), theirs), compiled(_t(), mine)
+        assert expected[1:] == got[1:] and list(mine) == list(theirs)
+    check(_over_a_local_iterator, _t())

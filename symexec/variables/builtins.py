@@ -529,15 +529,49 @@ def _next(tx: Any, it: VariableTracker, default: VariableTracker | None = None) 
     return item
 
 
+# enumerate, zip, map and filter over containers compute their items at once: the iterators
+# they make over them are their own, so when items are taken cannot be seen. Over an iterator
+# someone else holds too (the caller, a local, a loop, a container) they are lazy, as in
+# CPython: each item taken from it when asked for.
+def held_elsewhere(tx: Any, iterator: VariableTracker) -> bool:
+    """Whether an iterator handed to a combinator can be seen by anyone else: one passed in
+    (the caller holds it), or one that a frame's locals, stack or cells, or a value the trace
+    wrote somewhere, reach."""
+    if not isinstance(iterator, IteratorVariable):
+        return False
+    if iterator.source is not None:
+        return True
+    effects = tx.output.side_effects
+    todo: list[Any] = [*effects.globals.values(), *(v for _, v in effects.cells.values()),
+                       *(v for _, _, v in effects.attributes.values()), *effects.containers.values()]
+    for frame in tx.output.translators:
+        todo += [*frame.locals.values(), *frame.stack, *frame.cells.values()]
+    seen: set[int] = set()
+    while todo:
+        var = todo.pop()
+        if var is iterator:
+            return True
+        if isinstance(var, VariableTracker) and id(var) not in seen:
+            seen.add(id(var))
+            todo.extend(var.subvalues())
+    return False
+
+
 @handler(enumerate)
 def _enumerate(tx: Any, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
     first = start.as_python_constant() if start is not None else 0
+    if held_elsewhere(tx, iterable):
+        return LazyIteratorVariable(tx, enumerate, ConstantVariable(first), [iterable])
     return IteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(iterable.unpack(tx))],
                             enumerate)
 
 
 @handler(zip)
 def _zip(tx: Any, *iterables: VariableTracker, strict: VariableTracker | None = None) -> VariableTracker:
+    if any(held_elsewhere(tx, it) for it in iterables):
+        if strict is not None and strict.as_python_constant():
+            raise Unsupported("zip(strict=True) over an iterator")
+        return LazyIteratorVariable(tx, zip, ConstantVariable(None), [_iter(tx, it) for it in iterables])
     columns = [it.unpack(tx) for it in iterables]
     if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
         raise Unsupported("zip(strict=True) with iterables of different lengths")
@@ -618,25 +652,32 @@ def _sorted(tx: Any, iterable: VariableTracker, *, key: VariableTracker | None =
 def _map(tx: Any, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
     if not iterables:
         raise Unsupported("TypeError: map() must have at least two arguments.")
-    return LazyIteratorVariable(tx, map, fn, [_iter(tx, it) for it in iterables])
+    return LazyIteratorVariable(tx, map, fn, [_iter(tx, it) for it in iterables],
+                                shared=any(held_elsewhere(tx, it) for it in iterables))
 
 
 @handler(filter)
 def _filter(tx: Any, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
-    return LazyIteratorVariable(tx, filter, fn, [_iter(tx, iterable)])
+    return LazyIteratorVariable(tx, filter, fn, [_iter(tx, iterable)], shared=held_elsewhere(tx, iterable))
 
 
 class LazyIteratorVariable(IteratorVariable):
-    """``map(fn, ...)`` or ``filter(fn, ...)``: lazy, as in CPython. ``fn`` runs when an item
-    is asked for, so what it does (appending to a list...) happens when eager does it."""
+    """``map(fn, ...)`` or ``filter(fn, ...)``, and ``zip``/``enumerate`` over an iterator
+    (``fn`` is then None, or enumerate's start): lazy, as in CPython. ``fn`` runs when an item
+    is asked for, so what it does (appending to a list...) happens when eager does it, and an
+    iterator passed in gives up its items only then."""
 
-    def __init__(self, tx: Any, cls: type, fn: VariableTracker, sources: list[IteratorVariable]) -> None:
+    def __init__(self, tx: Any, cls: type, fn: VariableTracker, sources: list[IteratorVariable],
+                 shared: bool | None = None) -> None:
         super().__init__([], cls)
         self.tx, self.fn, self.sources = tx, fn, sources
         self.keep_truthy = cls is filter and fn.is_python_constant() and fn.as_python_constant() is None
         self.exhausted = False
-        if self.keep_truthy or (isinstance(fn, BuiltinVariable) and fn.fn in FOLDABLE):
-            # A pure function: computing every item now is the same as computing them later.
+        self.counter = fn.as_python_constant() if cls is enumerate else 0
+        if cls in (map, filter) and (self.keep_truthy or (isinstance(fn, BuiltinVariable) and fn.fn in FOLDABLE)) \
+                and not shared:
+            # A pure function over iterators of its own: computing every item now is the same
+            # as computing them later.
             while self._pull(tx):
                 pass
 
@@ -654,6 +695,13 @@ class LazyIteratorVariable(IteratorVariable):
                 row.append(item)
             if self.cls is map:
                 self.items.append(self.fn.call_function(tx, row, {}))
+                return True
+            if self.cls is zip:
+                self.items.append(TupleVariable(row))
+                return True
+            if self.cls is enumerate:
+                self.items.append(TupleVariable([ConstantVariable(self.counter), row[0]]))
+                self.counter += 1
                 return True
             test = row[0] if self.keep_truthy else self.fn.call_function(tx, row, {})
             if test.truth(tx):

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from ..exc import Unsupported
 from ..source import AttrSource, PrivateObjectSource
 from .base import VariableTracker, class_static
-from .builtins import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, run_pure
+from .builtins import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, held_elsewhere, run_pure
 from .dicts import ConstDictVariable
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .functions import UserMethodVariable
@@ -24,12 +24,17 @@ from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
 
 
 # -- itertools over iterables known while tracing: their items, computed at once (as zip and
-# enumerate are); each keeps the real iterator's type. Arguments itertools would reject (a
-# wrong count, a negative bound) break the graph, and CPython raises for real.
+# enumerate over containers are); each keeps the real iterator's type. Over an iterator that
+# someone else holds (its items taken lazily in CPython) they break the graph; so do arguments itertools would reject
+# (a wrong count, a negative bound), and CPython raises for real.
 def _itertools(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def checked(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+            if any(held_elsewhere(tx, a) for a in (*args, *kwargs.values())):
+                # (computed at once, it would take every item of an iterator someone else may
+                # hold, where CPython's takes them as they are asked for)
+                raise Unsupported(f"itertools.{cls.__name__} over an iterator")
             try:
                 return IteratorVariable(fn(tx, *args, **kwargs), cls)
             except (TypeError, ValueError) as e:
