@@ -72,7 +72,9 @@ class _Compiled:
         # make one entry, not two. The hit path takes no lock. The replacement runs outside it.
         with _compile_lock:
             entry = self._fitting_entry(args, kwargs)  # another thread may have added one
-            if entry is None:
+            if entry is _NOT_A_CALL_OF_FN:
+                run = self.fn  # (it raises eager's TypeError)
+            elif entry is None:
                 entry = self._compile(args, kwargs)
                 if entry is None:
                     run = self.fn
@@ -89,8 +91,8 @@ class _Compiled:
                 if entry.guard(*args, **kwargs):
                     return entry
             except TypeError:  # the call does not fit the parameters as traced (a guard that raises fails)
-                if entry.takes_parameters_of(self.fn):
-                    return entry  # nor the function's: its replacement raises eager's TypeError
+                if not _fits(self.fn, args, kwargs):
+                    return _NOT_A_CALL_OF_FN  # nor the function's own
                 continue
         return None
 
@@ -121,6 +123,21 @@ class _Compiled:
 
 
 _compile_lock = threading.RLock()  # re-entrant: a backend may call compiled code that misses
+
+
+_NOT_A_CALL_OF_FN: Any = object()  # what _fitting_entry finds for a call the function's parameters refuse
+
+
+def _fits(fn: types.FunctionType, args: tuple, kwargs: dict) -> bool:
+    """Whether the call binds to ``fn``'s parameters as they are now (its code and defaults:
+    not a ``__signature__`` or ``__wrapped__`` it may carry)."""
+    bare = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    bare.__kwdefaults__ = fn.__kwdefaults__
+    try:
+        inspect.signature(bare).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", fullgraph: bool = False,

@@ -37,15 +37,6 @@ class CacheEntry:
     serial: int = field(default_factory=lambda: next(_serials))  # creation order, across functions
     # Builds the one-call form of this entry (guards spliced into the replacement), or None.
     merged: Callable[[], Callable[..., Any] | None] | None = None
-    # The function's __code__, __defaults__ and __kwdefaults__ as traced: the parameters the
-    # guard and the replacement take (the function's own may be assigned since).
-    parameters: tuple = ()
-
-    def takes_parameters_of(self, fn: types.FunctionType) -> bool:
-        """Whether ``fn`` still takes the parameters this entry was traced with: then a call
-        that does not fit them does not fit ``fn`` either (the replacement raises eager's error)."""
-        return len(self.parameters) == 3 and all(
-            a is b for a, b in zip(self.parameters, (fn.__code__, fn.__defaults__, fn.__kwdefaults__)))
 
     def failed_guard(self, args: tuple, kwargs: dict) -> Guard | None:
         try:

@@ -256,7 +256,6 @@ def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start
                  fn.__qualname__, type(e).__name__, e)
         check, guard_list, first_failure = _always, [], _never_fails
     return CacheEntry(check, runs or fn, guard_list, first_failure, fallback_reason=reason,
-                      parameters=guards.parameters or (fn.__code__, fn.__defaults__, fn.__kwdefaults__),
                       trace_seconds=time.perf_counter() - start)
 
 
@@ -353,7 +352,6 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
         both.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
         return both
     entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm, merged=merged,
-                       parameters=checks.parameters,
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
                        compile_seconds=time.perf_counter() - compile_start, break_reason=reason,
                        readable_code=readable)

@@ -807,3 +807,13 @@ def test_queries_of_torchs_state_are_guarded(query, change, restore):
         check_sequence(fn, [X], [X], change, [X], lambda: restore(before), [X])
     finally:
         restore(before)
+
+
+def test_a_wrong_call_after_an_entry_without_defaults_raises_eagers_error_once_traced():
+    """An entry traced with every argument given takes no defaults: a call the function itself
+    refuses raises the function's own TypeError (its parameters' message), and makes no entry."""
+    def fn(x, k=2):
+        return x * k
+
+    compiled = check_sequence(fn, [X, 3], [X, 1, 2], [X, 1, 2], [X])
+    assert len(symexec.cache_entries(compiled)) == 2
