@@ -486,7 +486,6 @@ class CompiledGuards:
         self.check, self.guards, self.namespace = check, guards, namespace
         self._sources, self._filename = sources, filename
         self.parameters = parameters  # the function's code and defaults as the entry takes them
-        self._defaults = parameters[1:]
         self._compiled: dict[str, types.FunctionType] = {}
 
     def _compile(self, name: str) -> types.FunctionType:
@@ -494,7 +493,7 @@ class CompiledGuards:
             scope = dict(self.namespace)
             exec(compile(self._sources[name], self._filename, "exec"), scope)
             generated = scope[name]
-            generated.__defaults__, generated.__kwdefaults__ = self._defaults
+            generated.__defaults__, generated.__kwdefaults__ = self.parameters[1:]
             self._compiled[name] = generated
         return self._compiled[name]
 

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from .exc import Unsupported
 from .source import PrivateObjectSource, advance
-from .variables.base import DELETED, VariableTracker
+from .variables.base import DELETED, VariableTracker, reachable
 
 
 class SideEffects:
@@ -78,16 +78,11 @@ class SideEffects:
             source = getattr(var, "source", None)
             return source is not None and isinstance(source.root(), PrivateObjectSource)
 
-        reachable: set[int] = set()
+        reached: set[int] = set()
 
         def mark(var: Any) -> None:
-            stack = [var]
-            while stack:
-                v = stack.pop()
-                if not isinstance(v, VariableTracker) or id(v) in reachable:
-                    continue
-                reachable.add(id(v))
-                stack.extend(v.subvalues())
+            for _ in reachable([var], reached):  # (marks as it goes)
+                pass
 
         for var in roots:
             mark(var)
@@ -99,16 +94,16 @@ class SideEffects:
         while changed:  # a write kept makes what it writes reachable
             changed = False
             for var in self.containers.values():
-                if not private(var) and id(var) not in reachable:  # (a reachable copy: marked already)
+                if not private(var) and id(var) not in reached:  # (a reachable copy: marked already)
                     mark(var)
                     changed = True
             for obj, _, value in self.attributes.values():
-                if (not private(obj) or id(obj) in reachable) and isinstance(value, VariableTracker) \
-                        and id(value) not in reachable:
+                if (not private(obj) or id(obj) in reached) and isinstance(value, VariableTracker) \
+                        and id(value) not in reached:
                     mark(value)
                     changed = True
-        self.containers = {k: v for k, v in self.containers.items() if not private(v) or id(v) in reachable}
-        self.attributes = {k: (o, n, v) for k, (o, n, v) in self.attributes.items() if not private(o) or id(o) in reachable}
+        self.containers = {k: v for k, v in self.containers.items() if not private(v) or id(v) in reached}
+        self.attributes = {k: (o, n, v) for k, (o, n, v) in self.attributes.items() if not private(o) or id(o) in reached}
 
     # -- replay ----------------------------------------------------------------------------------
     def values(self) -> Iterator[VariableTracker]:
@@ -160,12 +155,11 @@ class SideEffects:
         # refilled), never the object.
         targets = [*self.containers.values(), *self.iterators.values()]
         targets += [obj for obj, _, _ in self.attributes.values() if obj.source is not None]
-        for var in targets:
-            if ("target", id(var)) not in {target for _, target in writes}:
-                temp = cg.new_temp()
-                var.source.emit_load(cg)  # type: ignore[union-attr]
-                cg.store_fast(temp)
-                writes.append((temp, ("target", id(var))))
+        for var in {id(var): var for var in targets}.values():  # (each object once)
+            temp = cg.new_temp()
+            var.source.emit_load(cg)  # type: ignore[union-attr]
+            cg.store_fast(temp)
+            writes.append((temp, ("target", id(var))))
         return {id(target) if isinstance(target, VariableTracker) else target: temp for temp, target in writes}
 
     def apply(self, cg: Any, values: dict[Any, Any]) -> None:

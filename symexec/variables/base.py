@@ -13,7 +13,7 @@ Trackers reach the graph, the guards and the builder through ``tx``, the running
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 import torch
 
@@ -191,6 +191,18 @@ class BoundMethodVariable(VariableTracker):
 
 def constants(values: Sequence[VariableTracker]) -> list[Any]:
     return [v.as_python_constant() for v in values]
+
+
+def reachable(roots: Any, seen: set[int]) -> Iterator[VariableTracker]:
+    """Every tracker ``roots`` reach through their ``subvalues`` that ``seen`` (ids, updated)
+    does not hold yet, each once."""
+    todo = list(roots)
+    while todo:
+        var = todo.pop()
+        if isinstance(var, VariableTracker) and id(var) not in seen:
+            seen.add(id(var))
+            yield var
+            todo.extend(var.subvalues())
 
 
 def as_proxy(value: VariableTracker) -> Any:

@@ -32,7 +32,7 @@ from .functions import UserMethodVariable
 from .misc import SetVariable
 from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
-from .base import class_static, subclass_check
+from .base import class_static, reachable, subclass_check
 from .user_objects import ObjectVariableBase, SuperVariable
 
 Handler = Callable[..., "VariableTracker | None"]
@@ -542,19 +542,11 @@ def held_elsewhere(tx: Any, iterator: VariableTracker) -> bool:
     if iterator.source is not None:
         return True
     effects = tx.output.side_effects
-    todo: list[Any] = [*effects.globals.values(), *(v for _, v in effects.cells.values()),
-                       *(v for _, _, v in effects.attributes.values()), *effects.containers.values()]
+    roots: list[Any] = [*effects.globals.values(), *(v for _, v in effects.cells.values()),
+                        *(v for _, _, v in effects.attributes.values()), *effects.containers.values()]
     for frame in tx.output.translators:
-        todo += [*frame.locals.values(), *frame.stack, *frame.cells.values()]
-    seen: set[int] = set()
-    while todo:
-        var = todo.pop()
-        if var is iterator:
-            return True
-        if isinstance(var, VariableTracker) and id(var) not in seen:
-            seen.add(id(var))
-            todo.extend(var.subvalues())
-    return False
+        roots += [*frame.locals.values(), *frame.stack, *frame.cells.values()]
+    return any(var is iterator for var in reachable(roots, set()))
 
 
 @handler(enumerate)
@@ -668,7 +660,7 @@ class LazyIteratorVariable(IteratorVariable):
     iterator passed in gives up its items only then."""
 
     def __init__(self, tx: Any, cls: type, fn: VariableTracker, sources: list[IteratorVariable],
-                 shared: bool | None = None) -> None:
+                 shared: bool = False) -> None:
         super().__init__([], cls)
         self.tx, self.fn, self.sources = tx, fn, sources
         self.keep_truthy = cls is filter and fn.is_python_constant() and fn.as_python_constant() is None

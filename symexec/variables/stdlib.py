@@ -25,8 +25,9 @@ from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
 
 # -- itertools over iterables known while tracing: their items, computed at once (as zip and
 # enumerate over containers are); each keeps the real iterator's type. Over an iterator that
-# someone else holds (its items taken lazily in CPython) they break the graph; so do arguments itertools would reject
-# (a wrong count, a negative bound), and CPython raises for real.
+# someone else holds (CPython takes its items as they are asked for) they break the graph; so
+# do arguments itertools would reject (a wrong count, a negative bound), and CPython raises
+# for real.
 def _itertools(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
