@@ -15,6 +15,7 @@ for the same object.
 from __future__ import annotations
 
 import enum
+import functools
 import keyword
 import math
 import re
@@ -525,9 +526,10 @@ class CallSource(Source):
 
     fn: ConstSource
     args: tuple
+    kwargs: tuple = ()  # (name, value) pairs
 
     def __post_init__(self) -> None:
-        for arg in self.args:
+        for arg in (*self.args, *(v for _, v in self.kwargs)):
             if literal(arg) is None:
                 _keep(self, arg)
 
@@ -536,13 +538,18 @@ class CallSource(Source):
         qualname = getattr(self.fn.value, "__qualname__", "?")
         module = getattr(self.fn.value, "__module__", None)
         shown = f"{module}.{qualname}" if type(module) is str and type(qualname) is str else self.fn.name
-        return f"{shown}({', '.join(display(a) for a in self.args)})"
+        shown_args = [display(a) for a in self.args] + [
+            f"{k if k.isidentifier() else display(k)}={display(v)}" for k, v in self.kwargs]
+        return f"{shown}({', '.join(shown_args)})"
 
     def expr(self) -> str:
-        return f"{self.fn.expr()}({', '.join(const_expr(a) for a in self.args)})"
+        # (keywords as an escaped dict: a name passed through ** need not be an identifier)
+        keywords = f"**{{{', '.join(f'{const_expr(k)}: {const_expr(v)}' for k, v in self.kwargs)}}}"
+        return f"{self.fn.expr()}({', '.join([*(const_expr(a) for a in self.args), keywords])})"
 
     def emit_load(self, cg: LoadEmitter) -> None:
-        cg.call_const(self.fn.value, lambda: [cg.load_const(a) for a in self.args])  # type: ignore[attr-defined]
+        fn = functools.partial(self.fn.value, **dict(self.kwargs)) if self.kwargs else self.fn.value
+        cg.call_const(fn, lambda: [cg.load_const(a) for a in self.args])  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

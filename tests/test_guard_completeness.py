@@ -817,3 +817,12 @@ def test_a_wrong_call_after_an_entry_without_defaults_raises_eagers_error_once_t
 
     compiled = check_sequence(fn, [X, 3], [X, 1, 2], [X, 1, 2], [X])
     assert len(symexec.cache_entries(compiled)) == 2
+
+
+def test_a_query_of_torchs_state_with_keywords_is_guarded_too():
+    def fn(x):
+        return x * (2 if torch.is_autocast_enabled(device_type="cpu") else 3)
+
+    compiled = check_sequence(fn, [X], [X])
+    texts = [g.text for e in symexec.cache_entries(compiled) for g in e.guards]
+    assert "torch.is_autocast_enabled(device_type='cpu') is False" in texts, texts

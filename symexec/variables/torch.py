@@ -173,12 +173,13 @@ class TorchVariable(VariableTracker):
         # Even a call on constants is recorded: its fake result says whether it made a tensor
         # (a factory such as torch.ones) or a constant, whose node is then dropped.
         result = record_call(tx, "call_function", fn, args, kwargs)
-        if (not kwargs and isinstance(result, ConstantVariable) and result.source is None
-                and result.as_python_constant() is not None and all(_plain_constant(a) for a in args)):
+        if (isinstance(result, ConstantVariable) and result.source is None and result.as_python_constant() is not None
+                and all(_plain_constant(a) for a in (*args, *kwargs.values()))):
             # A query of torch's state (torch.get_num_threads()): guarded, as any value read,
             # by calling it again, once the trace uses it.
-            return tx.wrap(result.as_python_constant(),
-                           CallSource(ConstSource.of(fn), tuple(a.as_python_constant() for a in args)))
+            return tx.wrap(result.as_python_constant(), CallSource(
+                ConstSource.of(fn), tuple(a.as_python_constant() for a in args),
+                tuple((k, v.as_python_constant()) for k, v in kwargs.items())))
         return result
 
     def reconstruct(self, cg: Any) -> None:
