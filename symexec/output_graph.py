@@ -20,7 +20,8 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch._dispatch.python import enable_python_dispatcher
-from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext, free_unbacked_symbols
+from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, StatelessSymbolicContext, compute_unbacked_bindings,
+                                                  free_unbacked_symbols)
 from torch.utils._stats import simple_call_counter
 
 from .dynamic import DynamicPolicy, FrameState
@@ -239,8 +240,28 @@ class OutputGraph:
                 self.graph.erase_node(node)
                 name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
                 raise Unsupported(f"{name}() failed on fake tensors: {type(e).__name__}: {e}") from e
+            self._bind_unbacked(node, example)
         node.meta["example_value"] = example
         return node, example
+
+    def _bind_unbacked(self, node: torch.fx.Node, example: Any) -> None:
+        """Settle the data-dependent (unbacked) symbols the fake run of ``node`` just made.
+
+        Those in its result are bound to it (``node.meta["unbacked_bindings"]``, as torch's own
+        tracers record them). Those that are not were consumed inside the operation: a 0-d tensor
+        passed where a number is expected (``p.addcdiv_(a, b, value=-step_size)``, Adam's step)
+        is read with ``.item()`` by torch's argument parser. Left pending, they were found by the
+        next tracer sharing this ShapeEnv, AOTAutograd's, which raised
+        ``PendingUnbackedSymbolNotFound`` on the graph's inputs: they are marked as discarded, as
+        torch's own fake implementations mark the ones they discard."""
+        env = self.fake_mode.shape_env
+        if env is None or not env.pending_fresh_unbacked_symbols:
+            return
+        held = free_unbacked_symbols(example)
+        env.ignorable_fresh_unbacked_symbols.extend(s for s in env.pending_fresh_unbacked_symbols if s not in held)
+        bindings = compute_unbacked_bindings(env, example)
+        if bindings:
+            node.meta["unbacked_bindings"] = bindings
 
     def _run_fake(self, op: str, target: Any, args: tuple, kwargs: dict) -> Any:
         fake_args, fake_kwargs = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["example_value"])
