@@ -69,8 +69,19 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
-                              policy=policy, compile_fn=compile_fn)
+        try:
+            return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
+                                  policy=policy, compile_fn=compile_fn)
+        except BackendCompilerFailed as e:
+            if policy.static_floats or not policy.symbolic_floats:
+                raise
+            # Traced again with its float inputs constants. AOTAutograd turns symbolic floats
+            # into tensors where it can and asks for a restart with them constant where it
+            # cannot (TensorifyScalarRestartAnalysis, torch.compile's signal); inductor also
+            # refuses a float that became a constant as a graph output.
+            policy.static_floats = True
+            return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
+                                  policy=policy, compile_fn=compile_fn)
     finally:
         if collecting:
             gc.enable()
@@ -314,7 +325,6 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     gm = compiled = None
     trace_seconds = time.perf_counter() - start
     compile_start = time.perf_counter()
-    output.install_shape_guards()
     if output.call_node_count() or outputs:
         gm, examples = output.finish(list(outputs.values()))
         try:
@@ -330,6 +340,9 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
             graph_input.source.emit_load(cg)
         cg.call(len(output.inputs))
         cg.store_fast(GRAPH_OUT)
+    # After the backend: AOTAutograd may specialise what the trace left symbolic (a float it
+    # cannot turn into a tensor), and the guards must pin that too.
+    output.install_shape_guards()
     checks = compile_guards(guards, fn)
     instructions = [*cg.instructions, *body.instructions]
     code = cg.assemble(fn.__code__, name, instructions)

@@ -42,17 +42,25 @@ class DynamicPolicy:
     def __init__(self, mode: bool | None, state: FrameState) -> None:
         self.mode = mode
         self.state = state
+        # Floats kept constants in this trace: set when the backend asked for it (AOTAutograd's
+        # pass that turns symbolic floats into tensors restarts where it cannot).
+        self.static_floats = False
+        self.symbolic_floats = False  # whether this trace made a float input symbolic
 
     def number_is_dynamic(self, source: Source, value: int | float) -> bool:
         """An int or float input: symbolic if it changed since an earlier trace (or always,
         with ``dynamic=True``; floats only once they change)."""
         if self.mode is False:
             return False
+        if self.static_floats and type(value) is float:
+            return False
         name = source.name
         seen = self.state.ints.get(name, value)
         changed = name in self.state.ints and (seen is DYNAMIC or seen != value)
         self.state.ints[name] = DYNAMIC if changed else value
-        return changed or (self.mode is True and type(value) is int)
+        dynamic = changed or (self.mode is True and type(value) is int)
+        self.symbolic_floats = self.symbolic_floats or dynamic and type(value) is float
+        return dynamic
 
     def dynamic_dims(self, source: Source, tensor: torch.Tensor) -> list[DimDynamic]:
         """For each dimension of an input tensor: ``STATIC`` (specialised), ``DYNAMIC`` (a

@@ -29,7 +29,7 @@ from .exc import Unsupported
 from .guards import GuardKind, GuardSet
 from .shape_rules import fresh_fake, known_result
 from .side_effects import SideEffects
-from .source import Source, placeholder_name
+from .source import FloatTensorSource, Source, placeholder_name
 from .variables.tensor import SymNodeVariable, TensorVariable
 
 
@@ -160,7 +160,15 @@ class OutputGraph:
         self.guards.add(GuardKind.EQUALS_MATCH, f"math.isfinite({source.name})", f"math.isfinite({source.expr()})", source)
         self._symbolic_trace()
         self.symbolic_inputs.append((sym, source))
-        var = SymNodeVariable(self._placeholder(source, sym, value), sym, source)
+        # The graph takes it as a 0-d float64 tensor and reads it with .item(), as under
+        # torch.compile: AOTAutograd bakes a float argument of the graph into its own trace
+        # (unguarded: every later value ran with the first), and turns this form into tensors.
+        real = torch._as_tensor_fullprec(value)
+        fake = self.fake_mode.from_tensor(real, static_shapes=True)
+        fake.item_memo = sym
+        tensor = self._placeholder(FloatTensorSource(source), fake, real)
+        node, _ = self.create_call("call_method", "item", (tensor,), {}, example=sym)
+        var = SymNodeVariable(node, sym, source)
         var.guards = self.guards  # specialising it guards its exact value (-0.0 and 0.0 differ)
         return var
 

@@ -553,6 +553,29 @@ class CallSource(Source):
 
 
 @dataclass(frozen=True)
+class FloatTensorSource(Source):
+    """A float input as the 0-d float64 tensor a graph takes it as (torch.compile's form of a
+    float that changes between calls): ``torch._as_tensor_fullprec(L['lr'])``. The graph reads
+    it back with ``.item()``; backends that re-trace (AOTAutograd) find the float's data there,
+    where a float argument of the graph would be baked in by their trace."""
+
+    base: Source
+
+    @property
+    def name(self) -> str:
+        return f"torch._as_tensor_fullprec({self.base.name})"
+
+    def expr(self) -> str:
+        raise NotImplementedError("guards are on the float itself")
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.call_const(torch._as_tensor_fullprec, lambda: [self.base.emit_load(cg)])  # type: ignore[attr-defined]
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
+@dataclass(frozen=True)
 class PrivateObjectSource(ConstSource):
     """An object the trace made for itself by running a pure function for real (a deep copy
     of a config). The trace reads and changes it directly; where it reaches the user's world

@@ -34,6 +34,7 @@ from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, Rang
 from .model_output import is_model_output_class, wrap_model_output
 from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable
 from .nn_module import NNModuleVariable
+from .optimizer import OptimizerVariable
 from .stdlib import operator_callable
 from .user_objects import UserDefinedObjectVariable
 from .tensor import tensor_method
@@ -411,4 +412,6 @@ def _wrap_object(b: VariableBuilder, value: Any, source: Source | None) -> Varia
     b.guards.type_match(source, value)
     if issubclass(type(value), torch.nn.Module):
         return NNModuleVariable(value, source)
+    if issubclass(type(value), torch.optim.Optimizer):
+        return OptimizerVariable(value, source)
     return UserDefinedObjectVariable(value, source)

@@ -27,6 +27,7 @@ from .tensor import TensorVariable
 
 class ConstDictVariable(VariableTracker):
     built_once = True
+    not_replayable: str | None = None  # why a change of this dict cannot be written back, if it cannot
 
     def __init__(self, items: dict[Any, VariableTracker], source: Source | None = None, user_cls: type = dict,
                  default_factory: VariableTracker | None = None) -> None:
@@ -44,7 +45,11 @@ class ConstDictVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         if any(isinstance(k, Identity) for k in self.items):
             raise Unsupported("a dict keyed by objects is not a constant")
-        return self.user_cls((k, v.as_python_constant()) for k, v in self.items.items())
+        items = ((k, v.as_python_constant()) for k, v in self.items.items())
+        if self.user_cls is collections.defaultdict:  # (its first argument is the factory)
+            factory = self.default_factory.as_python_constant() if self.default_factory is not None else None
+            return collections.defaultdict(factory, items)
+        return self.user_cls(items)
 
     def as_proxy(self) -> Any:
         return {k: (v.as_proxy() if hasattr(v, "as_proxy") else v.as_python_constant()) for k, v in self.items.items()}
@@ -145,6 +150,8 @@ class ConstDictVariable(VariableTracker):
     def check_replayable(self, tx: Any) -> None:
         """A change of a dict passed in is replayed by its ``clear`` and ``update``: they must
         be the builtin ones (a subclass's own would run its code, or refuse)."""
+        if self.not_replayable:
+            raise Unsupported(self.not_replayable)
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:

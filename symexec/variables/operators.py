@@ -161,7 +161,7 @@ def identical(a: VariableTracker, b: VariableTracker, tx: Any = None) -> bool:
         return a.as_python_constant() is b.as_python_constant()
     # Trackers of different objects: tensors inputs are deduplicated by identity when wrapped,
     # and everything else without a shared source was created separately.
-    if a.is_python_constant() and b.is_python_constant() and not isinstance(a, BaseListVariable | ConstDictVariable | SetVariable):
+    if not isinstance(a, BaseListVariable | ConstDictVariable | SetVariable) and a.is_python_constant() and b.is_python_constant():
         return a.as_python_constant() is b.as_python_constant()
     if a.source is not None and b.source is not None:  # two inputs, distinct now: pinned so
         if tx is None:

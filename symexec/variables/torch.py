@@ -32,6 +32,11 @@ _STATEFUL = frozenset({
     torch.save, torch.load, torch.set_num_threads, torch.set_rng_state, torch.get_rng_state,
     torch.compile, torch.autograd.grad, torch.autograd.backward,
 })
+# Operations a graph cannot hold for every backend: the fused optimizer kernels update five
+# lists of tensors in place, which AOTAutograd's functionalization refuses (an internal assert:
+# "mutating a non-functional tensor with a functional tensor"). CPython runs them at a break.
+_NOT_IN_GRAPHS = frozenset(getattr(torch, name) for name in (
+    "_fused_adam_", "_fused_adamw_", "_fused_sgd_", "_fused_adagrad_") if hasattr(torch, name))
 # Classes whose construction from constants is a pure value.
 _VALUE_CLASSES = (torch.Size, torch.device, torch.finfo, torch.iinfo)
 # Context managers and other classes whose objects tracing cannot hold yet.
@@ -137,6 +142,9 @@ class TorchVariable(VariableTracker):
             return _unbound_tensor_method(tx, fn, getattr(fn, "__objclass__", self.owner), args, kwargs)
         if fn in _STATEFUL or isinstance(fn, types.FunctionType) and getattr(fn, "__wrapped__", None) in _STATEFUL:
             raise Unsupported(f"{self.describe()} changes global state")
+        if fn in _NOT_IN_GRAPHS:
+            raise Unsupported(f"{self.describe()}, a fused optimizer kernel, in a graph (AOTAutograd cannot "
+                              f"functionalize it)", hint="the graph breaks; CPython runs it")
         if _qualified_name(fn) in _COMPILING_FLAGS:
             return ConstantVariable(True)  # code that asks takes its compile-friendly path
         if fn is torch.jit.annotate and len(args) == 2 and not kwargs:

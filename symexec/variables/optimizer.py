@@ -1,0 +1,133 @@
+"""A ``torch.optim.Optimizer`` passed in: traced as torch.compile traces it, in one graph.
+
+Two things set it apart from any other object (both are the contract torch's optimizers are
+written against: under ``torch.compiler.is_compiling()`` their code assumes them):
+
+- **The capturable view.** Its ``param_groups`` read as ``capturable=True`` in the trace (never in
+  the real dicts): the step's arithmetic stays in tensors (``1 - beta1 ** step`` with ``step`` a
+  tensor, ``torch.where`` instead of ``if rho_t > 5``), where the non-capturable path would branch
+  on a tensor or pass a list of tensors where torch takes numbers (Adamax's foreach step raised
+  ``TypeError``). A group with a tensor hyperparameter is seen as it is: there ``capturable``
+  also decides which errors are raised. A group so seen cannot be written back (its replay would
+  store the view); a traced write to one breaks the graph.
+- **``zero_grad()`` as what it does.** ``zero_grad(set_to_none=True)`` (torch's own) sets every
+  parameter's ``grad`` to None: traced line by line it read each ``grad`` to skip the ones
+  already None, and the guard on that (None before the first ``backward``, a tensor after) made
+  the second step of a compiled training step recompile. Storing None into every one leaves
+  the same, read nothing, and guards nothing; with a profiler on, it is traced as it is (its
+  ``record_function`` label must be recorded).
+- **State made before the trace reads it.** ``_init_group`` (torch's own) is run once for real
+  when it is reached with state still to make and nothing pending, then traced as usual: it
+  finds the state made, as every later call does, so the first call's entry serves them all
+  (one graph, as torch.compile: a trace of the first step alone made one graph that creates
+  the state, then a second for every later step). It only fills empty state entries with
+  zeros: the same tensors eager's first step would make, so even a trace that falls back
+  leaves what eager leaves.
+"""
+
+from __future__ import annotations
+
+import collections
+import types
+from typing import Any
+
+from ..exc import AttributeMissing, Unsupported
+from .constant import ConstantVariable
+from .ctx import record_function_records
+from .dicts import ConstDictVariable
+from .functions import UserMethodVariable
+from .lists import ListVariable
+from .user_objects import UserDefinedObjectVariable
+
+
+class OptimizerVariable(UserDefinedObjectVariable):
+    """An instance of a ``torch.optim.Optimizer`` subclass that existed before the call."""
+
+    def var_getattr(self, tx: Any, name: str) -> Any:
+        found = super().var_getattr(tx, name)
+        if name == "param_groups" and isinstance(found, ListVariable):
+            for group in found.items:
+                _capturable_view(group)
+        if name in _MODELLED and type(found) is UserMethodVariable and found.obj is self \
+                and _is_torch_own(getattr(found.fn, "fn", None)):
+            return _MODELLED[name](found.fn, self, found.source)
+        return found
+
+
+def _is_torch_own(fn: Any) -> bool:
+    """Whether ``fn`` is torch's own code (through torch's wrappers), not a user override."""
+    while isinstance(fn, types.FunctionType) and hasattr(fn, "__wrapped__") and fn.__module__.startswith("torch."):
+        fn = fn.__wrapped__
+    return isinstance(fn, types.FunctionType) and fn.__module__.startswith("torch.optim.")
+
+
+_VIEW_REASON = "writing to a param group the trace sees as capturable (its replay would store the view)"
+
+
+def _capturable_view(group: Any) -> None:
+    """``group['capturable']`` reads True in this trace, where the group allows it."""
+    if type(group) is not ConstDictVariable or "capturable" not in group.items or group.not_replayable:
+        return
+    if any(not value.is_python_constant() for key, value in group.items.items() if key != "params"):
+        return  # a tensor hyperparameter (lr, betas): capturable decides errors there, seen as it is
+    group.items["capturable"] = ConstantVariable(True)
+    group.not_replayable = _VIEW_REASON
+
+
+class InitGroupVariable(UserMethodVariable):
+    """``optimizer._init_group(group, params, grads, ...)``: the state made for real first,
+    where the trace may, then the method traced."""
+
+    def call_function(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        self._make_state(tx, args, kwargs)
+        return super().call_function(tx, args, kwargs)
+
+    def _make_state(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+        optimizer = self.obj.value
+        output = tx.output
+        if kwargs or not args or tx.output.side_effects:  # a pending write: the real world is not the trace's
+            return
+        if any(type(a) is not ListVariable or a.source is not None or a.items for a in args[1:]):
+            return  # (torch's optimizers pass fresh empty lists to fill)
+        group = next((value for value, var in output.objects_by_id.values() if var is args[0]), None)
+        state = optimizer.__dict__.get("state")
+        if type(group) is not dict or type(state) not in (dict, collections.defaultdict) or id(state) in output.objects_by_id:
+            return  # (the trace has read the state already: its view of it would go stale)
+        params = group.get("params")
+        if type(params) is not list or all(p in state and state[p] for p in params if p.grad is not None):
+            return  # nothing to make
+        method = self.fn.fn  # type: ignore[attr-defined]
+        try:
+            method(optimizer, group, *[[] for _ in args[1:]])
+        except Exception as e:  # (a sparse gradient, a complex parameter...: raised where eager raises)
+            raise Unsupported(f"{type(optimizer).__qualname__}._init_group raised {type(e).__name__}") from None
+
+
+
+class ZeroGradVariable(UserMethodVariable):
+    """``optimizer.zero_grad()``, ``zero_grad(True)``: None stored into every parameter's grad."""
+
+    def call_function(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        given = args[0] if args else kwargs.get("set_to_none")
+        if len(args) + len(kwargs) > 1 or kwargs and "set_to_none" not in kwargs \
+                or given is not None and not (given.is_python_constant() and given.as_python_constant() is True) \
+                or record_function_records() or not self._patched(tx):
+            return super().call_function(tx, args, kwargs)  # (zeroing in place, a profiler, a first call's patching)
+        tx.guards.global_state([("a record_function records", record_function_records, False)])
+        none = ConstantVariable(None)
+        for group in self.obj.var_getattr(tx, "param_groups").unpack(tx):
+            for param in group.getitem(tx, ConstantVariable("params")).unpack(tx):
+                param.store_attr(tx, "grad", none)
+        return none
+
+    def _patched(self, tx: Any) -> bool:
+        """Whether torch has patched the optimizer's step (its first ``zero_grad`` or ``step``
+        does it, by ``_patch_step_function``), read and guarded as the method reads it."""
+        try:
+            self.obj.var_getattr(tx, "_zero_grad_profile_name")
+        except AttributeMissing:
+            return False
+        return True
+
+
+_MODELLED = {"_init_group": InitGroupVariable, "zero_grad": ZeroGradVariable}
