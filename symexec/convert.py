@@ -96,7 +96,6 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
     reason: Unsupported | None = None
     state = global_state.read()
     grad_mode = torch.is_grad_enabled()
-    inference_mode = torch.is_inference_mode_enabled()
     for attempt in range(2):
         guards = GuardSet()
         guards.global_state(state)
@@ -104,14 +103,12 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         if reason is not None and getattr(reason, "break_guards", None) is not None:
             reason.break_guards(guards)
         output = OutputGraph(guards, policy)
-        if inference_mode:  # fake tensors do not trace under inference mode: this frame runs eagerly
-            return _fallback_entry(fn, guards, "called under torch.inference_mode()", start, fullgraph=fullgraph)
         if not global_state.mode_stacks_empty():  # a TorchFunctionMode or dispatch mode is active
             return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start,
-                                   fullgraph=fullgraph)
+                                   fullgraph=fullgraph, warn=True)
         if global_state.in_functorch_transform():
             return _fallback_entry(fn, guards, "called inside a functorch transform (torch.vmap, torch.func.grad...)",
-                                   start, fullgraph=fullgraph)
+                                   start, fullgraph=fullgraph, warn=True)
         if getattr(fn, "_symexec_disabled", False):
             return _fallback_entry(fn, guards, "the function is marked symexec.disable", start, fullgraph=fullgraph)
         try:
@@ -243,8 +240,10 @@ def _try_shape_guards(output: OutputGraph) -> None:
 
 
 def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start: float,
-                    runs: types.FunctionType | None = None, *, fullgraph: bool = False) -> CacheEntry:
+                    runs: types.FunctionType | None = None, *, fullgraph: bool = False, warn: bool = False) -> CacheEntry:
     """An entry that runs the original code (``runs``: a copy whose callees are compiled).
+    ``warn``: the whole frame runs uncompiled for a reason of the call's world (a mode, a
+    transform): said once per function with a ``SymexecWarning``, as an internal error is.
 
     Under ``fullgraph=True`` there is none: ``Unsupported`` names why, at the function's line."""
     code = inspect.unwrap(fn).__code__  # (symexec.disable's wrapper: the user's own function)
@@ -253,6 +252,11 @@ def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start
         error.add_location(code.co_filename, code.co_firstlineno,
                            linecache.getline(code.co_filename, code.co_firstlineno), code.co_name)
         raise error
+    if warn and fn not in _warned:
+        _warned.add(fn)
+        warnings.warn(f"symexec: {fn.__qualname__} was {reason}; it runs uncompiled there (reported once per "
+                      f"function; SYMEXEC_LOGS=fallbacks logs every fallback)", SymexecWarning,
+                      stacklevel=user_stacklevel())
     logs.log("debug", "running %s as the original function: %s", fn.__qualname__, reason)
     if logs.enabled("fallbacks"):
         logs.log("fallbacks", "Running %s (%s:%s) as the original function: %s", fn.__qualname__,

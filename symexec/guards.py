@@ -14,6 +14,7 @@ import enum
 import itertools
 import math
 import numbers
+import os
 import re
 import sys
 import types
@@ -474,12 +475,11 @@ def _qualname(cls: type) -> str:
 
 class CompiledGuards:
     """The guards of an entry as generated functions with the user's function's signature:
-    ``check`` -> bool (a guard that raises is a failed one), ``first_failure`` -> the index of
-    the first failing guard or -1, and ``condition``: the bare condition (no try) that
-    codegen.guard_prefix splices in front of the replacement so that a cache hit is one call.
-    Only ``check`` is compiled with the entry; the other two, from the same text, the first
-    time they are needed (a miss to explain, the entry's third hit): the first call of a model
-    does not pay for compiling its hundreds of guards three times."""
+    ``check`` -> bool (a guard that raises is a failed one), whose code codegen.guarded_function
+    splices in front of the replacement so that a cache hit is one call, and ``first_failure``
+    -> the index of the first failing guard or -1. Only ``check`` is compiled with the entry;
+    ``first_failure``, from the same text, the first time a miss is explained: the first call
+    of a model does not pay for compiling its hundreds of guards twice."""
 
     def __init__(self, check: types.FunctionType, guards: list[Guard], sources: dict[str, str],
                  namespace: dict[str, Any], filename: str, parameters: tuple) -> None:
@@ -496,10 +496,6 @@ class CompiledGuards:
             generated.__defaults__, generated.__kwdefaults__ = self.parameters[1:]
             self._compiled[name] = generated
         return self._compiled[name]
-
-    @property
-    def condition(self) -> types.FunctionType:
-        return self._compile("___condition")
 
     def first_failure(self, *args: Any, **kwargs: Any) -> int:
         return self._compile("___first_failure")(*args, **kwargs)
@@ -683,8 +679,8 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         f"    except Exception:\n        return ___i\n"
         f"    return -1\n"
     )
-    sources = {"___condition": f"def ___condition({params}):\n    return {condition}\n", "___first_failure": failure_source}
-    source = check_source + sources["___condition"] + failure_source
+    sources = {"___first_failure": failure_source}
+    source = check_source + failure_source
     namespace: dict[str, Any] = {
         "___G": fn.__globals__,
         "___B": fn.__globals__.get("__builtins__", __builtins__),
@@ -695,7 +691,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "torch": torch,
         "___peek": peek,
         "___getattr": getattr, "___map": map, "___issubclass": issubclass, "___ogetattr": object.__getattribute__,
-        "___dgetitem": dict.__getitem__, "___dkeys": dict.keys,
+        "___dgetitem": dict.__getitem__, "___dkeys": dict.keys, "___envget": os._Environ.get,
         "___const": _entry_constants(guards, source),
         "___remaining": remaining,
         **guard_set.namespace,

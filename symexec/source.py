@@ -18,6 +18,7 @@ import enum
 import functools
 import keyword
 import math
+import os
 import re
 import weakref
 from dataclasses import dataclass, field
@@ -233,6 +234,15 @@ class NativeItemSource(_NativeReadSource):
     reader: ClassVar[Any] = staticmethod(dict.__getitem__)
     guard_name: ClassVar[str] = "___dgetitem"
     shown: ClassVar[str] = "dict.__getitem__"
+
+
+@dataclass(frozen=True)
+class EnvironItemSource(_NativeReadSource):
+    """``os.environ.get(name)``: one environment variable, read (and guarded) by its name
+    alone; None when it is not set."""
+    reader: ClassVar[Any] = staticmethod(os._Environ.get)
+    guard_name: ClassVar[str] = "___envget"
+    shown: ClassVar[str] = "os.environ.get"
 
 
 @dataclass(frozen=True)

@@ -83,3 +83,106 @@ def test_a_defaultdict_with_a_lambda_factory_compared_with_none():
         return x + 1
 
     _calls(fn, [(torch.ones(2),)], "eager")
+
+
+# -- serving: torch.inference_mode() ---------------------------------------------------------------
+def _mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_model_served_under_inference_mode_is_compiled(backend):
+    # It ran the original forward, said only in the fallbacks log; torch.compile captures it.
+    model = _mlp()
+    compiled = symexec.compile(model, backend=backend)
+    x = torch.randn(3, 4)
+    for _ in range(3):
+        with torch.inference_mode():
+            expected, actual = model(x), compiled(x)
+        assert_same(expected, actual)
+        assert actual.is_inference()
+    entries = symexec.cache_entries(compiled)
+    assert len(entries) == 1 and entries[0].graph is not None and entries[0].fallback_reason is None
+    # The mode is guarded: outside it, a new entry whose results are ordinary tensors with grad.
+    actual = compiled(x)
+    assert_same(model(x), actual)
+    assert not actual.is_inference() and actual.requires_grad
+    assert len(symexec.cache_entries(compiled)) == 2
+
+
+def test_inference_tensors_and_the_mode_are_read_as_eager_reads_them():
+    def fn(x):
+        y = x * 2
+        y.add_(1)
+        return y, y.is_inference(), x.is_inference(), torch.is_inference_mode_enabled()
+
+    with torch.inference_mode():
+        made_inside = torch.randn(3)
+    compiled = symexec.compile(fn)
+    for x, inside in ((torch.randn(3), True), (made_inside, True), (made_inside, False), (torch.randn(3), False)):
+        if inside:
+            with torch.inference_mode():
+                expected, actual = fn(x), compiled(x)
+        else:
+            expected, actual = fn(x), compiled(x)
+        assert_same(expected, actual, f"inside={inside}")
+
+
+def test_updating_an_inference_tensor_outside_the_mode_raises_as_in_eager():
+    def fn(x):
+        x.add_(1)
+        return x
+
+    with torch.inference_mode():
+        x = torch.randn(3)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode") as eager:
+        fn(x)
+    with pytest.raises(RuntimeError) as compiled:
+        symexec.compile(fn)(x)
+    assert str(compiled.value) == str(eager.value)
+
+
+# -- the environment: a variable read is guarded by its value, not the whole environment -----------
+def _set_env(name, value):
+    import os
+
+    def step():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    return step
+
+
+@pytest.mark.parametrize("read", ["get", "get-default", "getenv", "subscript", "contains"])
+def test_reading_one_environment_variable_guards_that_variable_alone(read, monkeypatch):
+    import os
+
+    from helpers import check_sequence
+
+    monkeypatch.delenv("SYMEXEC_TEST_FLAG", raising=False)
+    monkeypatch.delenv("SYMEXEC_TEST_OTHER", raising=False)
+
+    def fn(x):
+        if read == "get":
+            flag = os.environ.get("SYMEXEC_TEST_FLAG")
+        elif read == "get-default":
+            flag = os.environ.get("SYMEXEC_TEST_FLAG", "0")
+        elif read == "getenv":
+            flag = os.getenv("SYMEXEC_TEST_FLAG")
+        elif read == "subscript":
+            try:
+                flag = os.environ["SYMEXEC_TEST_FLAG"]
+            except KeyError:
+                flag = "unset"
+        else:
+            flag = "SYMEXEC_TEST_FLAG" in os.environ
+        return x + 1 if flag in ("1", True) else x - 1
+
+    x = torch.ones(2)
+    compiled = check_sequence(fn, [x], _set_env("SYMEXEC_TEST_OTHER", "a"), [x], _set_env("SYMEXEC_TEST_FLAG", "1"),
+                              [x], _set_env("SYMEXEC_TEST_OTHER", None), [x], _set_env("SYMEXEC_TEST_FLAG", "2"),
+                              [x], _set_env("SYMEXEC_TEST_FLAG", None), [x])
+    # Another variable set and removed recompiles nothing: unset, "1" and "2" (contains: two).
+    assert len(symexec.cache_entries(compiled)) == (2 if read == "contains" else 3)

@@ -13,6 +13,7 @@ import collections
 import dataclasses
 import functools
 import operator
+import os
 import types
 from typing import Any, Callable
 
@@ -35,7 +36,7 @@ from .model_output import is_model_output_class, wrap_model_output
 from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
-from .stdlib import operator_callable
+from .stdlib import EnvironVariable, operator_callable
 from .user_objects import UserDefinedObjectVariable
 from .tensor import tensor_method
 from .torch import TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
@@ -404,6 +405,14 @@ def _wrap_torch_callable(b: VariableBuilder, value: Any, source: Source | None) 
     if source is not None:
         _pin_callable(b, value, source)
     return TorchVariable(value, source)
+
+
+@wraps(os._Environ)
+def _wrap_environ(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is None or type(value) is not os._Environ:
+        return _wrap_object(b, value, source)
+    b.guards.type_match(source, value)
+    return EnvironVariable(value, source)
 
 
 def _wrap_object(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:

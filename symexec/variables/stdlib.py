@@ -10,17 +10,20 @@ import functools
 import inspect
 import itertools
 import operator
+import os
 import types
 from typing import Any, Callable
 
-from ..exc import Unsupported
-from ..source import AttrSource, PrivateObjectSource
+from ..exc import TracedException, Unsupported
+from ..guards import GuardKind
+from ..source import AttrSource, EnvironItemSource, PrivateObjectSource
 from .base import VariableTracker, class_static
 from .builtins import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, held_elsewhere, run_pure
 from .dicts import ConstDictVariable
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .functions import UserMethodVariable
 from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
+from .user_objects import UserDefinedObjectVariable
 
 
 # -- itertools over iterables known while tracing: their items, computed at once (as zip and
@@ -236,3 +239,50 @@ def _guard_signature_facts(tx: Any, fn: VariableTracker) -> None:
 
 HANDLERS[inspect.signature] = _signature_handler(inspect.signature)
 HANDLERS[inspect.getfullargspec] = _signature_handler(inspect.getfullargspec)
+
+
+# -- os.environ ---------------------------------------------------------------------------------
+# The methods of os._Environ that read one variable by its name (their stdlib functions).
+_ENVIRON_READS = {"get": os._Environ.get, "__getitem__": os._Environ.__getitem__,
+                  "__contains__": os._Environ.__contains__}
+
+
+class EnvironVariable(UserDefinedObjectVariable):
+    """``os.environ``: a variable read by its name (``get``, ``[name]``, ``in``) is guarded by
+    its value alone, ``os.environ.get(name) == 'value'`` (or ``is None``). Traced as Python, the
+    read went through ``Mapping.get`` into the environment's dict, and guarded the list of every
+    variable's name: any variable set later recompiled (inductor sets one while it compiles).
+    Anything else (a write, iteration, ``len``) is the object's own code, traced as it is."""
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        found = super().var_getattr(tx, name)  # (the class lookup, guarded)
+        if name in _ENVIRON_READS and isinstance(found, UserMethodVariable) and found.obj is self \
+                and getattr(found.fn, "fn", None) is _ENVIRON_READS[name]:
+            return EnvironReadVariable(found.fn, self, found.source, name)
+        return found
+
+
+class EnvironReadVariable(UserMethodVariable):
+    """``os.environ.get`` / ``__getitem__`` / ``__contains__``, bound."""
+
+    def __init__(self, fn: Any, obj: EnvironVariable, source: Any, name: str) -> None:
+        super().__init__(fn, obj, source)
+        self.name = name
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        arity = (1, 2) if self.name == "get" else (1,)
+        if kwargs or len(args) not in arity or not args[0].is_python_constant() \
+                or type(args[0].as_python_constant()) is not str:
+            return super().call_function(tx, args, kwargs)
+        key = args[0].as_python_constant()
+        source = EnvironItemSource(self.obj.source, key)
+        value = self.obj.value.get(key)  # type: ignore[attr-defined]
+        test = "is None" if value is None else "is not None"  # (what the value is: guarded when used)
+        tx.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} {test}", f"{source.expr()} {test}", source)
+        if self.name == "__contains__":
+            return ConstantVariable(value is not None)
+        if value is not None:
+            return tx.wrap(value, source)
+        if self.name == "get":
+            return args[1] if len(args) == 2 else ConstantVariable(None)
+        raise TracedException(KeyError(key))
