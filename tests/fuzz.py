@@ -728,6 +728,23 @@ def fn(x):
                     "torch.sin = ORIGINAL_SIN"],
     cleanup="F.gelu = ORIGINAL_GELU; torch.sin = ORIGINAL_SIN")
 
+template("environment", "environment variables read by name (get, getenv, [], in), set and removed between calls", """
+import os
+def fn(x):
+    flag = os.environ.get("SYMEXEC_FUZZ_FLAG", "0")
+    scale = os.getenv("SYMEXEC_FUZZ_SCALE")
+    try:
+        mode = os.environ["SYMEXEC_FUZZ_MODE"]
+    except KeyError:
+        mode = None
+    return x * (2 if flag == "1" else 3) + (len(scale) if scale is not None else -1), mode, "SYMEXEC_FUZZ_OTHER" in os.environ
+""", args(X), muts=["os.environ['SYMEXEC_FUZZ_FLAG'] = '1'", "os.environ['SYMEXEC_FUZZ_FLAG'] = ''",
+                    "os.environ.pop('SYMEXEC_FUZZ_FLAG', None)", "os.environ['SYMEXEC_FUZZ_SCALE'] = 'abc'",
+                    "os.environ.pop('SYMEXEC_FUZZ_SCALE', None)", "os.environ['SYMEXEC_FUZZ_MODE'] = 'm'",
+                    "os.environ.pop('SYMEXEC_FUZZ_MODE', None)", "os.environ['SYMEXEC_FUZZ_OTHER'] = 'x'",
+                    "os.environ.pop('SYMEXEC_FUZZ_OTHER', None)", "os.environ['SYMEXEC_FUZZ_UNREAD'] = 'y'"],
+    cleanup="[os.environ.pop(k, None) for k in list(os.environ) if k.startswith('SYMEXEC_FUZZ_')]")
+
 template("model_output", "a ModelOutput built, its fields set as attributes or items, views", """
 from transformers.modeling_outputs import BaseModelOutput
 def fn(x, how):

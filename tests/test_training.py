@@ -82,19 +82,10 @@ def compare_training(cls, kwargs, backend, whole, steps=STEPS):
     return ours.graphs, theirs.graphs
 
 
-@pytest.mark.parametrize("whole", [True, False], ids=["whole-step", "opt.step"])
-@pytest.mark.parametrize("cls", [torch.optim.Adam, torch.optim.AdamW])
-def test_adam_trains_under_aot_eager_past_its_first_step(cls, whole):
-    # The step after the first reads the state's 0-d `step` tensor: Adam passes -lr/(1-b1**step),
-    # a 0-d tensor, as addcdiv_'s number, which torch reads with .item(). symexec's fake run of
-    # it left an unbacked symbol pending in the ShapeEnv, and AOTAutograd, sharing it, raised
-    # PendingUnbackedSymbolNotFound on step 2.
-    compare_training(cls, {}, "aot_eager", whole)
-
-
 # -- every optimizer of torch's optim_db --------------------------------------------------------
 # Adafactor reads its step and norms with .item() and branches on them in Python: correct, but
-# each step's values retrace its continuations (torch.compile runs those frames uncompiled).
+# each step's values retrace its continuations up to the cache limit (torch.compile runs those
+# frames uncompiled): the open gap of issue 19's note, its graph count not asserted.
 _MORE_GRAPHS_THAN_DYNAMO = {torch.optim.Adafactor}
 
 
@@ -117,23 +108,22 @@ def _optimizer_configs():
 
 @pytest.mark.parametrize("cls,kwargs", _optimizer_configs())
 def test_every_optimizer_steps_under_aot_eager_like_eager(cls, kwargs):
+    # Adam's step 2 reads the state's 0-d `step` tensor and passes -lr/(1-b1**step), a 0-d
+    # tensor, as addcdiv_'s number, which torch reads with .item(): symexec's fake run of it left
+    # an unbacked symbol pending in the ShapeEnv, and AOTAutograd, sharing it, raised
+    # PendingUnbackedSymbolNotFound (RAdam, ASGD: a graph per step; Adamax foreach: TypeError).
     ours, theirs = compare_training(cls, kwargs, "aot_eager", whole=False)
     if cls not in _MORE_GRAPHS_THAN_DYNAMO:
         assert ours <= theirs, f"symexec made {ours} graphs in {STEPS} steps, torch.compile {theirs}"
 
 
-@pytest.mark.parametrize("cls,kwargs", [p for p in _optimizer_configs()
-                                        if not p.values[1] and p.values[0] not in _MORE_GRAPHS_THAN_DYNAMO])
-def test_every_optimizer_trains_a_whole_step_under_aot_eager_like_eager(cls, kwargs):
+# (a whole step is opt.step() with a forward and backward before it: a few optimizers suffice)
+@pytest.mark.parametrize("cls,kwargs", [p for p in _optimizer_configs() if not p.values[1] and p.values[0] in (
+    torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, torch.optim.RAdam)])
+def test_a_whole_training_step_under_aot_eager_like_eager(cls, kwargs):
     ours, theirs = compare_training(cls, kwargs, "aot_eager", whole=True)
     if cls not in _MORE_GRAPHS_THAN_DYNAMO:
         assert ours <= theirs, f"symexec made {ours} graphs in {STEPS} steps, torch.compile {theirs}"
-
-
-@pytest.mark.xfail(strict=True, reason="Adafactor's .item() branches retrace per step (issue 19 note)")
-def test_adafactor_makes_no_more_graphs_than_torch_compile():
-    ours, theirs = compare_training(torch.optim.Adafactor, {}, "eager", False)
-    assert ours <= theirs
 
 
 @pytest.mark.parametrize("cls", [torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD, torch.optim.Adagrad])
