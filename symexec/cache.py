@@ -35,8 +35,9 @@ class CacheEntry:
     trace_seconds: float = 0.0
     compile_seconds: float = 0.0
     serial: int = field(default_factory=lambda: next(_serials))  # creation order, across functions
-    # Builds the one-call form of this entry (guards spliced into the replacement), or None.
-    merged: Callable[[], Callable[..., Any] | None] | None = None
+    # The one-call form: the guards spliced in front of the replacement, returning MISS when
+    # they fail (codegen.guarded_function); None where they could not be, or for a fallback.
+    merged: Callable[..., Any] | None = None
 
     def failed_guard(self, args: tuple, kwargs: dict) -> Guard | None:
         try:
@@ -67,28 +68,20 @@ class FunctionCache:
         self.hot.insert(0, self._entry_function(entry))
 
     def _entry_function(self, entry: CacheEntry) -> Callable[..., Any]:
-        """What the hot path calls for ``entry``: guard, then replacement, MISS if the guard
-        fails. After a few hits it is swapped for the one-call form (``entry.merged``)."""
+        """What the hot path calls for ``entry``: its one-call form, built with it, or where
+        the guards could not be spliced, the guard, then the replacement (MISS if it fails)."""
+        if entry.merged is not None:
+            return entry.merged
         guard, replacement = entry.guard, entry.replacement
-        hits = [0]
 
         def guarded(*args: Any, **kwargs: Any) -> Any:
             try:
                 ok = guard(*args, **kwargs)
             except TypeError:  # the call does not fit the parameters as traced (they may have
                 return MISS  # changed since): the miss binds it to the function's own
-            if not ok:
-                return MISS
-            hits[0] += 1
-            if hits[0] == MERGE_AFTER_HITS and entry.merged is not None:
-                self._swap(guarded, entry.merged())
-            return replacement(*args, **kwargs)
+            return replacement(*args, **kwargs) if ok else MISS
 
         return guarded
-
-    def _swap(self, old: Callable[..., Any], new: Callable[..., Any] | None) -> None:
-        if new is not None and old in self.hot:  # in place: the hot path may be iterating
-            self.hot[self.hot.index(old)] = new
 
     def failure_reasons(self, args: tuple, kwargs: dict) -> list[str]:
         """For each entry, newest first, the guard that rejected this call."""
@@ -106,8 +99,6 @@ class FunctionCache:
         self.limit_warned = False
         self.frame_state.clear()
 
-
-MERGE_AFTER_HITS = 3  # hits before an entry's guards are spliced into its code
 
 ALL_CACHES: "weakref.WeakSet[FunctionCache]" = weakref.WeakSet()
 

@@ -27,7 +27,7 @@ from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw
 
 from . import global_state, logs
 from .cache import CacheEntry
-from .codegen import PyCodegen, disassemble, guard_prefix
+from .codegen import PyCodegen, disassemble, guarded_function
 from .config import Config
 from .exc import BackendCompilerFailed, InternalError, SymexecWarning, Unsupported
 from .guards import GuardSet, compile_guards, signature_text
@@ -356,18 +356,9 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     replacement.__kwdefaults__ = kwdefaults
     replacement.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
 
-    def merged() -> Callable[..., Any] | None:
-        """The guards in front of the replacement's own code: a hit becomes one call, which
-        returns MISS when they fail. Built once the entry is hit a few times (it costs about
-        as much as the code itself to assemble), or None where they cannot be spliced."""
-        prefix = guard_prefix(fn.__code__, checks.condition, checks.namespace, lineno)
-        if prefix is None:
-            return None
-        both = types.FunctionType(cg.assemble(fn.__code__, name, [*prefix, *instructions]), fn.__globals__, name,
-                                  defaults, fn.__closure__)
-        both.__kwdefaults__ = kwdefaults
-        both.__qualname__ = fn.__qualname__  # a call that does not fit reads like eager's TypeError
-        return both
+    # The guards spliced in front of the replacement's code, now: every hit is one call, which
+    # returns MISS when they fail (None where they cannot be spliced: a hit then calls both).
+    merged = guarded_function(replacement, checks.check)
     entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm, merged=merged,
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
                        compile_seconds=time.perf_counter() - compile_start, break_reason=reason,

@@ -273,7 +273,7 @@ def test_spliced_guards_pass_when_the_guards_pass():
 
     compiled = check_sequence(fn, [X], [X], [X], [X])
     entry = symexec.cache_entries(compiled)[0]
-    merged = entry.merged()
+    merged = entry.merged
     assert merged is not None and merged(X) is not symexec.codegen.MISS
 
 
