@@ -132,7 +132,8 @@ class Callees:
         if call is not torch.nn.Module.__call__:  # the class's own __call__ is what runs
             compiled = self.value(call) if type(call) is types.FunctionType else call
             return module if compiled is call else types.MethodType(compiled, module)
-        if module._compiled_call_impl is not None or torch._C._get_tracing_state():
+        if module._compiled_call_impl is not None or torch._C._get_tracing_state() \
+                or isinstance(module, torch.nn.RNNBase):  # (a recurrent module runs as it is: nn_module.py)
             return module
         forward = module.forward
         compiled = self.value(forward) if type(forward) in (types.FunctionType, types.MethodType) else forward

@@ -125,6 +125,20 @@ class PyCodegen:
         self.emit("COPY", 1)
         self.store_fast(temp)
 
+    def share_private(self, objects: list[Any]) -> None:
+        """The trace's own objects (``PrivateObjectSource``) whose tensors the graph reads: this
+        code and every other code given the same list find each one's copy for this run in one
+        temporary (made by ``make_private``, which runs first). A graph input read from a copy
+        and the copy rebuilt after the graph are then one object, as in eager: torch.autograd.grad
+        of a loss over a deep-copied module's parameters found a second copy's, never used."""
+        for i, obj in enumerate(objects):
+            self._built[id(obj)] = f"___private_{i}"
+
+    def make_private(self, objects: list[Any]) -> None:
+        for i, obj in enumerate(objects):
+            self.call_const(copy.deepcopy, lambda: [self.load_const(obj)])
+            self.store_fast(f"___private_{i}")
+
     def subscr(self) -> None:
         self.emit("BINARY_SUBSCR")
 

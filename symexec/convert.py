@@ -32,6 +32,7 @@ from .config import Config
 from .exc import BackendCompilerFailed, InternalError, SymexecWarning, Unsupported
 from .guards import GuardSet, compile_guards, signature_text
 from .output_graph import OutputGraph
+from .source import PrivateObjectSource
 from .breaks import BreakPlan
 from .callees import with_compiled_callees
 from .dynamic import DynamicPolicy
@@ -303,6 +304,9 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     output = tx.output
     lineno = fn.__code__.co_firstlineno
     body = PyCodegen(lineno)
+    private = list({id(root.value): root.value for i in output.inputs
+                    if isinstance(root := i.source.root(), PrivateObjectSource)}.values())
+    body.share_private(private)
     if reason is None:
         live: list[VariableTracker] = [tx.return_value]  # type: ignore[list-item]
     else:
@@ -326,6 +330,8 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
 
     name = f"__symexec_{fn.__code__.co_name}_{index}"
     cg = PyCodegen(lineno)
+    cg.share_private(private)
+    cg.make_private(private)
     gm = compiled = None
     trace_seconds = time.perf_counter() - start
     compile_start = time.perf_counter()

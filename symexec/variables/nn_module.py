@@ -220,6 +220,11 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return super().call_function(tx, args, kwargs)
         if any(getattr(mod, hooks, None) for hooks in _HOOK_DICTS) or _global_hooks(tx):
             raise Unsupported(f"calling {self.describe()}, which has hooks", hint="CPython runs it, hooks and all")
+        if issubclass(self.cls, torch.nn.RNNBase):
+            # (as torch.compile: its forward checks its flat weights' weakrefs in a loop, which
+            # broke once per weight, each break a continuation of its own)
+            raise Unsupported(f"calling {self.describe()}, a recurrent module (RNN, LSTM, GRU)",
+                              hint="CPython runs it, as under torch.compile")
         if self.source is not None:
             checks = " and ".join(f"not {self.source.expr()}.{h}" for h in _HOOK_DICTS)
             tx.guards.add(GuardKind.ID_MATCH, f"no hooks on {self.source.name}", checks, self.source)
