@@ -104,7 +104,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         if reason is not None and getattr(reason, "break_guards", None) is not None:
             reason.break_guards(guards)
         output = OutputGraph(guards, policy)
-        if not global_state.mode_stacks_empty():  # a TorchFunctionMode or dispatch mode is active
+        if not global_state.modes_transparent():  # a TorchFunctionMode or dispatch mode is active
             return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start,
                                    fullgraph=fullgraph, warn=True)
         if global_state.in_functorch_transform():

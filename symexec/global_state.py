@@ -16,6 +16,7 @@ import functools
 from typing import Any, Callable
 
 import torch
+from torch.utils._device import DeviceContext
 
 # Devices whose autocast state is guarded when autocast is on somewhere.
 AUTOCAST_DEVICES = ("cpu", "cuda")
@@ -56,12 +57,27 @@ def read() -> list[tuple[str, Reader, Any]]:
     items = [(text, reader, reader()) for text, reader in STATE]
     if torch._C._is_any_autocast_enabled():
         items += [(text, reader, reader()) for text, reader in AUTOCAST_STATE]
+    if torch._C._len_torch_function_stack():
+        items.append(("the torch function modes (class, device)", function_modes, function_modes()))
     return items
 
 
-def mode_stacks_empty() -> bool:
-    """No torch-function or dispatch mode is active (symexec traces only there)."""
-    return torch._C._len_torch_function_stack() == 0 and torch._C._len_torch_dispatch_stack() == 0
+def function_modes() -> tuple[tuple[type, Any], ...]:
+    """Each mode on the torch-function stack, by class (and device, for a DeviceContext)."""
+    return tuple((type(mode), getattr(mode, "device", None))
+                 for mode in map(torch._C._get_function_stack_at, range(torch._C._len_torch_function_stack())))
+
+
+_CPU = torch.device("cpu")
+
+
+def modes_transparent() -> bool:
+    """No mode changes what the traced code does: no dispatch mode, and on the torch-function
+    stack at most ``torch.set_default_device("cpu")``'s, which gives factory functions the device
+    they have anyway (transformers' LLaMA sets it while building). symexec traces only here."""
+    if torch._C._len_torch_dispatch_stack():
+        return False
+    return all(kind is DeviceContext and device == _CPU for kind, device in function_modes())
 
 
 def in_functorch_transform() -> bool:

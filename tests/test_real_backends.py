@@ -186,3 +186,30 @@ def test_reading_one_environment_variable_guards_that_variable_alone(read, monke
                               [x], _set_env("SYMEXEC_TEST_FLAG", None), [x])
     # Another variable set and removed recompiles nothing: unset, "1" and "2" (contains: two).
     assert len(symexec.cache_entries(compiled)) == (2 if read == "contains" else 3)
+
+
+# -- torch.set_default_device("cpu"): a mode that changes nothing is traced through ----------------
+def test_a_call_under_set_default_device_cpu_is_compiled():
+    # transformers' LLaMA sets it while building (TorchBench's llama): from then on every
+    # compiled function ran uncompiled, under "a torch function mode".
+    import warnings
+
+    linear = torch.nn.Linear(4, 2)
+
+    def fn(x):
+        return linear(x) + torch.zeros(2), torch.ones(1).device
+
+    compiled = symexec.compile(fn)
+    x = torch.randn(3, 4)
+    torch.set_default_device("cpu")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", symexec.SymexecWarning)
+            assert_same(fn(x), compiled(x))
+            assert_same(fn(x), compiled(x))
+    finally:
+        torch.set_default_device(None)
+    entries = symexec.cache_entries(compiled)
+    assert len(entries) == 1 and entries[0].graph is not None and entries[0].fallback_reason is None
+    assert_same(fn(x), compiled(x))  # without the mode: the entry's guard on the mode stack fails
+    assert len(symexec.cache_entries(compiled)) == 2
