@@ -382,14 +382,20 @@ def calls_ms(system, model, args, kwargs, calls):
     return times, compiled, result
 
 
+def warm_up():
+    """One first call of an unrelated model per system: what a first call imports and sets up
+    once per process is not charged to the first model."""
+    warm = Unrelated().eval()
+    for system in SYSTEMS:
+        first_call_ms(system, warm, (torch.randn(4, 8),), {})
+
+
 def stall_table(names):
     torch.manual_seed(0)
     notes = []
     rows = []
     with torch.no_grad():
-        warm = Unrelated().eval()
-        for system in SYSTEMS:
-            first_call_ms(system, warm, (torch.randn(4, 8),), {})
+        warm_up()
 
         for name in names:
             model, args, kwargs = MODELS[name]()
@@ -477,9 +483,7 @@ def timing_table(names, options):
     notes = []
     rows = []
     with torch.no_grad():
-        warm = Unrelated().eval()
-        for system in SYSTEMS:
-            first_call_ms(system, warm, (torch.randn(4, 8),), {})
+        warm_up()
 
         for name in names:
             model, args, kwargs = MODELS[name]()
