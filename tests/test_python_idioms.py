@@ -787,3 +787,21 @@ def test_class_subscription_and_unions_in_annotations():
 
     check(fn, torch.randn(3))
     _one_graph(fn, torch.randn(3))
+
+
+def test_the_views_of_a_signatures_parameters():
+    # HF generate() asks `"inputs_tensor" in inspect.signature(method).parameters.keys()`: the
+    # view of the mappingproxy was "not dict's", the break at it could not be made, and the
+    # whole decoding loop ran uncompiled.
+    def method(self, input_ids, logits_processor=None):
+        pass
+
+    def fn(x):
+        params = inspect.signature(method).parameters
+        keys, values, items = params.keys(), params.values(), params.items()
+        if "input_ids" in keys and "absent" not in keys:
+            x = x + 1
+        return x * len(values), type(keys).__name__, type(items).__name__, list(keys), [v.name for v in values]
+
+    check(fn, torch.randn(3))
+    assert symexec.explain(fn, torch.randn(3)).graph_break_count == 0

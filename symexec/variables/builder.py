@@ -377,7 +377,9 @@ def _wrap_operator_callable(b: VariableBuilder, value: Any, source: Source | Non
 def _wrap_mapping_proxy(b: VariableBuilder, value: types.MappingProxyType, source: Source | None) -> VariableTracker:
     if source is None or not isinstance(source.root(), PrivateObjectSource) or not all(is_literal(k) for k in value):
         return _wrap_object(b, value, source)  # (a view of a dict the trace may change through another name)
-    return MappingProxyVariable({k: b(v, GetItemSource(source, k)) for k, v in value.items()}, source)
+    views = {type({}.keys()): dict, type(collections.OrderedDict().keys()): collections.OrderedDict}
+    return MappingProxyVariable({k: b(v, GetItemSource(source, k)) for k, v in value.items()}, source,
+                                view_base=views.get(type(value.keys())))
 
 
 @wraps(functools._lru_cache_wrapper)

@@ -192,6 +192,8 @@ class DictViewVariable(VariableTracker):
     def _base(self) -> type:
         """The builtin dict class whose view this is (dict or OrderedDict)."""
         cls = self.dict_var.user_cls
+        if cls is types.MappingProxyType and getattr(self.dict_var, "view_base", None) is not None:
+            return self.dict_var.view_base  # type: ignore[attr-defined]  # (the mapping's own views)
         method = getattr(cls, self.kind, None)
         if method is getattr(collections.OrderedDict, self.kind):
             return collections.OrderedDict
@@ -312,8 +314,9 @@ class MappingProxyVariable(ConstDictVariable):
 
     _READS = frozenset({"__getitem__", "__len__", "__contains__", "get", "keys", "values", "items"})
 
-    def __init__(self, items: dict[Any, VariableTracker], source: Source) -> None:
+    def __init__(self, items: dict[Any, VariableTracker], source: Source, view_base: type | None = None) -> None:
         super().__init__(items, source, user_cls=types.MappingProxyType)
+        self.view_base = view_base  # whose keys/values/items its own are (dict or OrderedDict), if known
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name not in self._READS:
