@@ -9,7 +9,7 @@ import torch._dynamo  # the reference
 import torch.nn.functional as F
 
 import symexec
-from helpers import assert_same
+from helpers import assert_same, broad_or
 
 STEPS = 6
 
@@ -89,6 +89,9 @@ def compare_training(cls, kwargs, backend, whole, steps=STEPS):
 _MORE_GRAPHS_THAN_DYNAMO = {torch.optim.Adafactor}
 
 
+_SLICE = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW, torch.optim.RAdam, torch.optim.Adamax)
+
+
 def _optimizer_configs():
     """Each optimizer of ``optim_db`` that steps on dense CPU gradients without a closure, by
     default and with ``foreach`` where it has one. (``capturable=True`` needs CUDA parameters,
@@ -98,6 +101,8 @@ def _optimizer_configs():
     configs = []
     for info in optim_db:
         cls = info.optim_cls
+        if cls not in broad_or([cls], _SLICE):
+            continue
         if info.only_supports_sparse_grads or info.step_requires_closure or cls.__name__ == "Muon":
             continue  # (SparseAdam: sparse gradients; LBFGS: a closure; Muon: 2-d parameters only)
         foreach = "foreach" in info.supported_impls and cls not in _MORE_GRAPHS_THAN_DYNAMO  # (its steps are slow)
