@@ -256,6 +256,7 @@ def main():
     if options.backend == "inductor":
         # The second system to compile a graph would find the first's kernels in inductor's caches.
         torch._inductor.config.force_disable_caches = True
+        warnings.filterwarnings("ignore", message="dynamo_pgo force disabled")  # (no profile across runs: fine)
     print(f"{torch.get_num_threads()} threads; backend {options.backend}; generate(max_new_tokens={options.new_tokens}, "
           f"do_sample=False) on prompts of length {', '.join(str(n) for n, _ in PROMPTS)}, batch 2", flush=True)
     notes = []

@@ -42,21 +42,21 @@ the first call's time (trace, compile and run; the forward only in train).
 symexec's status: `ok` (equal to eager, no fallback, no more graphs or breaks than
 torch.compile and at least 90% of its ops), else the first of `RAISES` (the call raised),
 `WRONG` (differs from eager), `FALLBACK` (an entry runs the original function: a
-SymexecWarning, or a function past the cache size limit), `graphs+` (more graphs than torch.compile), `breaks+` (more graph breaks),
-`ops-` (under 90% of its ops), `recompile` (compiles again on the second call when
-torch.compile does not). When there was a
-fallback the model is run once more with symexec.config.raise_on_internal_error = True, and
-the note names the error and the innermost symexec frame it came from. A model torch.compile
-itself fails on (raises, or differs from eager) is marked `tc fails` and is not counted against
-symexec. The table ends with the count of `ok` rows and the median ratio of first-call times,
-symexec / torch.compile.
+SymexecWarning, or a function past the cache size limit), `graphs+` (more graphs than
+torch.compile), `breaks+` (more graph breaks), `ops-` (under 90% of its ops), `recompile`
+(compiles again on the second call when torch.compile does not). After a fallback the model
+runs once more with symexec.config.raise_on_internal_error = True, and the note names the
+error and the innermost symexec frame it came from. A model torch.compile itself fails on
+(raises, or differs from eager) is marked `tc fails` and is not counted against symexec. The
+table ends with the count of `ok` rows and the median ratio of first-call times, symexec /
+torch.compile, over the runs without a fallback.
 
 SETUP (once; every path outside this repository):
 
     fetch github:pytorch/benchmark, then git clone <its git dir> /work/.cache/torchbench
     python3.11 -m venv /work/.cache/tb-venv && . /work/.cache/tb-venv/bin/activate
     pip install torch==2.13.0 && pip install -e /work/main
-    pip install torch==2.13.0 transformers==5.24.0 pyyaml numpy psutil tqdm
+    pip install torch==2.13.0 transformers==5.24.0 pyyaml numpy psutil tqdm gymnasium
     python benchmarks/torchbench.py /work/.cache/torchbench
 
 Torch runs single-threaded by default (--threads), as in models.py.
@@ -128,6 +128,7 @@ MODELS = {
 # The modes each model implements (TorchBench's Model.train() raises NotImplementedError for
 # the others, or returns it: llama); absent: both.
 MODES = {
+    "cm3leon_generate": ("eval",),  # (its output is generated token ids: nothing to train through)
     "llama": ("eval",),
     "maml": ("eval",),
     "microbench_unbacked_tolist_sum": ("eval",),
@@ -227,9 +228,9 @@ def build(name, mode):
     benchmark = cls(test=mode, device="cpu", batch_size=batch_size)
     model, inputs = benchmark.get_module()
     # llama's Model calls torch.set_default_device("cpu"), which leaves a torch-function mode
-    # on for the rest of the process: under it symexec runs every function uncompiled (see
-    # README) and torch.compile traces every op through the mode. The model is what is
-    # measured here: the mode goes.
+    # (DeviceContext) on for the rest of the process: every later model would run each op
+    # through it, under both systems and eagerly. The models are what is measured here: the
+    # mode goes once the model is built.
     torch.set_default_device(None)
     model.train(mode == "train")
     if isinstance(inputs, dict):
