@@ -1,7 +1,7 @@
 """HF generate() (issue 19, point 5): total time of greedy decoding, eager vs symexec vs torch.compile.
 
     python benchmarks/generate.py [--models gpt2,llama,gpt2-4x256,llama-4x256] [--backend eager|aot_eager|inductor]
-                                  [--patterns forward,call] [--new-tokens 20] [--repeats 5] [--threads 1]
+                                  [--patterns forward,call[,generate]] [--new-tokens 20] [--repeats 7] [--threads 1]
 
 Each model (HF GPT-2 / LLaMA causal LMs built from configs with random weights, nothing
 downloaded: `gpt2` and `llama` are the tiny ones of tests/test_generate.py, 2 layers of 32 and
@@ -17,6 +17,8 @@ Patterns, each run on a fresh model (the same weights) after both caches are emp
   has no `model.compile()`) `model._compiled_call_impl = symexec.compile(model._call_impl)`,
   what `model.compile()` does. (`compile(model).generate(...)` compiles nothing with either
   system: the wrapper's `generate` is the original module's; tests/test_generate.py checks it.)
+- generate (only with --patterns generate): `model.generate = compile(model.generate)`, the
+  decoding loop itself traced (graph breaks around its Python, the forward calls compiled).
 
 Both systems get the same backend (`--backend`, default eager: symexec's named backend and
 torch.compile's), wrapped to count the graphs each generate() call compiles. Which system runs
@@ -35,6 +37,7 @@ once, to pay one-time start-up costs. Everything runs in one process.
 """
 
 import argparse
+import functools
 import os
 import statistics
 import time
@@ -120,16 +123,17 @@ class Counting:
 
 def compile_for_generate(system, pattern, model, backend):
     """Compile `model` by `pattern`; return the symexec-compiled function (for its cache) or None."""
-    if system == "symexec":
-        if pattern == "forward":
-            model.forward = symexec.compile(model.forward, backend=backend)
-            return model.forward
-        model._compiled_call_impl = symexec.compile(model._call_impl, backend=backend)
-        return model._compiled_call_impl
+    compile_ = functools.partial(symexec.compile if system == "symexec" else torch.compile, backend=backend)
     if pattern == "forward":
-        model.forward = torch.compile(model.forward, backend=backend)
-    else:
-        model.compile(backend=backend)
+        model.forward = compile_(model.forward)
+        return model.forward if system == "symexec" else None
+    if pattern == "generate":  # (an instance attribute: generate(model, ...) calls it)
+        model.generate = compile_(model.generate)
+        return model.generate if system == "symexec" else None
+    if system == "symexec":
+        model._compiled_call_impl = compile_(model._call_impl)
+        return model._compiled_call_impl
+    model.compile(backend=backend)
     return None
 
 
@@ -139,6 +143,7 @@ def named_backend(system, name):
 
 SYSTEMS = {"symexec": symexec.reset, "torch.compile": torch._dynamo.reset}
 PATTERNS = ("forward", "call")
+EXTRA_PATTERNS = ("generate",)  # (on request only)
 
 
 class Unrelated(nn.Module):
@@ -184,8 +189,8 @@ def run(system, pattern, name, prompts, expected, options, notes):
             graphs.append(counting.graph_count - before)
             equal = equal and torch.equal(tokens, want)
     label = f"{name} {pattern} {system}"
-    notes += [f"{label}: {w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught
-              if issubclass(w.category, symexec.SymexecWarning)]
+    notes += [f"{label}: {w.category.__name__}: {str(w.message)[:300]}" for w in caught
+              if issubclass(w.category, symexec.SymexecWarning) or str(w.message).startswith("symexec")]
     return model, compiled, counting, {"first": times[0], "second": times[1], "graphs": graphs, "equal": equal}
 
 
@@ -194,13 +199,17 @@ def hit_rounds(contenders, inputs, expected, options, notes, label):
     whose order rotates, as benchmarks/models.py's per-call times."""
     times = {system: [] for system in contenders}
     order = list(contenders)
-    for number in range(options.repeats):
-        shift = number % len(order)
-        for system in order[shift:] + order[:shift]:
-            ms, tokens = timed(generate, contenders[system], inputs, options.new_tokens)
-            times[system].append(ms)
-            if not torch.equal(tokens, expected):
-                notes.append(f"{label} {system}: a cache-hit generate's tokens differ from eager's")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for number in range(options.repeats):
+            shift = number % len(order)
+            for system in order[shift:] + order[:shift]:
+                ms, tokens = timed(generate, contenders[system], inputs, options.new_tokens)
+                times[system].append(ms)
+                if not torch.equal(tokens, expected):
+                    notes.append(f"{label} {system}: a cache-hit generate's tokens differ from eager's")
+    notes += [f"{label}: {w.category.__name__}: {str(w.message)[:300]}" for w in caught
+              if issubclass(w.category, symexec.SymexecWarning) or str(w.message).startswith("symexec")]
     return {system: statistics.median(t) for system, t in times.items()}
 
 
@@ -229,7 +238,7 @@ def compare(pattern, name, prompts, expected, eager_model, options, notes, order
             for entry in symexec.cache_entries(compiled):
                 if entry.fallback_reason is not None:
                     notes.append(f"{label} symexec: fallback: {str(entry.fallback_reason).splitlines()[0]}")
-                if entry.break_reason is not None:
+                if entry.break_reason is not None and pattern != "generate":  # (generate's Python breaks)
                     notes.append(f"{label} symexec: graph break: {str(entry.break_reason).splitlines()[0]}")
     for reset in SYSTEMS.values():
         reset()
@@ -241,15 +250,16 @@ def main():
     parser.add_argument("--models", default="gpt2,llama,gpt2-4x256,llama-4x256",
                         help=f"comma-separated, from {','.join(MODELS)}")
     parser.add_argument("--backend", default="eager", choices=("eager", "aot_eager", "inductor"))
-    parser.add_argument("--patterns", default=",".join(PATTERNS), help="comma-separated, from forward,call")
+    parser.add_argument("--patterns", default=",".join(PATTERNS),
+                        help="comma-separated, from forward,call,generate (default forward,call)")
     parser.add_argument("--new-tokens", type=int, default=20, help="max_new_tokens (default 20)")
     parser.add_argument("--repeats", type=int, default=7, help="rounds of cache-hit generate calls (median)")
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
     options = parser.parse_args()
     names = [n.strip() for n in options.models.split(",") if n.strip()]
     patterns = [p.strip() for p in options.patterns.split(",") if p.strip()]
-    if any(n not in MODELS for n in names) or any(p not in PATTERNS for p in patterns):
-        parser.error(f"models from {','.join(MODELS)}, patterns from {','.join(PATTERNS)}")
+    if any(n not in MODELS for n in names) or any(p not in PATTERNS + EXTRA_PATTERNS for p in patterns):
+        parser.error(f"models from {','.join(MODELS)}, patterns from {','.join(PATTERNS + EXTRA_PATTERNS)}")
 
     print(environment(), flush=True)
     torch.set_num_threads(options.threads)

@@ -554,7 +554,7 @@ def print_steady(steady, names):
     width = max(8, *(len(n) + 1 for n in names))
     print()
     print("Steady per call (us, median of rounds [min-max]; graph = the backend's callable called directly)")
-    header = (f"{'model':<{width}}{'eager':>9}{'symexec':>20}{'t.compile':>20}{'sym/tc':>8}"
+    header = (f"{'model':<{width}}{'eager':>9}{'symexec':>20}{'t.compile':>20}{'sym/tc':>8}{'of mins':>9}"
               f"{'sym graph':>11}{'tc graph':>10}{'sym-graph':>11}{'tc-graph':>10}")
     print(header)
     print("-" * len(header))
@@ -572,11 +572,13 @@ def print_steady(steady, names):
         sym_graph, tc_graph = us.get("sym graph"), us.get("tc graph")
         print(f"{name:<{width}}{us['eager']:>9.1f}{cell('symexec', 20)}{cell('torch.compile', 20)}"
               f"{us['symexec'] / us['torch.compile']:>8.2f}"
+              f"{spread['symexec'][0] / spread['torch.compile'][0]:>9.2f}"
               f"{sym_graph if sym_graph is not None else float('nan'):>11.1f}"
               f"{tc_graph if tc_graph is not None else float('nan'):>10.1f}"
               f"{us['symexec'] - sym_graph if sym_graph is not None else float('nan'):>11.1f}"
               f"{us['torch.compile'] - tc_graph if tc_graph is not None else float('nan'):>10.1f}")
-    print("(sym/tc target <= 1.0; sym-graph, tc-graph = what each frontend's hit path adds to the compiled graph)")
+    print("(sym/tc = ratio of the medians, target <= 1.0; of mins = ratio of the fastest rounds, steadier on a "
+          "loaded machine; sym-graph, tc-graph = what each frontend's hit path adds to the compiled graph)")
     print()
     print("What was compiled (FX graphs and op nodes; inductor's output code: C++ kernels, extern and aten calls)")
     header = (f"{'model':<{width}}{'sym ops':>12}{'tc ops':>12}{'kernels (calls)':>17}{'same src':>10}"
@@ -642,12 +644,17 @@ def print_first(first, names):
     print("(ratio = symexec / torch.compile of the medians; call = the first call alone, after the import and the "
           "wrapping; process = interpreter start to first result; caches = fx graph cache hit/miss, AOTAutograd "
           "cache hit/miss in that process)")
+    preloaded = [name for name in names if any(r.get("dynamo_before") for s in SYSTEMS
+                                               for state in ("cold", "warm") for r in first[name][s][state])]
+    if preloaded:
+        print(f"({', '.join(preloaded)}: building the model (transformers) imports torch._dynamo already, outside "
+              f"the timed region of both systems)")
     print()
     print("Where the first result's time goes (s, medians): imports = inside import statements (torch._dynamo, "
           "inductor, symexec...); backend = inside inductor's compile_fx, its imports excluded; frontend = the rest "
           "(wrapping, tracing, guards, code, the call)")
     header = (f"{'model':<{width}}{'state':<6}{'imports sym':>12}{'tc':>7}{'backend sym':>13}{'tc':>7}"
-              f"{'frontend sym':>14}{'tc':>7}")
+              f"{'frontend sym':>14}{'tc':>7}{'ratio':>7}{'floor':>7}")
     print(header)
     print("-" * len(header))
     for name in names:
@@ -663,7 +670,11 @@ def print_first(first, names):
                                              for r in runs[system])
                 parts[system] = (imports, backend, frontend)
             (si, sb, sf), (ti, tb, tf) = parts["symexec"], parts["torch.compile"]
-            print(f"{name:<{width}}{state:<6}{si:>11.2f}s{ti:>6.2f}s{sb:>12.2f}s{tb:>6.2f}s{sf:>13.2f}s{tf:>6.2f}s")
+            tc_first = statistics.median(r["first"] for r in runs["torch.compile"])
+            print(f"{name:<{width}}{state:<6}{si:>11.2f}s{ti:>6.2f}s{sb:>12.2f}s{tb:>6.2f}s{sf:>13.2f}s{tf:>6.2f}s"
+                  f"{sf / tf:>7.2f}{(si + sb) / tc_first:>7.2f}")
+    print("(ratio = frontend symexec / torch.compile; floor = symexec's imports and backend alone over torch.compile's "
+          "whole first result: the ratio a frontend taking no time at all would reach)")
 
 
 if __name__ == "__main__":

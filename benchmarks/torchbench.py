@@ -34,8 +34,8 @@ after the first backward). Compared with eager, within rtol 1e-4 / atol 1e-5 (mo
 differences: every output tensor, structure included, as Dynamo's accuracy check for float32):
 both calls' outputs, every parameter's gradient (train) and every buffer after the calls
 (BatchNorm's running statistics). Counted: the graphs the backend was given by the first call
-and their op nodes (call_function/call_method/call_module), graph breaks (symexec: distinct
-break reasons from its `graph_breaks` log; torch.compile: counters["graph_break"]), graphs
+and their op nodes (call_function/call_method/call_module), graph breaks (symexec: the user
+locations of the breaks in its `graph_breaks` log; torch.compile: counters["graph_break"]), graphs
 compiled by the second call (a recompile there is a guard failing on identical inputs), and
 the first call's time (trace, compile and run; the forward only in train).
 
@@ -400,10 +400,12 @@ def run(system, name, mode, pristine, args, kwargs):
         reasons = {}
         for record in logs.records:
             if record.name.endswith("graph_breaks"):
+                # One break is reported by every frame it unwinds through (a break inside an
+                # inlined call breaks each caller at its call), each naming its own sources:
+                # one break per user location.
                 reason = record.args[-1]
-                key = (getattr(reason, "reason", str(reason)), getattr(reason, "filename", None),
-                       getattr(reason, "lineno", None))
-                reasons.setdefault(key, reason)
+                where = (getattr(reason, "filename", None), getattr(reason, "lineno", None))
+                reasons.setdefault(where if where[0] is not None else str(reason), reason)
             else:
                 result.fallbacks.append(record.getMessage())
         result.break_reasons = list(reasons.values())

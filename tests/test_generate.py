@@ -21,15 +21,19 @@ decoding step, the cache length turning symbolic, then the prefill length), with
 break, a fallback or a ``SymexecWarning``. The counting backend runs the graphs as they are;
 one case runs AOTAutograd (``aot_eager``) beneath it.
 
-Last, ``generate`` itself compiled (not a pattern torch.compile recommends): the tokens are
-eager's and no continuation falls back (one did, on ``"name" in
-inspect.signature(f).parameters.keys()``; that line is also tested reduced to a plain function).
+Last, ``generate`` itself compiled (not a pattern torch.compile recommends), called twice: the
+tokens are eager's and no continuation falls back (one did, on ``"name" in
+inspect.signature(f).parameters.keys()``; that line is also tested reduced to a plain function);
+the second call compiles nothing, as torch.compile's does (it retraced: guards on the identity
+of objects made per call, also reduced to plain functions).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import logging
 import warnings
 
 import pytest
@@ -191,23 +195,64 @@ def test_generate_forward_aot_eager():
 # generate and compiling the forward calls in their own frames), but what a user may try.
 
 
+class _Messages(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _logged(artifact):
+    """The messages of one of symexec's log artifacts ("fallbacks", "recompiles") meanwhile."""
+    logger = logging.getLogger(f"symexec.{artifact}")
+    handler, level = _Messages(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 @functools.cache
-def explained_generate():
+def compiled_generate_calls():
+    """symexec.compile(model.generate) called twice on the same prompt: per call (tokens, graphs
+    compiled, the fallbacks logged, the retraces logged)."""
     model = build("gpt2")
+    backend = CountingBackend()
+    compiled = symexec.compile(model.generate, backend=backend)
     ids, mask = prompt(*PROMPTS[0])
-    # (explain takes a function, not a bound method: the model is passed as `self`)
-    return symexec.explain(type(model).generate, model, ids, attention_mask=mask, max_new_tokens=MAX_NEW_TOKENS,
-                           do_sample=False, pad_token_id=PAD)
+    calls = []
+    for _ in range(2):
+        before = backend.graph_count
+        with _logged("fallbacks") as fallbacks, _logged("recompiles") as retraces:
+            tokens = compiled(ids, attention_mask=mask, max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
+                              pad_token_id=PAD)
+        calls.append((tokens, backend.graph_count - before, fallbacks, retraces))
+    return calls
 
 
 def test_compiled_generate_tokens():
-    assert torch.equal(explained_generate().result, eager_tokens("gpt2")[0])
+    for tokens, *_ in compiled_generate_calls():
+        assert torch.equal(tokens, eager_tokens("gpt2")[0])
 
 
 # (a continuation fell back at transformers' `"inputs_tensor" in
 # inspect.signature(decoding_method).parameters.keys()`: the keys view of a mappingproxy)
 def test_compiled_generate_does_not_fall_back():
-    assert explained_generate().fallbacks == []
+    assert [fallbacks for _, _, fallbacks, _ in compiled_generate_calls()] == [[], []]
+    assert compiled_generate_calls()[0][1] >= 3  # the forward calls are compiled (torch.compile: 15 graphs)
+
+
+# (it retraced 7 continuations on every call, to the cache size limit: guards pinned objects
+# made per call, a bound builtin's __self__ and a genexpr's function; both reduced below)
+def test_compiled_generate_second_call_compiles_nothing():
+    _, graphs, _, retraces = compiled_generate_calls()[1]
+    assert (graphs, retraces) == (0, [])
 
 
 def _decoding_method(self, input_ids, logits_processor=None):
@@ -226,3 +271,58 @@ def test_signature_parameters_keys_contains():
     assert torch.equal(compiled(x), _uses_signature_keys(x))
     assert [e.fallback_reason for e in symexec.cache_entries(compiled)] == [None]
     assert symexec.cache_entries(compiled)[0].graph is not None
+
+
+class _Criteria(list):  # (constructing a list subclass is a graph break: it has its own __new__)
+    pass
+
+
+def _appends_to_a_fresh_object(x):
+    criteria = _Criteria()
+    x = x * 2  # (a graph in the continuation: each retrace of it compiles one more)
+    criteria.append(1)  # in the continuation: `criteria` an input, `criteria.append` a builtin bound to it
+    return x + len(criteria)
+
+
+# (`L['___stack0'].append.__self__ is _Criteria`: the object's identity, not "bound to the
+# object there", was guarded)
+def test_bound_builtin_of_a_fresh_object_does_not_retrace():
+    backend = CountingBackend()
+    compiled = symexec.compile(_appends_to_a_fresh_object, backend=backend)
+    x = torch.randn(3)
+    per_call = []
+    for _ in range(3):
+        before = backend.graph_count
+        assert torch.equal(compiled(x), _appends_to_a_fresh_object(x))
+        per_call.append(backend.graph_count - before)
+    assert per_call[1:] == [0, 0], per_call
+
+
+class _Processors(list):  # (iterating over a list subclass is a graph break)
+    def __call__(self):
+        return len(self)
+
+
+class _Criterion:
+    eos = 2
+
+
+def _any_over_a_genexpr(x, criteria):
+    x = x * 2
+    has_eos = any(hasattr(c, "eos") for c in criteria)  # the break: the genexpr's function on the stack
+    return x + has_eos
+
+
+def test_function_made_by_the_trace_on_a_continuations_stack_does_not_retrace():
+    # (the continuation guarded `L['___stack2'] is f.<locals>.<genexpr>`: the function the
+    # generated code makes anew on each call)
+    backend = CountingBackend()
+    compiled = symexec.compile(_any_over_a_genexpr, backend=backend)
+    x = torch.randn(3)
+    per_call = []
+    for _ in range(3):
+        criteria = _Processors([_Criterion(), _Criterion()])
+        before = backend.graph_count
+        assert torch.equal(compiled(x, criteria), _any_over_a_genexpr(x, criteria))
+        per_call.append(backend.graph_count - before)
+    assert per_call == [2, 0, 0], per_call

@@ -56,6 +56,37 @@ def test_bound_builtin_method_is_pinned_on_its_object():
     assert a == [1] and b == [1]
 
 
+def _make_adder(k):
+    def add(t):
+        return t + k
+    return add
+
+
+def _same_function(x, a, b):
+    if a is b:
+        return x * 2
+    return a(x)
+
+
+def test_is_between_functions_made_per_call():
+    # (closures are guarded by their code, not their identity: `a is b` was folded from the
+    # first call, and two fresh closures of one maker took the `a is b` branch)
+    one = _make_adder(1)
+    check_sequence(_same_function, [X, one, one], [X, _make_adder(1), _make_adder(1)], [X, one, _make_adder(2)])
+
+
+def _plain_nested():
+    def nested(t):
+        return t - 1
+    return nested
+
+
+def test_function_made_per_call_with_attributes_is_pinned():
+    marked = _plain_nested()
+    marked.scale = 3  # (something of its own: the function itself is pinned, not only its code)
+    check_sequence(lambda x, f: f(x) * getattr(f, "scale", 1), [X, _plain_nested()], [X, marked], [X, _plain_nested()])
+
+
 _G = torch.sin
 
 

@@ -279,13 +279,7 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
 
 @wraps(types.FunctionType)
 def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source | None) -> VariableTracker:
-    if source is not None:
-        if not value.__closure__:
-            # (A closure is made anew by each call of its maker: what must stay is its code;
-            # what it closes over is guarded where the trace reads it.)
-            b.guards.id_match(source, value)
-        # The code runs inlined: pinned even on the same function object (%autoreload swaps it).
-        b.guards.id_match(AttrSource(source, "__code__"), value.__code__)
+    pinned = source is None or _pin_function(b, value, source)
     if getattr(value, "_symexec_graph_break", False):
         return GraphBreakVariable(value, source)
     if getattr(value, "_symexec_allow_in_graph", False):  # one node in the graph, not traced into
@@ -297,7 +291,28 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
     # one: it copies the mark, but wraps the compiled function, not the original.)
     if original is not None and getattr(value, "__wrapped__", None) is original:
         return UserFunctionVariable(original, None)
-    return UserFunctionVariable(value, source)
+    var = UserFunctionVariable(value, source)
+    var.identity_pinned = pinned
+    return var
+
+
+def _pin_function(b: VariableBuilder, fn: types.FunctionType, source: Source) -> bool:
+    """Guard what the trace relies on of a function; whether that is its identity. A function
+    made inside another's call (a closure; a nested ``def``, lambda or genexpr: ``<locals>`` in
+    its name; one on a continuation's stack is made anew by the generated code) is new at each
+    call: what is pinned then is its code, its globals and an empty ``__dict__`` (no marks, no
+    ``__wrapped__``); defaults and cells are guarded where read, and ``is`` on it by source
+    (operators.identical). Any other function, or one carrying attributes, is pinned itself."""
+    own = fn.__dict__
+    per_call = not own and (bool(fn.__closure__) or "<locals>" in fn.__qualname__ and fn not in HANDLERS)
+    if per_call:
+        b.guards.id_match(AttrSource(source, "__globals__"), fn.__globals__)
+        b.guards.len_match(AttrSource(source, "__dict__"), 0)
+    else:
+        b.guards.id_match(source, fn)
+    # The code runs inlined: pinned even on the same function object (%autoreload swaps it).
+    b.guards.id_match(AttrSource(source, "__code__"), fn.__code__)
+    return not per_call
 
 
 @wraps(types.BuiltinFunctionType, types.BuiltinMethodType)
@@ -319,7 +334,13 @@ def _pin_callable(b: VariableBuilder, value: Any, source: Source) -> None:
         b.guards.id_match(source, value)
         return
     b.guards.type_match(source, value)
-    b.guards.id_match(AttrSource(source, "__self__"), owner)
+    base = b.output.input_trackers.get(source.base) if isinstance(source, AttrSource) else None
+    if base is not None and getattr(base, "value", None) is owner:
+        # ``obj.append`` of an input ``obj``: bound to whatever object is there on each call
+        # (one made afresh per call, too), not to the traced one.
+        b.guards.alias(AttrSource(source, "__self__"), source.base)
+    else:
+        b.guards.id_match(AttrSource(source, "__self__"), owner)
     b.guards.equals_match(AttrSource(source, "__name__"), value.__name__)
 
 

@@ -211,6 +211,10 @@ def _bind_simple(shell: types.FunctionType, args: list[VariableTracker], kwargs:
 class UserFunctionVariable(BaseUserFunctionVariable):
     """A real Python function object."""
 
+    # Whether the guards pin this very object (False for a function made per call, whose code,
+    # globals and empty ``__dict__`` are pinned instead: ``is`` on it is then guarded by source).
+    identity_pinned = True
+
     def __init__(self, fn: types.FunctionType, source: Source | None = None) -> None:
         super().__init__(source)
         self.fn = fn

@@ -16,6 +16,7 @@ from .builtins import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPER
                        handler, in_graph, is_tensor)
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable, DictViewVariable
+from .functions import UserFunctionVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, TupleVariable
 from .misc import COMPUTED_ALIAS_TYPES, SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, record_call
@@ -159,6 +160,18 @@ def identical(a: VariableTracker, b: VariableTracker, tx: Any = None) -> bool:
         b, (ConstantVariable, UserDefinedClassVariable, BuiltinVariable)
     ):
         return a.as_python_constant() is b.as_python_constant()
+    if not (_identity_pinned(a) and _identity_pinned(b)) and isinstance(a, UserFunctionVariable) and \
+            isinstance(b, UserFunctionVariable):  # a function made per call: its identity not guarded yet
+        if tx is None:
+            raise Unsupported("`is` on a function made per call, where its identity cannot be guarded")
+        same = a.fn is b.fn
+        if a.source is not None and b.source is not None:
+            (tx.guards.alias if same else tx.guards.not_identical)(a.source, b.source)
+        else:
+            for var in (a, b):
+                if not var.identity_pinned:
+                    tx.guards.id_match(var.source, var.fn)
+        return same
     # Trackers of different objects: tensors inputs are deduplicated by identity when wrapped,
     # and everything else without a shared source was created separately.
     if not isinstance(a, BaseListVariable | ConstDictVariable | SetVariable) and a.is_python_constant() and b.is_python_constant():
@@ -168,6 +181,10 @@ def identical(a: VariableTracker, b: VariableTracker, tx: Any = None) -> bool:
             raise Unsupported("`is` between two inputs whose identity cannot be guarded here")
         tx.guards.not_identical(a.source, b.source)
     return False
+
+
+def _identity_pinned(var: VariableTracker) -> bool:
+    return getattr(var, "identity_pinned", True)
 
 
 HANDLERS[operator.is_] = lambda tx, a, b: ConstantVariable(identical(a, b, tx))
