@@ -289,7 +289,11 @@ def _reconstruct_callee(cg: Any, var: VariableTracker, callees: Callees) -> None
     A function with no closure is the one the guards pinned: its compiled wrapper travels as a
     constant. A closure (guarded by its code only: another closure of that code may come), a
     bound method, a ``functools.partial`` or a module is re-fetched and mapped when the call
-    runs."""
+    runs. A tracker that says it ``runs_uncompiled`` (torch's own optimizer step) is called as
+    it is."""
+    if getattr(var, "runs_uncompiled", False):
+        cg.reconstruct(var)
+        return
     if isinstance(var, UserMethodVariable) and isinstance(var.fn, UserFunctionVariable) and not var.fn.fn.__closure__:
         compiled = callees.value(var.fn.fn)
         if compiled is not var.fn.fn:

@@ -10,6 +10,7 @@ its graph breaks compiled.
 from __future__ import annotations
 
 import dis
+import functools
 import html
 import inspect
 import types
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from .api import CompiledModule, _Compiled, _state, _wrap, lookup
+from .api import CompiledModule, _Compiled, _forwarder, _state, _wrap, lookup
 from .cache import CacheEntry
 from .callees import compiled_original
 from .guards import Guard
@@ -231,8 +232,16 @@ def _node_location(node: torch.fx.Node) -> tuple[str, int] | None:
 
 def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
     """Run ``fn(*args, **kwargs)`` once through a fresh symexec cache and report its graphs,
-    graph breaks, guards, recompiles and generated code. ``fn`` may be a function, an
-    ``nn.Module``, or what ``symexec.compile`` returned (its options are kept)."""
+    graph breaks, guards, recompiles and generated code. ``fn`` may be anything
+    ``symexec.compile`` takes (a function, a bound method, a ``functools.partial``, a callable
+    object, an ``nn.Module``) or what it returned (its options are kept).
+
+    Returns an ``ExplainOutput``; raises ``TypeError`` for what is not callable, and whatever
+    the call itself raises. Example::
+
+        out = symexec.explain(model.generate_step, x)   # a bound method, as compile takes it
+        print(out.graph_count, out.graph_break_count)
+    """
     check_supported()
     backend: Any = "eager"
     fullgraph, dynamic = False, None
@@ -242,6 +251,11 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
         original = _state(fn)
         fn, backend, fullgraph, dynamic = fn._orig_mod, original.backend, original.fullgraph, original.dynamic
         target = fn
+    elif isinstance(fn, types.MethodType) and compiled_original(fn.__func__) is not None:
+        # A compiled function bound as a method: the original, bound to the same object.
+        original = _state(fn.__func__)
+        target = types.MethodType(original.fn, fn.__self__)
+        backend, fullgraph, dynamic = original.backend, original.fullgraph, original.dynamic
     elif state is not None and compiled_original(fn) is not None:  # (not a user's wrapper of one)
         original = _state(fn)
         target, backend, fullgraph, dynamic = original.fn, original.backend, original.fullgraph, original.dynamic
@@ -250,9 +264,12 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
         module = target
         target = type(target).forward
         args = (module, *args)
-    if not isinstance(target, types.FunctionType):
+    if not callable(target):
         raise TypeError(f"symexec.explain expects a function, an nn.Module or a compiled function, "
                         f"not {type(fn).__name__}")
+    shown = _user_function(target)  # whose source the report shows
+    if not isinstance(target, types.FunctionType):  # a bound method, a partial...: as compile takes it
+        target = _forwarder(target)
     compiled_graphs: list[torch.fx.GraphModule] = []
     inner = lookup(backend)
 
@@ -275,10 +292,25 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
         trace_seconds=sum(e.trace_seconds for e in entries),
         compile_seconds=sum(e.compile_seconds for e in entries),
         fn_name=getattr(module, "__class__", type(None)).__name__ if module is not None else target.__qualname__,
-        source=_source(target),
-        filename=target.__code__.co_filename,
+        source=_source(shown),
+        filename=shown.__code__.co_filename,
         result=result,
     )
+
+
+def _user_function(target: Any) -> types.FunctionType:
+    """The Python function a call of ``target`` runs first: a bound method's, a partial's, a
+    callable object's ``__call__`` (else ``target`` made a forwarder, whose code it is)."""
+    while not isinstance(target, types.FunctionType):
+        if isinstance(target, types.MethodType):
+            target = target.__func__
+        elif isinstance(target, functools.partial):
+            target = target.func
+        elif isinstance(getattr(type(target), "__call__", None), types.FunctionType):
+            target = type(target).__call__
+        else:
+            return _forwarder(target)
+    return target
 
 
 def _states(root: _Compiled) -> list[_Compiled]:

@@ -544,6 +544,44 @@ def test_explain_keeps_two_breaks_of_one_callee():
     assert out.graph_break_count == 2
 
 
+class _Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        return x * self.weight
+
+    def scaled_twice(self, x):
+        y = x * self.weight
+        print("between")
+        return y * 2
+
+    @symexec.compile
+    def compiled_method(self, x):
+        return (x * self.weight).cos()
+
+
+def test_explain_takes_what_compile_takes():
+    # A bound method raised TypeError ("expects a function..."), where symexec.compile takes it.
+    model, x = _Scaled(), _t()
+    expected = model.scaled_twice(x)
+    out = symexec.explain(model.scaled_twice, x)
+    assert (out.graph_count, out.graph_break_count) == (2, 1)
+    assert torch.equal(out.result, expected)
+    assert out.fn_name == "_Scaled.scaled_twice" and out.filename == __file__
+    assert out.source is not None and "def scaled_twice" in out.source[0][0]
+    partial = symexec.explain(functools.partial(model.scaled_twice), x)
+    assert (partial.graph_count, partial.graph_break_count) == (2, 1) and torch.equal(partial.result, expected)
+    compiled = symexec.explain(symexec.compile(model.scaled_twice), x)  # compile's result, explained
+    assert (compiled.graph_count, compiled.graph_break_count) == (2, 1)
+    bound = symexec.explain(model.compiled_method, x)  # a compiled function bound as a method
+    assert bound.graph_count == 1 and torch.equal(bound.result, (x * model.weight).cos())
+    assert symexec.explain(model, x).graph_count == symexec.explain(symexec.compile(model), x).graph_count == 1
+    with pytest.raises(TypeError, match="expects a function"):
+        symexec.explain(42)
+
+
 def test_fullgraph_still_raises_at_a_nested_break():
     def fn(x):
         return middle(x + 1)

@@ -382,7 +382,10 @@ def _wrap_bound_method(b: VariableBuilder, value: types.MethodType, source: Sour
         b(value.__self__, AttrSource(source, "__self__"))  # (guards the class's identity)
         return AutogradApplyVariable(value.__self__, AttrSource(source, "__self__"), source)
     fn = b(value.__func__, AttrSource(source, "__func__"))
-    return UserMethodVariable(fn, b(value.__self__, AttrSource(source, "__self__")))
+    obj = b(value.__self__, AttrSource(source, "__self__"))
+    if isinstance(obj, OptimizerVariable):  # ``opt.step`` passed around: as ``opt.step`` read in the trace
+        return obj.method(fn, source)
+    return UserMethodVariable(fn, obj)
 
 
 @wraps(operator.itemgetter, operator.attrgetter, operator.methodcaller)

@@ -23,6 +23,17 @@ written against: under ``torch.compiler.is_compiling()`` their code assumes them
   the state, then a second for every later step). It only fills empty state entries with
   zeros: the same tensors eager's first step would make, so even a trace that falls back
   leaves what eager leaves.
+- **A step that cannot be traced whole runs whole.** ``opt.step()`` (torch's own step) is
+  traced into; where that trace breaks (Adafactor reads its step count and norms with
+  ``.item()`` and branches on them, per parameter), the call breaks the graph and the step runs
+  as plain Python, uncompiled, as torch.compile runs such frames (a graph break in a loop skips
+  the frame). Compiled, its frames broke inside the loop over the parameters, and each
+  continuation, keyed on that step's floats, retraced on every step (86 graphs in 6 whole
+  training steps under aot_eager, where torch.compile made 1). The same where a group asks
+  for ``capturable=True`` with a parameter (or its ``step``) on a device torch's own check
+  refuses: torch skips that check while compiling; run for real, the step raises eager's
+  ``AssertionError``, message and all. (``symexec.compile(opt.step)`` itself is not seen
+  here: the bound method is traced as any other.)
 """
 
 from __future__ import annotations
@@ -30,6 +41,9 @@ from __future__ import annotations
 import collections
 import types
 from typing import Any
+
+import torch
+from torch.optim.optimizer import _get_capturable_supported_devices
 
 from ..exc import AttributeMissing, Unsupported
 from .constant import ConstantVariable
@@ -48,10 +62,17 @@ class OptimizerVariable(UserDefinedObjectVariable):
         if name == "param_groups" and isinstance(found, ListVariable):
             for group in found.items:
                 _capturable_view(group)
-        if name in _MODELLED and type(found) is UserMethodVariable and found.obj is self \
-                and _is_torch_own(getattr(found.fn, "fn", None)):
-            return _MODELLED[name](found.fn, self, found.source)
+        if type(found) is UserMethodVariable and found.obj is self:
+            return self.method(found.fn, found.source)
         return found
+
+    def method(self, fn: Any, source: Any) -> UserMethodVariable:
+        """The optimizer's method ``fn`` (a function tracker, guarded), bound to it: modelled
+        where it is torch's own ``step``, ``zero_grad`` or ``_init_group``."""
+        name = getattr(getattr(fn, "fn", None), "__name__", None)
+        if name in _MODELLED and _is_torch_own(fn.fn):
+            return _MODELLED[name](fn, self, source)
+        return UserMethodVariable(fn, self, source)
 
 
 def _is_torch_own(fn: Any) -> bool:
@@ -130,4 +151,46 @@ class ZeroGradVariable(UserMethodVariable):
         return True
 
 
-_MODELLED = {"_init_group": InitGroupVariable, "zero_grad": ZeroGradVariable}
+class StepVariable(UserMethodVariable):
+    """``optimizer.step(...)``: traced into, unless a group's ``capturable=True`` is refused by
+    torch's own device check (then it breaks here). At a break at this call, whatever raised
+    it, the step runs as it is, uncompiled (``breaks.py`` reads ``runs_uncompiled``)."""
+
+    runs_uncompiled = True
+
+    def call_function(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        refused = _refused_capturable(self.obj.value)
+        if refused is not None:
+            raise Unsupported(f"{refused}: torch checks the devices of a capturable step only when not compiling "
+                              f"(torch.compiler.is_compiling()), so the step runs for real, and raises as in eager")
+        return super().call_function(tx, args, kwargs)
+
+
+def _refused_capturable(optimizer: Any) -> str | None:
+    """Why eager's step would refuse a group's ``capturable=True`` (a parameter, or its state's
+    ``step``, off the devices ``_get_capturable_supported_devices`` names), or None. Read from
+    the real groups, unguarded: a refusal only runs the step for real, right either way. The
+    trace made where nothing is refused relies on what it reads itself, guarded there: each
+    group's ``capturable`` (``param_groups[0]['capturable'] is False``) and the devices of the
+    parameters and steps (their tensor guards)."""
+    supported = _get_capturable_supported_devices(supports_xla=False)  # (the shorter list: refuses more)
+    groups = getattr(optimizer, "param_groups", None)
+    state = getattr(optimizer, "state", None)
+    if type(groups) is not list or not isinstance(state, dict):
+        return None
+    for group in groups:
+        if type(group) is not dict or group.get("capturable") is not True:
+            continue
+        for param in group.get("params", ()):
+            if not isinstance(param, torch.Tensor):
+                continue
+            entry = state.get(param)  # (a defaultdict's get makes nothing)
+            step = entry.get("step") if type(entry) is dict else None
+            if param.device.type not in supported:
+                return f"capturable=True with a parameter on {param.device.type}"
+            if isinstance(step, torch.Tensor) and step.device.type != param.device.type:
+                return f"capturable=True with a parameter on {param.device.type} and its step on {step.device.type}"
+    return None
+
+
+_MODELLED = {"_init_group": InitGroupVariable, "zero_grad": ZeroGradVariable, "step": StepVariable}
