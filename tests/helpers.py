@@ -33,10 +33,11 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------------------------
-# How broad the slowest sweeps are (every optimizer of optim_db, every model in training)
+# How broad the slowest sweeps are (every optimizer of optim_db, every model, in inference, in
+# training and in generate())
 
 # CI runs the suite on three Pythons, two at a time on two cores, in 20 minutes. The sweeps that
-# compile with AOTAutograd per case run whole on CPython 3.11 (the default) and on a fixed
+# compile a model or AOTAutograd per case run whole on CPython 3.11 (the default) and on a fixed
 # slice elsewhere (the same code paths: what differs between Pythons is the bytecode symexec
 # reads, which the slice exercises); SYMEXEC_BROAD=1 runs them whole anywhere.
 BROAD = sys.version_info[:2] == (3, 11) or os.environ.get("SYMEXEC_BROAD") == "1"

@@ -19,7 +19,8 @@ on the same weights. Per call, symexec must compile no more graphs than torch.co
 the same run with the same pattern (each graph past the first is a recompile: prefill, first
 decoding step, the cache length turning symbolic, then the prefill length), without a graph
 break, a fallback or a ``SymexecWarning``. The counting backend runs the graphs as they are;
-one case runs AOTAutograd (``aot_eager``) beneath it.
+one case runs AOTAutograd (``aot_eager``) beneath it. (Both models and patterns on CPython
+3.11; elsewhere GPT-2 compiled in place: helpers.BROAD.)
 
 Last, ``generate`` itself compiled (not a pattern torch.compile recommends), called twice: the
 tokens are eager's and no continuation falls back (one did, on ``"name" in
@@ -40,7 +41,7 @@ import pytest
 import torch
 import torch._dynamo  # the reference: tests only
 import transformers
-from helpers import CountingBackend
+from helpers import CountingBackend, broad_or
 from models_common import VOCAB  # also sets HF_HUB_OFFLINE=1 and quiets transformers
 
 import symexec
@@ -162,14 +163,13 @@ def check_symexec_run(kind, pattern, backend=None, prompts=PROMPTS):
     return ours, theirs
 
 
-@pytest.mark.parametrize("pattern", ["forward", "call"])
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind,pattern", broad_or([(k, p) for k in KINDS for p in ("forward", "call")], [("gpt2", "call")]))
 def test_generate_compiled(kind, pattern):
     ours, theirs = check_symexec_run(kind, pattern)
     assert ours[0] >= 2, f"the prefill and the decoding steps were not compiled: {ours}"
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", broad_or(KINDS, ["gpt2"]))
 def test_generate_on_module_wrapper_runs_eagerly_like_torch_compile(kind):
     ours, theirs = check_symexec_run(kind, "wrapper")
     assert ours == theirs == [0] * len(PROMPTS)
