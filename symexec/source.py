@@ -244,6 +244,10 @@ class EnvironItemSource(_NativeReadSource):
     guard_name: ClassVar[str] = "___envget"
     shown: ClassVar[str] = "os.environ.get"
 
+    @property
+    def name(self) -> str:  # ``G['os'].environ.get('HOME')``: as the user's code reads it
+        return f"{self.base.name}.get({display(self.key)})"
+
 
 @dataclass(frozen=True)
 class ObjectAttrSource(_NativeReadSource):
