@@ -47,9 +47,9 @@ class DynamicPolicy:
         self.static_floats = False
         self.symbolic_floats = False  # whether this trace made a float input symbolic
 
-    def number_is_dynamic(self, source: Source, value: int | float) -> bool:
+    def number_is_dynamic(self, source: Source, value: int | float, changed_only: bool = False) -> bool:
         """An int or float input: symbolic if it changed since an earlier trace (or always,
-        with ``dynamic=True``; floats only once they change)."""
+        with ``dynamic=True``, unless ``changed_only``; floats only once they change)."""
         if self.mode is False:
             return False
         if self.static_floats and type(value) is float:
@@ -58,7 +58,7 @@ class DynamicPolicy:
         seen = self.state.ints.get(name, value)
         changed = name in self.state.ints and (seen is DYNAMIC or seen != value)
         self.state.ints[name] = DYNAMIC if changed else value
-        dynamic = changed or (self.mode is True and type(value) is int)
+        dynamic = changed or (self.mode is True and type(value) is int and not changed_only)
         self.symbolic_floats = self.symbolic_floats or dynamic and type(value) is float
         return dynamic
 

@@ -258,3 +258,41 @@ def test_input_metadata_changed_in_place_keeps_its_guards(change):
 
     compiled = check_sequence(fn, *[[torch.randn(n, 3)] for n in (2, 3, 4)], dynamic=True)
     assert len(symexec.cache_entries(compiled)) == 1
+
+
+# -- found by HF generate() compiled whole (issue 19): sizes specialised where torch.compile's stay symbolic
+
+
+def _shapes_compared(x, m):
+    if x.shape[:2] != m.shape[:2]:
+        return x - 1
+    if list(x.shape) == [2, x.shape[1]]:
+        return x + 1
+    return x * 2
+
+
+def test_comparing_shapes_keeps_them_symbolic():
+    # `==` of two tuples or lists of sizes specialised every size to its value (asking whether
+    # a list was a constant made its symbolic items constants, and the fold compared values):
+    # each new length retraced. Now item by item, guarded on the relation (s0 == s1).
+    calls = [(torch.ones(2, n), torch.ones(2, n)) for n in (8, 12, 5, 7)] + [(torch.ones(2, 6), torch.ones(2, 7))]
+    _, ours, theirs = run_both(_shapes_compared, calls)
+    assert ours.graph_count <= theirs.graph_count, (ours.graph_count, theirs.graph_count)
+
+
+class _Config:
+    def __init__(self, n):
+        self.n = n
+
+
+def _sliced_by_an_attribute(x, config):
+    return x[:, : config.n] * 2
+
+
+def test_an_int_attribute_of_an_object_becomes_symbolic_when_it_changes():
+    # (a generation config's max_length: a new value retraced every time; torch.compile's
+    # automatic dynamic makes an object's int attribute symbolic once it changes, as symexec
+    # does for arguments; a module's stay specialised)
+    calls = [(torch.ones(2, 8), _Config(n)) for n in (3, 4, 5, 2, 6)]
+    _, ours, theirs = run_both(_sliced_by_an_attribute, calls)
+    assert ours.graph_count <= theirs.graph_count == 2, (ours.graph_count, theirs.graph_count)

@@ -13,6 +13,7 @@ Trackers reach the graph, the guards and the builder through ``tx``, the running
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 import torch
@@ -34,6 +35,15 @@ class TracingContext(Protocol):
     def wrap(self, value: Any, source: Source | None) -> "VariableTracker": ...
 
 
+_asking = threading.local()  # (is_python_constant, per tracing thread)
+
+
+def only_asking() -> bool:
+    """Whether ``as_python_constant`` is running for ``is_python_constant``, which must not
+    specialise a symbolic value."""
+    return getattr(_asking, "active", False)
+
+
 class VariableTracker:
     """Base of all trackers. ``source`` says how to re-fetch the value at entry (or None)."""
 
@@ -52,10 +62,15 @@ class VariableTracker:
         raise Unsupported(f"{self.describe()} is not a constant known while tracing")
 
     def is_python_constant(self) -> bool:
+        # Asking must not specialise: a symbolic int inside (a list's item, a dict's value)
+        # answers "not a constant" instead of becoming one, with a guard (only_asking).
+        outer, _asking.active = getattr(_asking, "active", False), True
         try:
             self.as_python_constant()
         except Unsupported:
             return False
+        finally:
+            _asking.active = outer
         return True
 
     def describe(self) -> str:

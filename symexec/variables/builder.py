@@ -162,14 +162,26 @@ def _identity_matters(value: Any, source: Source) -> bool:
 
 @wraps(*LITERAL_TYPES)
 def _wrap_literal(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
-    if type(value) in (int, float) and source is not None and _may_be_dynamic(source):
+    attribute = False
+    if type(value) in (int, float) and source is not None and (
+            _may_be_dynamic(source) or (attribute := _of_a_plain_object(b, source))):
         output = b.output
-        if output.policy.number_is_dynamic(source, value):
+        if output.policy.number_is_dynamic(source, value, changed_only=attribute):
             add = output.add_int_input if type(value) is int else output.add_float_input
             symbolic = add(value, source)
             if symbolic is not None:
                 return symbolic
     return ConstantVariable(value, source, b.guards if source is not None else None)
+
+
+def _of_a_plain_object(b: VariableBuilder, source: Source) -> bool:
+    """An attribute of an object of a user class that is no ``nn.Module`` (a generation
+    config's ``max_length``): symbolic once it changes between traces, as torch.compile's
+    automatic dynamic makes it (``dynamic=True`` alone leaves it static, like a module's)."""
+    if not isinstance(source, AttrSource):
+        return False
+    base = b.output.input_trackers.get(source.base)
+    return type(base) is UserDefinedObjectVariable
 
 
 def _may_be_dynamic(source: Source) -> bool:

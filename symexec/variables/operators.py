@@ -43,6 +43,27 @@ def _type_value(tx: Any, var: VariableTracker) -> Any:
 _NOT_A_TYPE = object()
 
 
+def _sequences_equal(tx: Any, a: BaseListVariable, b: BaseListVariable) -> bool | None:
+    """``a == b`` for two lists or two tuples (a ``torch.Size`` is one) holding numbers, some
+    symbolic (a shape): item by item, as CPython compares them, each symbolic comparison a guard
+    on that relation (``s0 == s1``) instead of both sizes specialised to their values. None
+    where this does not decide it (other items, a range): the constant fold, or a break."""
+    if isinstance(a, RangeVariable) or isinstance(b, RangeVariable) or not any(
+            isinstance(item, SymNodeVariable) for item in (*a.items, *b.items)):
+        return None
+    if not all(isinstance(item, (SymNodeVariable, ConstantVariable)) for item in (*a.items, *b.items)):
+        return None
+    if isinstance(a, TupleVariable) is not isinstance(b, TupleVariable):
+        return False  # a list never equals a tuple
+    if len(a.items) != len(b.items):
+        return False
+    for x, y in zip(a.items, b.items):
+        same = BuiltinVariable(operator.eq).call_function(tx, [x, y], {})
+        if not same.truth(tx):  # (the ShapeEnv guards on the answer)
+            return False
+    return True
+
+
 def _make_binary(fn: Any) -> Handler:
     def binary(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
         if in_graph(a) or in_graph(b):
@@ -67,6 +88,10 @@ def _make_binary(fn: Any) -> Handler:
                     return result
             if isinstance(b, ObjectVariableBase) and b.has_python_method(tx, reflected):
                 return b.call_method(tx, reflected, [a], {})
+        if fn in (operator.eq, operator.ne) and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
+            equal = _sequences_equal(tx, a, b)
+            if equal is not None:
+                return ConstantVariable(equal is (fn is operator.eq))
         if fn in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
             if isinstance(a, (SetVariable, DictViewVariable)) or isinstance(b, (SetVariable, DictViewVariable)):
                 return None  # a set equals a frozenset, dict_keys a set: by value, or unsupported

@@ -18,7 +18,7 @@ import torch.fx
 
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, Source
-from .base import BoundMethodVariable, VariableTracker, as_proxy
+from .base import BoundMethodVariable, VariableTracker, as_proxy, only_asking
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
@@ -229,6 +229,8 @@ class SymNodeVariable(VariableTracker):
     guards: Any = None  # a float input's GuardSet: its specialisation is guarded exactly
 
     def as_python_constant(self) -> Any:
+        if only_asking():
+            raise Unsupported("a symbolic value is not a constant (asked, not specialised)")
         if isinstance(self.example, torch.SymFloat):
             # The ShapeEnv's guard on a specialised float (``s0 == 0.0``) accepts -0.0; a float
             # input is guarded on its exact value instead, a computed one breaks the graph.
