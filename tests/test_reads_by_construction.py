@@ -18,6 +18,9 @@ ALLOWED = {
     ("variables/optimizer.py", "InitGroupVariable._make_state"):
         "whether to make an optimizer's missing state for real before tracing _init_group, which reads it guarded",
     ("variables/base.py", "find_on_class"): "the one guarded class lookup",
+    ("variables/torch.py", "_plain_python_class"):
+        "the MRO of a torch class pinned by identity, guarded by the lookups before it, and whether its "
+        "bases are written in Python (a class's heap-type flag never changes)",
     ("variables/builder.py", "_pin_function"): "a function's own __dict__, guarded empty where it is read",
     ("translator.py", "InstructionTranslator.load_global"):
         "the builtins module's dict: the name is guarded not to be a global, the builtin by identity",

@@ -17,7 +17,9 @@ proves that running ``forward`` inside the graph is the same as running it where
 The graph runs before the trace's side effects are replayed: a ``forward`` could see an
 object before a mutation made earlier in the same graph. A call with pending side effects is
 therefore not captured. Arguments are tensors, numbers and other constants, and tuples of them:
-a list or object argument could be mutated by ``forward`` behind the trace's back.
+a list or object argument could be mutated by ``forward`` behind the trace's back. A call with
+no input requiring grad records nothing for autograd: its ``forward`` is traced as a plain call,
+whatever its arguments (a module, a list it appends to).
 
 Guards: the class's identity (builder), and what its lookups of ``apply``, ``forward``,
 ``setup_context``, ``backward`` and ``vjp`` found (a method replaced on the class retraces);
@@ -94,10 +96,12 @@ class AutogradApplyVariable(VariableTracker):
         return f"{self.cls.__qualname__}.apply"
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if not any(_requires_grad(arg) for arg in [*args, *kwargs.values()]):
+            # forward runs as a plain call: any argument a user's function may take (a module,
+            # a list it appends to), its effects tracked as any call's.
+            return _inline(tx, self.cls, self.class_source, args, kwargs)
         for arg in [*args, *kwargs.values()]:
             _check_argument(self.cls, arg)
-        if not any(_requires_grad(arg) for arg in [*args, *kwargs.values()]):
-            return _inline(tx, self.cls, self.class_source, args, kwargs)
         returns_tuple = _speculate(tx, self.cls, self.class_source, args, kwargs)
         return _record(tx, self.cls, args, kwargs, returns_tuple)
 
@@ -138,7 +142,7 @@ def _inline(tx: Any, cls: type, class_source: Source, args: list[VariableTracker
     grad_mode = tx.output.grad_enabled
     set_grad_mode(tx, False)
     try:
-        result = _trace_forward(tx, cls, class_source, forward, args, kwargs, False)
+        result = _trace_forward(tx, cls, class_source, forward, args, kwargs, False, recorded=False)
     except TracedException as e:
         raise Unsupported(f"{cls.__qualname__}.forward raises {e.exception.describe()}",
                           hint="CPython runs the call") from None
@@ -180,7 +184,7 @@ def _speculate(tx: Any, cls: type, class_source: Source, args: list[VariableTrac
     grad_mode = output.grad_enabled
     _set_grad_mode(output, False)  # autograd runs forward and setup_context under no_grad
     try:
-        result = _trace_forward(tx, cls, class_source, forward, args, kwargs, grad_mode)
+        result = _trace_forward(tx, cls, class_source, forward, args, kwargs, grad_mode, recorded=True)
     except TracedException as e:
         raise Unsupported(f"{name}.forward raises {e.exception.describe()}", hint="CPython runs the call") from None
     finally:
@@ -192,13 +196,15 @@ def _speculate(tx: Any, cls: type, class_source: Source, args: list[VariableTrac
 
 
 def _trace_forward(tx: Any, cls: type, class_source: Source, forward: UserFunctionVariable,
-                   args: list[VariableTracker], kwargs: dict[str, VariableTracker], grad_mode: bool) -> VariableTracker:
-    """What ``apply`` runs of the user's code, in either style: forward's result."""
+                   args: list[VariableTracker], kwargs: dict[str, VariableTracker], grad_mode: bool, *,
+                   recorded: bool) -> VariableTracker:
+    """What ``apply`` runs of the user's code, in either style: forward's result (``recorded``:
+    for a node, whose arguments are checked)."""
     if find_on_class(tx, cls, "setup_context")[1] is _NO_SETUP_CONTEXT:  # forward(ctx, *args)
         if kwargs:
             raise Unsupported(f"{cls.__qualname__}.apply() with keyword arguments and no setup_context")
         return forward.call_function(tx, [AutogradCtxVariable(cls, _needs_input_grad(args, grad_mode)), *args], {})
-    inputs = _bound_inputs(tx, cls, forward, args, kwargs)
+    inputs = _bound_inputs(tx, cls, forward, args, kwargs, recorded)
     result = forward.call_function(tx, inputs, {})
     ctx = AutogradCtxVariable(cls, _needs_input_grad(inputs, grad_mode))
     setup = _static_function(tx, cls, class_source, "setup_context")
@@ -226,9 +232,9 @@ def _static_function(tx: Any, cls: type, class_source: Source, name: str) -> Use
 
 
 def _bound_inputs(tx: Any, cls: type, forward: UserFunctionVariable, args: list[VariableTracker],
-                  kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:
+                  kwargs: dict[str, VariableTracker], recorded: bool) -> list[VariableTracker]:
     """The positional arguments ``apply`` hands forward and setup_context in the new style:
-    the call bound to forward's signature, defaults applied."""
+    the call bound to forward's signature, defaults applied (checked for a node: ``recorded``)."""
     bound = forward.bind(tx, args, kwargs)
     inputs: list[VariableTracker] = []
     for param in inspect.signature(forward.fn).parameters.values():
@@ -239,7 +245,7 @@ def _bound_inputs(tx: Any, cls: type, forward: UserFunctionVariable, args: list[
             inputs.extend(value.items)  # type: ignore[attr-defined]
         elif param.kind is param.KEYWORD_ONLY or value.items:  # type: ignore[attr-defined]
             raise Unsupported(f"{cls.__qualname__}.forward with keyword-only arguments")
-    for value in inputs:
+    for value in inputs if recorded else ():
         _check_argument(cls, value)  # (defaults included)
     return inputs
 

@@ -34,6 +34,7 @@ from .functions import LruCacheVariable, UserFunctionVariable, UserMethodVariabl
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .model_output import is_model_output_class, wrap_model_output
 from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable
+from . import numpy_ufuncs
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
 from .stdlib import EnvironVariable, operator_callable
@@ -354,6 +355,14 @@ def _pin_callable(b: VariableBuilder, value: Any, source: Source) -> None:
     else:
         b.guards.id_match(AttrSource(source, "__self__"), owner)
     b.guards.equals_match(AttrSource(source, "__name__"), value.__name__)
+
+
+if numpy_ufuncs.numpy is not None:
+    @wraps(numpy_ufuncs.numpy.ufunc)
+    def _wrap_ufunc(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+        if source is not None:
+            b.guards.id_match(source, value)
+        return numpy_ufuncs.NumpyUfuncVariable(value, source)
 
 
 @wraps(type)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..exc import TracedException, Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
 from .base import VariableTracker, as_proxy, class_static, find_on_class
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
@@ -48,6 +48,15 @@ class BaseListVariable(VariableTracker):
 
     def describe(self) -> str:
         return f"the {self.python_cls.__name__} {self.source.name}" if self.source else f"a {self.python_cls.__name__}"
+
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        cls = self.python_type()
+        if cls in (tuple, list) and class_static(tx, cls, name) is None:
+            # A builtin tuple or list has only its class's attributes, and none can be added:
+            # missing, exactly (``hasattr(outputs, "buckets")`` is False).
+            raise AttributeMissing.exactly(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"),
+                                           guarded=True)
+        return super().var_getattr(tx, name)
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
         return list(self.items)
@@ -159,6 +168,12 @@ class NamedTupleVariable(TupleVariable):
         klass, value = find_on_class(tx, self.cls, name)  # guarded: the class attribute may be reassigned
         if type(value) is _TUPLEGETTER:  # a field (or another field's getter, assigned under this name)
             return self.items[value.__reduce__()[1][0]]
+        if klass is None and class_static(tx, self.cls, "__dict__") is None \
+                and class_static(tx, self.cls, "__getattr__") is None:
+            # Not on the class, and its instances have no __dict__ (a namedtuple's __slots__ = ()):
+            # missing, exactly (``hasattr(outputs, "buckets")`` on another namedtuple is False).
+            raise AttributeMissing.exactly(AttributeError(f"'{self.cls.__name__}' object has no attribute '{name}'"),
+                                           guarded=True)
         if klass is None or klass in (tuple, object):
             return super().var_getattr(tx, name)
         if self.source is not None and class_static(tx, self.cls, "__dict__") is not None:

@@ -23,6 +23,7 @@ from .functions import UserFunctionVariable
 from .functorch import TRACED_INTO
 from .misc import CLASS_DATA_ATTRS, UserDefinedClassVariable
 from .new_modules import construct_torch_module
+from .user_objects import construct
 from .tensor import TensorVariable, record_call
 
 # Functions that change global state or leave the graph's world.
@@ -167,6 +168,10 @@ class TorchVariable(VariableTracker):
                 raise Unsupported(f"using {fn.__qualname__} inside a compiled function")
             if issubclass(fn, torch.nn.Module):
                 return construct_torch_module(tx, fn, args, kwargs)
+            if _plain_python_class(tx, fn):
+                # A class torch writes in Python for its values (torch.distributions.Normal):
+                # made as a user's class is, its __init__ traced.
+                return construct(tx, fn, args, kwargs)
             if fn not in (torch.Tensor,) and not issubclass(fn, torch.Tensor):
                 # A torch class made for its effect (an RAII guard like _InferenceMode): never
                 # run while tracing.
@@ -195,6 +200,16 @@ class TorchVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def _plain_python_class(tx: Any, cls: type) -> bool:
+    """A class whose every base but ``object`` is written in Python (a heap type) and that is
+    not a context manager: an object made for its values, not for an effect (an RAII guard,
+    ``inference_mode``, is made to be entered)."""
+    heap_type = 1 << 9  # Py_TPFLAGS_HEAPTYPE
+    if class_static(tx, cls, "__enter__") is not None or class_static(tx, cls, "__exit__") is not None:
+        return False  # (the lookups guard the MRO read below)
+    return not issubclass(cls, torch.Tensor) and all(base.__flags__ & heap_type for base in cls.__mro__[:-1])
 
 
 def _plain_constant(var: VariableTracker) -> bool:

@@ -1,0 +1,68 @@
+"""NumPy's ufuncs (``np.sqrt``, ``np.lcm``) called on constant numbers while tracing.
+
+A ufunc is a pure function of its arguments: on Python or NumPy numbers the trace knows (a
+config's sizes), it runs now and its scalar result is a constant of the trace, as torch.compile
+folds it. It runs with every floating-point error raised, so that a result never depends on
+NumPy's error settings (``np.seterr``), which no guard pins: a call that would warn or raise
+for one runs at a graph break instead. Anything else (an array, a tensor, ``out=``) is
+unsupported: CPython runs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exc import TracedException, Unsupported
+from ..source import Source
+from .base import VariableTracker
+from .constant import NUMPY_SCALAR_TYPES, ConstantVariable, is_literal
+
+try:
+    import numpy
+except ImportError:  # pragma: no cover - numpy missing
+    numpy = None
+
+_NUMBER_TYPES: tuple[type, ...] = (int, float, bool, complex, *NUMPY_SCALAR_TYPES)
+
+
+class NumpyUfuncVariable(VariableTracker):
+    """A ``numpy.ufunc`` object (pinned by identity by the builder)."""
+
+    def __init__(self, fn: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def describe(self) -> str:
+        return f"numpy.{self.fn.__name__}"
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        values = [a.as_python_constant() for a in args if a.is_python_constant()]
+        if kwargs or len(values) != len(args) or not all(isinstance(v, _NUMBER_TYPES) for v in values):
+            raise Unsupported(f"calling {self.describe()} on anything but constant numbers",
+                              hint="the graph breaks; CPython runs it")
+        try:
+            with numpy.errstate(all="raise"):
+                result = self.fn(*values)
+        except FloatingPointError:
+            raise Unsupported(f"{self.describe()} on these numbers warns or raises by NumPy's error settings",
+                              hint="the graph breaks; CPython runs it") from None
+        except Exception as e:  # (a TypeError of the user's call: eager raises it too)
+            raise TracedException(e) from e
+        if not is_literal(result):
+            raise Unsupported(f"{self.describe()} returned a {type(result).__name__}")
+        return ConstantVariable(result)
+
+    def reconstruct(self, cg: Any) -> None:
+        if self.source is not None:
+            self.source.emit_load(cg)
+        else:
+            cg.load_const(self.fn)
+
+    def __repr__(self) -> str:
+        return f"NumpyUfuncVariable({self.fn.__name__})"
