@@ -38,13 +38,8 @@ def _world(cls, kwargs):
     return model, cls(model.parameters(), **kwargs)
 
 
-def _train(cls, kwargs, compile_fn, whole, steps=STEPS):
-    """``steps`` training steps; the whole step or only ``opt.step()`` goes through
-    ``compile_fn``. Returns what each step left: loss, parameters, gradients, state."""
-    model, opt = _world(cls, kwargs)
-    torch.manual_seed(1)
-    x, y = torch.randn(8, 4), torch.randn(8, 3)
-
+def _steps(model, opt, x, y):
+    """(the whole training step, ``opt.step()`` alone) on this model, optimizer and batch."""
     def train_step():
         opt.zero_grad()
         loss = F.mse_loss(model(x), y)
@@ -55,6 +50,16 @@ def _train(cls, kwargs, compile_fn, whole, steps=STEPS):
     def optimizer_step():
         opt.step()
 
+    return train_step, optimizer_step
+
+
+def _train(cls, kwargs, compile_fn, whole, steps=STEPS):
+    """``steps`` training steps; the whole step or only ``opt.step()`` goes through
+    ``compile_fn``. Returns what each step left: loss, parameters, gradients, state."""
+    model, opt = _world(cls, kwargs)
+    torch.manual_seed(1)
+    x, y = torch.randn(8, 4), torch.randn(8, 3)
+    train_step, optimizer_step = _steps(model, opt, x, y)
     compiled = compile_fn(train_step if whole else optimizer_step)
     history = []
     for _ in range(steps):
@@ -252,17 +257,7 @@ def _capturable_outcome(cls, kwargs, compile_fn, whole):
     (type and message), and what it left: parameters, gradients, optimizer state."""
     model, opt = _world(cls, {"capturable": True, **kwargs})
     x, y = torch.randn(8, 4), torch.randn(8, 3)
-
-    def train_step():
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    def optimizer_step():
-        opt.step()
-
+    train_step, optimizer_step = _steps(model, opt, x, y)
     if whole != True:
         F.mse_loss(model(x), y).backward()
     try:

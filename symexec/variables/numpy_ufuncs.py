@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..exc import TracedException, Unsupported
-from ..source import Source
 from .base import VariableTracker
+from .builtins import BuiltinVariable
 from .constant import NUMPY_SCALAR_TYPES, ConstantVariable, is_literal
 
 try:
@@ -25,18 +25,9 @@ except ImportError:  # pragma: no cover - numpy missing
 _NUMBER_TYPES: tuple[type, ...] = (int, float, bool, complex, *NUMPY_SCALAR_TYPES)
 
 
-class NumpyUfuncVariable(VariableTracker):
-    """A ``numpy.ufunc`` object (pinned by identity by the builder)."""
-
-    def __init__(self, fn: Any, source: Source | None = None) -> None:
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def as_python_constant(self) -> Any:
-        return self.fn
+class NumpyUfuncVariable(BuiltinVariable):
+    """A ``numpy.ufunc`` object (pinned by identity by the builder): a builtin whose calls fold
+    as below, never through the builtins' handlers."""
 
     def describe(self) -> str:
         return f"numpy.{self.fn.__name__}"
