@@ -35,6 +35,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import types
 import warnings
 
 import pytest
@@ -326,3 +327,26 @@ def test_function_made_by_the_trace_on_a_continuations_stack_does_not_retrace():
         assert torch.equal(compiled(x, criteria), _any_over_a_genexpr(x, criteria))
         per_call.append(backend.graph_count - before)
     assert per_call == [2, 0, 0], per_call
+
+
+def _holds_a_bound_builtin(x):
+    keys = types.MappingProxyType({"a": 1, "b": 2}).keys  # a builtin bound to an object made per call
+    x = x * 2
+    symexec.graph_break()  # (`keys` goes to the continuation as a local: no attribute to relate it to)
+    x = x + 1  # (a graph in the continuation: each retrace of it compiles one more)
+    return x + len(list(keys()))
+
+
+def test_a_builtin_bound_to_an_object_made_per_call_does_not_retrace():
+    # (3.13 hands generate's `params.keys` to a continuation bound already: guarded as
+    # `L['___stack3'].__self__ is mappingproxy`, that one object, it retraced on every call;
+    # the call breaks and runs for real, so the object's type is what the trace relies on)
+    backend = CountingBackend()
+    compiled = symexec.compile(_holds_a_bound_builtin, backend=backend)
+    x = torch.randn(3)
+    per_call = []
+    for _ in range(3):
+        before = backend.graph_count
+        assert torch.equal(compiled(x), _holds_a_bound_builtin(x))
+        per_call.append(backend.graph_count - before)
+    assert per_call[1:] == [0, 0], per_call

@@ -333,14 +333,27 @@ def _wrap_builtin(b: VariableBuilder, value: Any, source: Source | None) -> Vari
     # Calls fold or hit a handler (builtins.py); any other builtin is unsupported when called.
     if isinstance(getattr(value, "__self__", None), torch.Tensor):
         return tensor_method(b, value, source)
+    var = BuiltinVariable(value, source)
     if source is not None:
-        _pin_callable(b, value, source)
-    return BuiltinVariable(value, source)
+        owner = getattr(value, "__self__", None)
+        var.owner_pinned = owner is None or isinstance(owner, (types.ModuleType, type)) or _modelled(value)
+        _pin_callable(b, value, source, owner_matters=var.owner_pinned)
+    return var
 
 
-def _pin_callable(b: VariableBuilder, value: Any, source: Source) -> None:
+def _modelled(fn: Any) -> bool:
+    """Whether a call of this builtin is folded or handled (``BuiltinVariable.call_function``),
+    reading what it is bound to; any other builtin's call breaks the graph and runs for real."""
+    try:
+        return fn in HANDLERS or fn in FOLDABLE
+    except TypeError:  # (bound to an unhashable object: in neither)
+        return False
+
+
+def _pin_callable(b: VariableBuilder, value: Any, source: Source, owner_matters: bool = True) -> None:
     """The trace runs this callable's behaviour: pin which one it is. A builtin bound to an
-    object (``lst.append``) is a new object at each attribute read: its object and name."""
+    object (``lst.append``) is a new object at each attribute read: its object and name; only
+    the object's type where no call of it reads the object (``owner_matters`` False)."""
     owner = getattr(value, "__self__", None)
     if owner is None or isinstance(owner, types.ModuleType) or not isinstance(
             value, (types.BuiltinMethodType, types.MethodWrapperType)):
@@ -348,7 +361,10 @@ def _pin_callable(b: VariableBuilder, value: Any, source: Source) -> None:
         return
     b.guards.type_match(source, value)
     base = b.output.input_trackers.get(source.base) if isinstance(source, AttrSource) else None
-    if base is not None and getattr(base, "value", None) is owner:
+    if not owner_matters and not isinstance(owner, type):
+        # (a ``params.keys`` of a mappingproxy made per call, on a continuation's stack)
+        b.guards.type_match(AttrSource(source, "__self__"), owner)
+    elif base is not None and getattr(base, "value", None) is owner:
         # ``obj.append`` of an input ``obj``: bound to whatever object is there on each call
         # (one made afresh per call, too), not to the traced one.
         b.guards.alias(AttrSource(source, "__self__"), source.base)

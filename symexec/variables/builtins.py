@@ -84,6 +84,10 @@ def in_graph(value: VariableTracker) -> bool:
 
 
 class BuiltinVariable(VariableTracker):
+    # False for a builtin bound to an object whose identity the guards do not pin (one made per
+    # call): no call of it may run while tracing (it would run on the traced object).
+    owner_pinned = True
+
     def __init__(self, fn: Any, source: Source | None = None) -> None:
         super().__init__(source)
         self.fn = fn
@@ -118,7 +122,8 @@ class BuiltinVariable(VariableTracker):
                 return wrap_constant(value)
         if fn is print:
             raise Unsupported("print() writes outside the graph", hint="the graph breaks around it; move it out of the hot code to keep one graph")
-        if args and any(a.source is not None and isinstance(a.source.root(), PrivateObjectSource) for a in args):
+        if args and self.owner_pinned and any(
+                a.source is not None and isinstance(a.source.root(), PrivateObjectSource) for a in args):
             # The trace's own objects (a copy, a signature): builtins run on them for real.
             return run_pure(tx, fn, tuple(args), kwargs)
         names = ", ".join(a.describe() for a in args)
