@@ -285,17 +285,25 @@ def _appends_to_a_fresh_object(x):
     return x + len(criteria)
 
 
+def _graphs_per_call(fn, make_args, calls=3):
+    """``fn`` compiled and called ``calls`` times on fresh arguments, each result compared with
+    eager's: the graphs each call compiled."""
+    backend = CountingBackend()
+    compiled = symexec.compile(fn, backend=backend)
+    per_call = []
+    for _ in range(calls):
+        args = make_args()
+        before = backend.graph_count
+        assert torch.equal(compiled(*args), fn(*args))
+        per_call.append(backend.graph_count - before)
+    return per_call
+
+
 # (`L['___stack0'].append.__self__ is _Criteria`: the object's identity, not "bound to the
 # object there", was guarded)
 def test_bound_builtin_of_a_fresh_object_does_not_retrace():
-    backend = CountingBackend()
-    compiled = symexec.compile(_appends_to_a_fresh_object, backend=backend)
     x = torch.randn(3)
-    per_call = []
-    for _ in range(3):
-        before = backend.graph_count
-        assert torch.equal(compiled(x), _appends_to_a_fresh_object(x))
-        per_call.append(backend.graph_count - before)
+    per_call = _graphs_per_call(_appends_to_a_fresh_object, lambda: (x,))
     assert per_call[1:] == [0, 0], per_call
 
 
@@ -317,15 +325,8 @@ def _any_over_a_genexpr(x, criteria):
 def test_function_made_by_the_trace_on_a_continuations_stack_does_not_retrace():
     # (the continuation guarded `L['___stack2'] is f.<locals>.<genexpr>`: the function the
     # generated code makes anew on each call)
-    backend = CountingBackend()
-    compiled = symexec.compile(_any_over_a_genexpr, backend=backend)
     x = torch.randn(3)
-    per_call = []
-    for _ in range(3):
-        criteria = _Processors([_Criterion(), _Criterion()])
-        before = backend.graph_count
-        assert torch.equal(compiled(x, criteria), _any_over_a_genexpr(x, criteria))
-        per_call.append(backend.graph_count - before)
+    per_call = _graphs_per_call(_any_over_a_genexpr, lambda: (x, _Processors([_Criterion(), _Criterion()])))
     assert per_call == [2, 0, 0], per_call
 
 
@@ -341,12 +342,6 @@ def test_a_builtin_bound_to_an_object_made_per_call_does_not_retrace():
     # (3.13 hands generate's `params.keys` to a continuation bound already: guarded as
     # `L['___stack3'].__self__ is mappingproxy`, that one object, it retraced on every call;
     # the call breaks and runs for real, so the object's type is what the trace relies on)
-    backend = CountingBackend()
-    compiled = symexec.compile(_holds_a_bound_builtin, backend=backend)
     x = torch.randn(3)
-    per_call = []
-    for _ in range(3):
-        before = backend.graph_count
-        assert torch.equal(compiled(x), _holds_a_bound_builtin(x))
-        per_call.append(backend.graph_count - before)
+    per_call = _graphs_per_call(_holds_a_bound_builtin, lambda: (x,))
     assert per_call[1:] == [0, 0], per_call
