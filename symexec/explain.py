@@ -240,7 +240,7 @@ def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
     the call itself raises. Example::
 
         out = symexec.explain(model.generate_step, x)   # a bound method, as compile takes it
-        print(out.graph_count, out.graph_break_count)
+        out.graph_count, out.graph_break_count          # (and ``out`` itself shows the report)
     """
     check_supported()
     backend: Any = "eager"

@@ -28,6 +28,11 @@ def sort_keys(tx: Any, items: list[VariableTracker], key: VariableTracker | None
     return [key.call_function(tx, [i], {}).as_python_constant() for i in items]
 
 
+def _no_attribute(cls: type, name: str) -> AttributeMissing:
+    """CPython's AttributeError for an instance of ``cls`` without ``name``, its lookup guarded."""
+    return AttributeMissing.exactly(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"), guarded=True)
+
+
 class BaseListVariable(VariableTracker):
     """Shared behaviour of list-like trackers over ``self.items``."""
 
@@ -54,8 +59,7 @@ class BaseListVariable(VariableTracker):
         if cls in (tuple, list) and class_static(tx, cls, name) is None:
             # A builtin tuple or list has only its class's attributes, and none can be added:
             # missing, exactly (``hasattr(outputs, "buckets")`` is False).
-            raise AttributeMissing.exactly(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"),
-                                           guarded=True)
+            raise _no_attribute(cls, name)
         return super().var_getattr(tx, name)
 
     def unpack(self, tx: Any) -> list[VariableTracker]:
@@ -172,8 +176,7 @@ class NamedTupleVariable(TupleVariable):
                 and class_static(tx, self.cls, "__getattr__") is None:
             # Not on the class, and its instances have no __dict__ (a namedtuple's __slots__ = ()):
             # missing, exactly (``hasattr(outputs, "buckets")`` on another namedtuple is False).
-            raise AttributeMissing.exactly(AttributeError(f"'{self.cls.__name__}' object has no attribute '{name}'"),
-                                           guarded=True)
+            raise _no_attribute(self.cls, name)
         if klass is None or klass in (tuple, object):
             return super().var_getattr(tx, name)
         if self.source is not None and class_static(tx, self.cls, "__dict__") is not None:

@@ -48,12 +48,3 @@ class NumpyUfuncVariable(BuiltinVariable):
         if not is_literal(result):
             raise Unsupported(f"{self.describe()} returned a {type(result).__name__}")
         return ConstantVariable(result)
-
-    def reconstruct(self, cg: Any) -> None:
-        if self.source is not None:
-            self.source.emit_load(cg)
-        else:
-            cg.load_const(self.fn)
-
-    def __repr__(self) -> str:
-        return f"NumpyUfuncVariable({self.fn.__name__})"
