@@ -2,6 +2,7 @@
 the eager backend: each test runs the same calls under each and compares with eager."""
 
 import collections
+import os
 
 import pytest
 import torch
@@ -213,3 +214,14 @@ def test_a_call_under_set_default_device_cpu_is_compiled():
     assert len(entries) == 1 and entries[0].graph is not None and entries[0].fallback_reason is None
     assert_same(fn(x), compiled(x))  # without the mode: the entry's guard on the mode stack fails
     assert len(symexec.cache_entries(compiled)) == 2
+
+
+def test_an_environment_guard_reads_as_the_code_does(monkeypatch):
+    # (it read `os.environ.get(G['os'].environ, 'SYMEXEC_TEST_FLAG') is None`)
+    monkeypatch.delenv("SYMEXEC_TEST_FLAG", raising=False)
+
+    def fn(x):
+        return x + 1 if os.environ.get("SYMEXEC_TEST_FLAG") is None else x - 1
+
+    texts = [g.text for g in symexec.explain(fn, torch.ones(2)).guards]
+    assert "G['os'].environ.get('SYMEXEC_TEST_FLAG') is None" in texts, texts
