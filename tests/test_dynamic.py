@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 import time
+import warnings
 
 import pytest
 import torch
@@ -296,3 +297,83 @@ def test_an_int_attribute_of_an_object_becomes_symbolic_when_it_changes():
     calls = [(torch.ones(2, 8), _Config(n)) for n in (3, 4, 5, 2, 6)]
     _, ours, theirs = run_both(_sliced_by_an_attribute, calls)
     assert ours.graph_count <= theirs.graph_count == 2, (ours.graph_count, theirs.graph_count)
+
+
+# -- found by TorchBench (issue 19): a loop's index specialised, its continuation retraced every turn
+
+
+def _set_number(t, i):
+    t[i] = 7.0
+    return t * 1
+
+
+def _set_row(t, i):
+    t[:, i] = torch.ones(t.shape[-1])
+    return t * 1
+
+
+def _set_block(t, i):
+    t[i, None, 1] = torch.full((1, t.shape[-1]), 2.0)
+    return t * 1
+
+
+def _set_column(t, i):
+    t[..., i] = torch.zeros(t.shape[0], 1)
+    return t * 1
+
+
+INDEXINGS = {
+    "t[i]": lambda t, i: t[i] * 2,
+    "t[:, i]": lambda t, i: t[:, i] * 2,
+    "t[i, 1:]": lambda t, i: t[i, 1:] + 1,
+    "t[..., i]": lambda t, i: t[..., i] - 1,
+    "t[None, i, ..., 2]": lambda t, i: t[None, i, ..., 2] * 3,
+    "t[-i, :, i]": lambda t, i: t[-i, :, i] * 2,
+    "t[i] = 7.0": _set_number,
+    "t[:, i] = row": _set_row,
+    "t[i, None, 1] = block": _set_block,
+    "t[..., i] = column": _set_column,
+}
+
+
+@pytest.mark.parametrize("index", list(INDEXINGS))
+def test_a_tensor_indexed_by_a_symbolic_int_keeps_it_symbolic(index):
+    # torch's own indexing reads a symbolic int in an int position with __index__: the index
+    # specialised, and every new value retraced (Dynamo too, but for a bare `t[i]`). Now the
+    # chain of select, slicing and unsqueeze that basic indexing is.
+    fn = INDEXINGS[index]
+    calls = [(torch.arange(512.).reshape(8, 8, 8), i) for i in (2, 3, 4, 5, 6, 3)]
+    _, ours, theirs = run_both(fn, calls)
+    assert ours.graph_count <= min(theirs.graph_count, 2), (ours.graph_count, theirs.graph_count)
+
+
+def test_a_symbolic_index_out_of_range_raises_as_eager():
+    fn = INDEXINGS["t[:, i] = row"]
+    compiled = check_sequence(fn, *[[torch.zeros(3, 4, 8), i] for i in (2, 3)])
+    for i in (4, -5):
+        with pytest.raises(IndexError):
+            fn(torch.zeros(3, 4, 8), i)
+        with pytest.raises(IndexError):
+            compiled(torch.zeros(3, 4, 8), i)
+
+
+def _sum_of_indexed_items(f, ti, tv):
+    # (TorchBench's microbench_unbacked_tolist_sum: a break in the loop body; the continuation
+    # gets the loop's iterator and reads its next index)
+    total = 0
+    for i in ti.tolist():
+        torch._check(i < tv.size(0))
+        total += tv[i].item()
+    return f * total
+
+
+def test_a_loop_continuation_takes_its_index_symbolic():
+    # The continuation's next item was guarded by value (peek(L['___stack0'], 0) == 8): it
+    # retraced on every turn until the cache limit, then ran uncompiled.
+    backend = CountingBackend()
+    compiled = symexec.compile(_sum_of_indexed_items, backend=backend)
+    args = (torch.randn(1), torch.arange(12, dtype=torch.int32), torch.arange(12, dtype=torch.int32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", symexec.SymexecWarning)  # no cache-limit fallback
+        assert_same(_sum_of_indexed_items(*args), compiled(*args))
+    assert backend.graph_count <= 6, backend.graph_count

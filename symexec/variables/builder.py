@@ -186,9 +186,11 @@ def _of_a_plain_object(b: VariableBuilder, source: Source) -> bool:
 
 
 def _may_be_dynamic(source: Source) -> bool:
-    """Ints that automatic dynamic may make symbolic: arguments and items of arguments, not
-    attributes of objects (a module's config ints stay specialised, as in torch.compile)."""
-    while isinstance(source, GetItemSource):
+    """Ints that automatic dynamic may make symbolic: arguments and items of arguments (the
+    next items of a loop's iterator handed to a continuation among them: its index changes every
+    turn), not attributes of objects (a module's config ints stay specialised, as in
+    torch.compile)."""
+    while isinstance(source, (GetItemSource, IteratorItemSource)):
         source = source.base
     return isinstance(source, (LocalSource, GlobalSource, ClosureSource))
 

@@ -10,6 +10,8 @@ import collections
 import operator
 from typing import Any
 
+import torch
+
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtins import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPERATORS, BuiltinVariable, Handler,
@@ -17,7 +19,7 @@ from .builtins import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPER
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable
-from .lists import BaseListVariable, ListVariable, RangeVariable, TupleVariable
+from .lists import BaseListVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable
 from .misc import COMPUTED_ALIAS_TYPES, SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, record_call
 from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase, class_static
@@ -239,6 +241,9 @@ def _contains(tx: Any, container: VariableTracker, item: VariableTracker) -> Var
 @handler(operator.getitem)
 def _getitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableTracker | None:
     if is_tensor(obj):
+        view = _symbolic_basic_index(tx, obj, index)
+        if view is not None:
+            return view
         return record_call(tx, "call_function", operator.getitem, [obj, index], {})
     if isinstance(obj, BaseListVariable):
         return obj.getitem(tx, index)
@@ -255,9 +260,55 @@ def _getitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableT
     return obj.call_method(tx, "__getitem__", [index], {})
 
 
+def _symbolic_basic_index(tx: Any, obj: Any, index: VariableTracker, value: Any = None) -> VariableTracker | None:
+    """``t[i]``, ``t[:, i]``, ``t[i, 1:j]`` where ``i`` is a symbolic int: the view as the chain
+    of ``torch.select`` (an int), slicing (a slice), ``unsqueeze`` (None) and ``...`` that basic
+    indexing is. torch's own indexing reads a symbolic int in an int position with
+    ``__index__``, which specialises it (a loop over indices would retrace every turn); select
+    takes it symbolic, as torch.compile records a bare one. None where it does not apply:
+    no symbolic int, advanced indexing, more indices than dimensions (torch's error), or a value
+    ``copy_`` would broadcast differently from setitem (more dimensions than the view)."""
+    items = index.items if type(index) is TupleVariable else [index]
+
+    if not any(isinstance(item, SymNodeVariable) and item.python_type() is int for item in items):
+        return None
+    kinds = [item.python_type() if isinstance(item, (SymNodeVariable, ConstantVariable)) else
+             slice if isinstance(item, SliceVariable) else None for item in items]
+    if not all(kind in (int, slice, type(None), type(Ellipsis)) for kind in kinds):
+        return None
+    consuming = [kind in (int, slice) for kind in kinds]
+    if kinds.count(type(Ellipsis)) > 1 or sum(consuming) > obj.example.dim():
+        return None
+    if is_tensor(value) and value.example.dim() > obj.example.dim() - kinds.count(int) + kinds.count(type(None)):
+        return None  # (setitem drops leading 1s of the value first; copy_ would refuse)
+    view, dim = obj, 0
+    for position, (item, kind) in enumerate(zip(items, kinds)):
+        if kind is int:
+            view = record_call(tx, "call_function", torch.select, [view, ConstantVariable(dim), item], {})
+        elif kind is slice:
+            full = all(isinstance(part, ConstantVariable) and part.python_type() is type(None) for part in item.parts)
+            if not full:
+                prefix = [SliceVariable(*[ConstantVariable(None)] * 3)] * dim
+                view = record_call(tx, "call_function", operator.getitem, [view, TupleVariable([*prefix, item])], {})
+            dim += 1
+        elif kind is type(None):
+            view = record_call(tx, "call_method", "unsqueeze", [view, ConstantVariable(dim)], {})
+            dim += 1
+        else:  # ...: the dimensions the indices after it do not consume
+            dim = view.example.dim() - sum(consuming[position + 1:])
+    return view
+
+
 @handler(operator.setitem)
 def _setitem(tx: Any, obj: VariableTracker, index: VariableTracker, value: VariableTracker) -> VariableTracker:
     if is_tensor(obj):
+        view = _symbolic_basic_index(tx, obj, index, value)
+        if view is not None:  # what torch's setitem does for basic indexing: fill or copy into the view
+            if is_tensor(value):
+                record_call(tx, "call_method", "copy_", [view, value], {})
+            else:
+                record_call(tx, "call_method", "fill_", [view, value], {})
+            return ConstantVariable(None)
         record_call(tx, "call_function", operator.setitem, [obj, index, value], {})
         return ConstantVariable(None)
     return obj.call_method(tx, "__setitem__", [index, value], {})
