@@ -194,8 +194,8 @@ class PyCodegen:
 
     def reconstruct(self, var: VariableTracker) -> None:
         """Push the object ``var`` stands for: a graph output, a source, or rebuilt by the tracker."""
-        node = getattr(var, "node", None)
-        if node is not None and node in self.graph_outputs and var.source is None:
+        node = getattr(var, "node", None) if var.source is None else None  # (a lazy input stays unread)
+        if node is not None and node in self.graph_outputs:
             local, index = self.graph_outputs[node]
             self.load_fast(local)
             self.load_const(index)

@@ -100,7 +100,10 @@ class OutputGraph:
         self.translators.clear()
 
     # -- inputs -----------------------------------------------------------------------------
-    def add_tensor_input(self, value: torch.Tensor, source: Source) -> TensorVariable:
+    def add_tensor_input(self, value: torch.Tensor, source: Source, lazy: bool = False) -> TensorVariable:
+        """The tracker of an input tensor. ``lazy``: made a graph input, with its tensor guard,
+        when the trace first reads it (``TensorVariable.lazy``); until then guarded only by its
+        class."""
         known = self._tensors_by_id.get(id(value))
         if known is not None:  # the same tensor reached through two sources: one input
             assert known.source is not None
@@ -110,6 +113,16 @@ class OutputGraph:
             # (torch.compile runs these uncompiled too: fake tensors and guards model strides)
             raise Unsupported(f"a {value.layout} tensor" if value.layout is not torch.strided else
                               f"a {'quantized' if value.is_quantized else 'nested'} tensor")
+        if lazy:
+            self.guards.type_match(source, value)
+            var = TensorVariable.lazy(type(value), source, lambda: self._tensor_input(value, source))
+        else:
+            var = TensorVariable(*self._tensor_input(value, source), type(value), source)
+        self._tensors_by_id[id(value)] = var
+        return var
+
+    def _tensor_input(self, value: torch.Tensor, source: Source) -> tuple[torch.fx.Node, Any]:
+        """An input tensor's placeholder and fake tensor, its tensor guard installed."""
         dims = self.policy.dynamic_dims(source, value)
         if any(d is not DimDynamic.STATIC for d in dims):
             context = StatelessSymbolicContext(dynamic_sizes=dims)
@@ -122,10 +135,7 @@ class OutputGraph:
         else:
             self.guards.tensor_match(source, value)
             fake = self.fake_mode.from_tensor(value, static_shapes=True)
-        node = self._placeholder(source, fake, weakref.ref(value))
-        var = TensorVariable(node, fake, type(value), source)
-        self._tensors_by_id[id(value)] = var
-        return var
+        return self._placeholder(source, fake, weakref.ref(value)), fake
 
     def real_input(self, source: Source) -> Any:
         """The real tensor of this call behind an input's source, or None if it died."""

@@ -377,3 +377,36 @@ def test_a_loop_continuation_takes_its_index_symbolic():
         warnings.simplefilter("error", symexec.SymexecWarning)  # no cache-limit fallback
         assert_same(_sum_of_indexed_items(*args), compiled(*args))
     assert backend.graph_count <= 6, backend.graph_count
+
+
+# -- found by HF generate() compiled whole (issue 19): a tensor the trace only passes along
+
+
+def _passes_a_mask_along(x, kwargs):
+    kwargs["out"] = x * 2
+    return kwargs
+
+
+def test_a_tensor_only_passed_along_is_not_guarded_by_its_size():
+    # Each tensor reached through a container was a graph input with its tensor guard, used or
+    # not: a new prompt length retraced every continuation that held `model_kwargs`. It is now
+    # made an input when first read (torch.compile, which mutates the dict too, takes 2).
+    calls = [(torch.ones(2), {"mask": torch.ones(n, dtype=torch.int64)}) for n in (8, 12, 5, 7)]
+    _, ours, theirs = run_both(_passes_a_mask_along, calls)
+    assert ours.graph_count == 1 <= theirs.graph_count, (ours.graph_count, theirs.graph_count)
+
+
+def _reads_it_sometimes(x, kwargs, use):
+    if use == 1:
+        return x + kwargs["mask"].sum()
+    if use == 2:
+        return x * kwargs["mask"].shape[0]
+    if use == 3:
+        kwargs["mask"].add_(1)
+    return x - 1
+
+
+def test_a_tensor_read_only_on_some_calls_is_guarded_when_read():
+    steps = [[torch.ones(2), {"mask": torch.ones(n)}, use] for n, use in
+             [(3, 0), (4, 0), (3, 1), (5, 1), (6, 2), (7, 2), (7, 0), (2, 3), (9, 3), (9, 1)]]
+    check_sequence(_reads_it_sometimes, *steps)

@@ -199,7 +199,7 @@ def _may_be_dynamic(source: Source) -> bool:
 def _wrap_tensor(b: VariableBuilder, value: torch.Tensor, source: Source | None) -> VariableTracker:
     if source is None:
         raise Unsupported("a tensor that cannot be re-fetched from the inputs (no source)")
-    return b.output.add_tensor_input(value, source)
+    return b.output.add_tensor_input(value, source, lazy=True)
 
 
 @wraps(tuple, list)

@@ -61,11 +61,43 @@ _BREAKING_METHODS = {
 
 
 class TensorVariable(VariableTracker):
+    """A tensor: its graph node and its fake tensor (``example``).
+
+    An input tensor reached through a container or an object (``kw['mask']``) is lazy: it
+    becomes a graph input, with its tensor guard, the first time the trace reads its node or
+    its fake tensor (every operation and every fact of it does). One the trace only passes
+    along is re-fetched from its source and guarded by nothing but its class, as torch.compile's
+    lazy trackers leave it: its size changing does not retrace."""
+
+    _realize: Any = None  # () -> (node, fake): the input not yet made
+
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, cls: type = torch.Tensor, source: Source | None = None) -> None:
         super().__init__(source)
-        self.node = node
-        self.example = example  # fake tensor
+        self._node = node
+        self._example = example  # fake tensor
         self.cls = cls
+
+    @classmethod
+    def lazy(cls, kind: type, source: Source, realize: Any) -> "TensorVariable":
+        var = cls(None, None, kind, source)  # type: ignore[arg-type]
+        var._realize = realize
+        return var
+
+    def _made(self) -> None:
+        realize, self._realize = self._realize, None
+        self._node, self._example = realize()
+
+    @property
+    def node(self) -> torch.fx.Node:
+        if self._realize is not None:
+            self._made()
+        return self._node
+
+    @property
+    def example(self) -> torch.Tensor:
+        if self._realize is not None:
+            self._made()
+        return self._example
 
     def python_type(self) -> type:
         return self.cls
@@ -103,6 +135,7 @@ class TensorVariable(VariableTracker):
 
     def real_value(self, tx: Any) -> torch.Tensor:
         """The input tensor of this call (only for a tracker with a source)."""
+        self.node  # (a lazy input is made first: its real tensor is the graph input's)
         real = tx.output.real_input(self.source)
         if real is None:
             raise Unsupported(f"the real tensor behind {self.source.name} is gone")  # type: ignore[union-attr]
@@ -197,6 +230,8 @@ class TensorVariable(VariableTracker):
         ]
 
     def __repr__(self) -> str:
+        if self._realize is not None:  # (a repr guards nothing)
+            return f"TensorVariable({self.source.name}, not yet read)"  # type: ignore[union-attr]
         shape = tuple(self.example.shape)
         return f"TensorVariable({self.node.name}: {str(self.example.dtype).removeprefix('torch.')}{list(shape)})"
 
