@@ -25,7 +25,7 @@ from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, Statele
 from torch.utils._stats import simple_call_counter
 
 from .dynamic import DynamicPolicy, FrameState
-from .exc import Unsupported
+from .exc import InternalError, Unsupported
 from .guards import GuardKind, GuardSet
 from .shape_rules import fresh_fake, known_result
 from .side_effects import SideEffects
@@ -81,6 +81,7 @@ class OutputGraph:
         self.grad_enabled = torch.is_grad_enabled()  # as the traced code has set it so far
         self.active_contexts: list[Any] = []  # autocast modes entered for real while tracing
         self._tensors_by_id: dict[int, TensorVariable] = {}
+        self.closed = False  # the graph is finished: no input may be added
         self._last_placeholder: torch.fx.Node | None = None
         # (filename, lineno, function name) of the instruction being traced.
         self.location: tuple[str, int | None, str] = ("<unknown>", None, "<unknown>")
@@ -123,6 +124,8 @@ class OutputGraph:
 
     def _tensor_input(self, value: torch.Tensor, source: Source) -> tuple[torch.fx.Node, Any]:
         """An input tensor's placeholder and fake tensor, its tensor guard installed."""
+        if self.closed:  # (a lazy input read once the graph and its guards are done)
+            raise InternalError(f"the input {source.name} was first read after the graph was closed")
         dims = self.policy.dynamic_dims(source, value)
         if any(d is not DimDynamic.STATIC for d in dims):
             context = StatelessSymbolicContext(dynamic_sizes=dims)
@@ -342,6 +345,7 @@ class OutputGraph:
     def finish(self, outputs: list[Any]) -> tuple[torch.fx.GraphModule, list[Any]]:
         """Close the graph on ``outputs``; drop dead nodes and unused inputs; return it with its
         example inputs."""
+        self.closed = True
         self.graph.output(tuple(o.node for o in outputs))
         for node in reversed(list(self.graph.nodes)):
             if not node.users and node.op in ("call_function", "call_method") and self._is_pure(node):

@@ -782,6 +782,24 @@ def fn(x, size):
     return x.new_ones(size) * len(size) + size[0]
 """, args(X, st.sampled_from([torch.Size([2]), torch.Size([3]), torch.Size([2, 3]), torch.Size([3, 2])])))
 
+template("tensor_in_a_container", "a tensor in a dict or list, read on some calls only (lazy inputs)", """
+def fn(x, box, mode):
+    t = box["m"] if type(box) is dict else box[0]
+    if mode == 1:
+        return x + t.sum()
+    if mode == 2:
+        return x * t.shape[0] + t.stride()[0]
+    if mode == 3:
+        return x + (t.dtype is torch.float32) + t.requires_grad
+    if mode == 4:
+        t.mul_(2)
+        return box
+    return x * 2, box
+""", args(X, st.one_of(st.fixed_dictionaries({"m": tensors(dtypes=(torch.float32, torch.float64),
+                                                            shapes=((3,), (5,), (2, 3)), variants=("c", "t"))}),
+                       st.tuples(tensors(shapes=((3,), (4,)))).map(list)),
+          st.sampled_from([0, 1, 2, 3, 4])))
+
 
 TEMPLATE_NAMES = sorted(TEMPLATES)
 
