@@ -800,6 +800,21 @@ def fn(x, box, mode):
                        st.tuples(tensors(shapes=((3,), (4,)))).map(list)),
           st.sampled_from([0, 1, 2, 3, 4])))
 
+template("tensor_int_index", "a tensor indexed by an int argument (symbolic once it changes), read and written", """
+def fn(x, i, mode):
+    if mode == 0:
+        return x[i] * 2
+    if mode == 1:
+        return x[..., i] + x[-1]
+    y = x.clone()
+    if mode == 2:
+        y[..., i] = 5.0
+    else:
+        y[i] = y[i] * 2
+    return y
+""", args(tensors(shapes=((4,), (2, 3), (3, 2, 2))), st.sampled_from([-4, -3, -1, 0, 1, 2, 3, 5]),
+          st.sampled_from([0, 1, 2, 3])))
+
 
 TEMPLATE_NAMES = sorted(TEMPLATES)
 
