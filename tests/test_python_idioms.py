@@ -594,6 +594,45 @@ def test_inspect_signature_sees_new_defaults():
         _target.__defaults__ = old
 
 
+
+def _decorated(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+_wrapped_target = _decorated(_decorated(_target))  # (transformers' forward methods: @can_return_tuple)
+
+
+def _default_of_b(x):
+    return x + inspect.signature(_wrapped_target).parameters["b"].default
+
+
+def test_inspect_signature_follows_wrapped_and_guards_the_chain():
+    # A function with __wrapped__ (functools.wraps) broke the graph: HF generate() asks the
+    # signature of the model's forward 5 times per call. inspect.signature follows the chain;
+    # the trace guards every link of it and the defaults at its end.
+    _one_graph(_default_of_b, torch.ones(2))
+    inner = _wrapped_target.__wrapped__
+    old = inner.__wrapped__
+
+    def other(a, b=11):
+        return a
+
+    def restore():
+        inner.__wrapped__ = old
+        _target.__defaults__ = (2,)
+
+    try:
+        check_sequence(_default_of_b, [torch.ones(2)], lambda: setattr(_target, "__defaults__", (7,)),
+                       [torch.ones(2)], lambda: setattr(inner, "__wrapped__", other), [torch.ones(2)],
+                       lambda: setattr(other, "__signature__", inspect.signature(lambda a, b=5: a)), [torch.ones(2)],
+                       restore, [torch.ones(2)])
+    finally:
+        restore()
+
+
 # -- 10. torch.utils._pytree ----------------------------------------------------------------------
 def test_pytree_tree_map():
     def fn(x):

@@ -227,14 +227,27 @@ def _guard_signature_facts(tx: Any, fn: VariableTracker) -> None:
     if isinstance(fn, UserMethodVariable):  # a bound method: its function's signature, less self
         fn = fn.fn
     value = fn.as_python_constant() if fn.is_python_constant() else None
-    if fn.source is None or not isinstance(value, types.FunctionType):
+    source = fn.source
+    if source is None or not isinstance(value, types.FunctionType):
         raise Unsupported(f"the signature of {fn.describe()}")
-    for name in ("__defaults__", "__kwdefaults__", "__annotations__"):
-        tx.guards.id_match(AttrSource(fn.source, name), getattr(value, name))
-    for name in ("__signature__", "__wrapped__"):
-        if hasattr(value, name):
-            raise Unsupported(f"the signature of {fn.describe()}, which has {name}")
-        tx.guards.hasattr_match(fn.source, name, False)
+    for _ in range(_WRAPPERS_FOLLOWED):
+        for name in ("__defaults__", "__kwdefaults__", "__annotations__"):
+            tx.guards.id_match(AttrSource(source, name), getattr(value, name))
+        if hasattr(value, "__signature__"):
+            raise Unsupported(f"the signature of {fn.describe()}, which has __signature__")
+        tx.guards.hasattr_match(source, "__signature__", False)
+        if not hasattr(value, "__wrapped__"):
+            tx.guards.hasattr_match(source, "__wrapped__", False)
+            return
+        # functools.wraps: inspect.signature follows __wrapped__ to the function it wraps
+        value, source = value.__wrapped__, AttrSource(source, "__wrapped__")
+        tx.guards.id_match(source, value)
+        if not isinstance(value, types.FunctionType):
+            raise Unsupported(f"the signature of {fn.describe()}, which wraps a {type(value).__name__}")
+    raise Unsupported(f"the signature of {fn.describe()}: more than {_WRAPPERS_FOLLOWED} wrappers")
+
+
+_WRAPPERS_FOLLOWED = 8
 
 
 HANDLERS[inspect.signature] = _signature_handler(inspect.signature)
