@@ -633,6 +633,34 @@ def test_inspect_signature_follows_wrapped_and_guards_the_chain():
         restore()
 
 
+
+def _plain_target(a, b=2, c=3):
+    return a
+
+
+def _parameter_names(x):
+    return x * len(inspect.signature(_plain_target).parameters), list(inspect.signature(_plain_target).parameters)
+
+
+def test_inspect_signature_sees_a_partialmethod_mark_set_later():
+    # inspect.signature reads a function's partialmethod mark (_partialmethod; 3.13:
+    # __partialmethod__): set between calls, it changes the answer, and it was not guarded.
+    def other(self, p, q, r=1):
+        return p
+
+    def mark():
+        _plain_target._partialmethod = _plain_target.__partialmethod__ = functools.partialmethod(other, 5)
+
+    def unmark():
+        for name in ("_partialmethod", "__partialmethod__"):
+            _plain_target.__dict__.pop(name, None)
+
+    try:
+        check_sequence(_parameter_names, [torch.ones(2)], [torch.ones(2)], mark, [torch.ones(2)], unmark,
+                       [torch.ones(2)])
+    finally:
+        unmark()
+
 # -- 10. torch.utils._pytree ----------------------------------------------------------------------
 def test_pytree_tree_map():
     def fn(x):

@@ -14,6 +14,7 @@ import os
 import types
 from typing import Any, Callable
 
+from .. import versions
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, EnvironItemSource, PrivateObjectSource
@@ -238,6 +239,10 @@ def _guard_signature_facts(tx: Any, fn: VariableTracker) -> None:
         tx.guards.hasattr_match(source, "__signature__", False)
         if not hasattr(value, "__wrapped__"):
             tx.guards.hasattr_match(source, "__wrapped__", False)
+            partial = versions.V.partialmethod_attr  # (functools.partialmethod's mark, read next)
+            if hasattr(value, partial):
+                raise Unsupported(f"the signature of {fn.describe()}, which has {partial}")
+            tx.guards.hasattr_match(source, partial, False)
             return
         # functools.wraps: inspect.signature follows __wrapped__ to the function it wraps
         value, source = value.__wrapped__, AttrSource(source, "__wrapped__")
