@@ -264,6 +264,10 @@ class GuardSet:
             f"requires_grad={value.requires_grad}{shape_text})"
         )
         self.add(GuardKind.TENSOR_MATCH, text, " and ".join(parts), source)
+        # The type guard of a lazy input (TensorVariable.lazy) until it was read: this one checks
+        # the type first, and no guard in between relied on it (every fact read makes the input).
+        if self._entries.pop((GuardKind.TYPE_MATCH, parts[0]), None) is not None:
+            self._rendered = None
 
     def alias(self, source: Source, other: Source) -> None:
         """Two sources reach the same object (a tensor, a list...)."""

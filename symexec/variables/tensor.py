@@ -83,20 +83,20 @@ class TensorVariable(VariableTracker):
         var._realize = realize
         return var
 
-    def _made(self) -> None:
-        realize, self._realize = self._realize, None
-        self._node, self._example = realize()
+    def make(self) -> None:
+        """A lazy input: made now (its placeholder, its tensor guard). Any other: nothing."""
+        if self._realize is not None:
+            realize, self._realize = self._realize, None
+            self._node, self._example = realize()
 
     @property
     def node(self) -> torch.fx.Node:
-        if self._realize is not None:
-            self._made()
+        self.make()
         return self._node
 
     @property
     def example(self) -> torch.Tensor:
-        if self._realize is not None:
-            self._made()
+        self.make()
         return self._example
 
     def python_type(self) -> type:
@@ -135,7 +135,7 @@ class TensorVariable(VariableTracker):
 
     def real_value(self, tx: Any) -> torch.Tensor:
         """The input tensor of this call (only for a tracker with a source)."""
-        self.node  # (a lazy input is made first: its real tensor is the graph input's)
+        self.make()  # (its real tensor is the graph input's)
         real = tx.output.real_input(self.source)
         if real is None:
             raise Unsupported(f"the real tensor behind {self.source.name} is gone")  # type: ignore[union-attr]
