@@ -302,12 +302,11 @@ def _symbolic_basic_index(tx: Any, obj: Any, index: VariableTracker, value: Any 
 @handler(operator.setitem)
 def _setitem(tx: Any, obj: VariableTracker, index: VariableTracker, value: VariableTracker) -> VariableTracker:
     if is_tensor(obj):
-        view = _symbolic_basic_index(tx, obj, index, value)
+        number = isinstance(value, SymNodeVariable) or (
+            isinstance(value, ConstantVariable) and value.python_type() in (int, float, bool, complex))
+        view = _symbolic_basic_index(tx, obj, index, value) if number or is_tensor(value) else None
         if view is not None:  # what torch's setitem does for basic indexing: fill or copy into the view
-            if is_tensor(value):
-                record_call(tx, "call_method", "copy_", [view, value], {})
-            else:
-                record_call(tx, "call_method", "fill_", [view, value], {})
+            record_call(tx, "call_method", "copy_" if is_tensor(value) else "fill_", [view, value], {})
             return ConstantVariable(None)
         record_call(tx, "call_function", operator.setitem, [obj, index, value], {})
         return ConstantVariable(None)
