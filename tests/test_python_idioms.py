@@ -661,6 +661,29 @@ def test_inspect_signature_sees_a_partialmethod_mark_set_later():
     finally:
         unmark()
 
+
+def _unfollowed_signatures(x):
+    spec = inspect.getfullargspec(_wrapped_target)
+    own = inspect.signature(_wrapped_target, follow_wrapped=False)
+    return x * len(spec.args), spec.varargs, list(own.parameters)
+
+
+def test_signatures_that_do_not_follow_wrapped_read_the_wrapper():
+    # getfullargspec and signature(follow_wrapped=False) read the wrapper itself: its own
+    # partialmethod mark, not the one at the end of the chain.
+    def mark():
+        _wrapped_target._partialmethod = _wrapped_target.__partialmethod__ = functools.partialmethod(_target, 5)
+
+    def unmark():
+        for name in ("_partialmethod", "__partialmethod__"):
+            _wrapped_target.__dict__.pop(name, None)
+
+    try:
+        check_sequence(_unfollowed_signatures, [torch.ones(2)], [torch.ones(2)], mark, [torch.ones(2)], unmark,
+                       [torch.ones(2)])
+    finally:
+        unmark()
+
 # -- 10. torch.utils._pytree ----------------------------------------------------------------------
 def test_pytree_tree_map():
     def fn(x):

@@ -213,16 +213,19 @@ for _fn in (inspect.isclass, inspect.isfunction, inspect.ismethod, inspect.iscor
     HANDLERS[_fn] = lambda tx, *args, _fn=_fn, **kwargs: run_pure(tx, _fn, args, kwargs)
 
 
-def _signature_handler(inspector: Any) -> Handler:
+def _signature_handler(inspector: Any, follows_wrapped: bool) -> Handler:
     def signature(tx: Any, fn: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
-        _guard_signature_facts(tx, fn)
+        follow = kwargs["follow_wrapped"].as_python_constant() if "follow_wrapped" in kwargs else follows_wrapped
+        _guard_signature_facts(tx, fn, bool(follow))
         return run_pure(tx, inspector, (fn,), kwargs)
     return signature
 
 
-def _guard_signature_facts(tx: Any, fn: VariableTracker) -> None:
-    """What ``inspect.signature`` reads of a function besides its code: its defaults and
-    annotations (assignable), and a ``__signature__`` or ``__wrapped__`` it would follow."""
+def _guard_signature_facts(tx: Any, fn: VariableTracker, follow_wrapped: bool) -> None:
+    """What ``inspect.signature`` reads of a function besides its code: the ``__wrapped__``
+    chain it follows (functools.wraps; not with ``follow_wrapped=False`` nor for
+    ``getfullargspec``), and, of the function at its end, its defaults and annotations
+    (assignable) and the ``__signature__`` or partialmethod mark it would take instead."""
     if fn.source is not None and isinstance(fn.source.root(), PrivateObjectSource):
         return
     if isinstance(fn, UserMethodVariable):  # a bound method: its function's signature, less self
@@ -232,31 +235,32 @@ def _guard_signature_facts(tx: Any, fn: VariableTracker) -> None:
     if source is None or not isinstance(value, types.FunctionType):
         raise Unsupported(f"the signature of {fn.describe()}")
     for _ in range(_WRAPPERS_FOLLOWED):
-        for name in ("__defaults__", "__kwdefaults__", "__annotations__"):
-            tx.guards.id_match(AttrSource(source, name), getattr(value, name))
         if hasattr(value, "__signature__"):
             raise Unsupported(f"the signature of {fn.describe()}, which has __signature__")
         tx.guards.hasattr_match(source, "__signature__", False)
-        if not hasattr(value, "__wrapped__"):
-            tx.guards.hasattr_match(source, "__wrapped__", False)
-            partial = versions.V.partialmethod_attr  # (functools.partialmethod's mark, read next)
-            if hasattr(value, partial):
-                raise Unsupported(f"the signature of {fn.describe()}, which has {partial}")
-            tx.guards.hasattr_match(source, partial, False)
-            return
-        # functools.wraps: inspect.signature follows __wrapped__ to the function it wraps
+        if not follow_wrapped or not hasattr(value, "__wrapped__"):
+            break
         value, source = value.__wrapped__, AttrSource(source, "__wrapped__")
         tx.guards.id_match(source, value)
         if not isinstance(value, types.FunctionType):
             raise Unsupported(f"the signature of {fn.describe()}, which wraps a {type(value).__name__}")
-    raise Unsupported(f"the signature of {fn.describe()}: more than {_WRAPPERS_FOLLOWED} wrappers")
+    else:
+        raise Unsupported(f"the signature of {fn.describe()}: more than {_WRAPPERS_FOLLOWED} wrappers")
+    if follow_wrapped:
+        tx.guards.hasattr_match(source, "__wrapped__", False)
+    partial = versions.V.partialmethod_attr  # (functools.partialmethod's mark)
+    if hasattr(value, partial):
+        raise Unsupported(f"the signature of {fn.describe()}, which has {partial}")
+    tx.guards.hasattr_match(source, partial, False)
+    for name in ("__defaults__", "__kwdefaults__", "__annotations__"):
+        tx.guards.id_match(AttrSource(source, name), getattr(value, name))
 
 
 _WRAPPERS_FOLLOWED = 8
 
 
-HANDLERS[inspect.signature] = _signature_handler(inspect.signature)
-HANDLERS[inspect.getfullargspec] = _signature_handler(inspect.getfullargspec)
+HANDLERS[inspect.signature] = _signature_handler(inspect.signature, follows_wrapped=True)
+HANDLERS[inspect.getfullargspec] = _signature_handler(inspect.getfullargspec, follows_wrapped=False)
 
 
 # -- os.environ ---------------------------------------------------------------------------------
