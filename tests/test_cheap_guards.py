@@ -729,3 +729,17 @@ def test_distinct_items_of_a_list_are_guarded():
 
     a, b = [torch.ones(2)], [torch.zeros(2)]
     check_sequence(fn, [[a, b, [torch.ones(3)]]], [[a, a, [torch.ones(3)]]], [[a, b, b]])
+
+
+def _reads_a_tensor_of_a_dict(x, kw):
+    return x + kw["m"]
+
+
+def test_a_tensor_read_from_a_container_is_checked_once():
+    # A lazy input is guarded by its class until read; its tensor guard checks the class
+    # first, so the class guard goes: each hit checks the tensor once, as before laziness.
+    compiled = check_sequence(_reads_a_tensor_of_a_dict, [torch.ones(2), {"m": torch.ones(2)}],
+                              [torch.ones(3), {"m": torch.ones(3)}])
+    texts = [g.text for entry in symexec.cache_entries(compiled) for g in entry.guards]
+    assert not [t for t in texts if t.startswith("type(L['kw']['m'])")], texts
+    assert [t for t in texts if t.startswith("check_tensor(L['kw']['m']")]
