@@ -642,24 +642,29 @@ def _parameter_names(x):
     return x * len(inspect.signature(_plain_target).parameters), list(inspect.signature(_plain_target).parameters)
 
 
-def test_inspect_signature_sees_a_partialmethod_mark_set_later():
-    # inspect.signature reads a function's partialmethod mark (_partialmethod; 3.13:
-    # __partialmethod__): set between calls, it changes the answer, and it was not guarded.
-    def other(self, p, q, r=1):
-        return p
-
+def _partialmethod_mark_set_between_calls(fn, target, method):
+    """``fn`` called before, while and after ``target`` carries a partialmethod mark (both
+    spellings: _partialmethod; 3.13: __partialmethod__), each call compared with eager."""
     def mark():
-        _plain_target._partialmethod = _plain_target.__partialmethod__ = functools.partialmethod(other, 5)
+        target._partialmethod = target.__partialmethod__ = functools.partialmethod(method, 5)
 
     def unmark():
         for name in ("_partialmethod", "__partialmethod__"):
-            _plain_target.__dict__.pop(name, None)
+            target.__dict__.pop(name, None)
 
     try:
-        check_sequence(_parameter_names, [torch.ones(2)], [torch.ones(2)], mark, [torch.ones(2)], unmark,
-                       [torch.ones(2)])
+        check_sequence(fn, [torch.ones(2)], [torch.ones(2)], mark, [torch.ones(2)], unmark, [torch.ones(2)])
     finally:
         unmark()
+
+
+def test_inspect_signature_sees_a_partialmethod_mark_set_later():
+    # inspect.signature reads a function's partialmethod mark: set between calls, it changes
+    # the answer, and it was not guarded.
+    def other(self, p, q, r=1):
+        return p
+
+    _partialmethod_mark_set_between_calls(_parameter_names, _plain_target, other)
 
 
 def _unfollowed_signatures(x):
@@ -671,18 +676,8 @@ def _unfollowed_signatures(x):
 def test_signatures_that_do_not_follow_wrapped_read_the_wrapper():
     # getfullargspec and signature(follow_wrapped=False) read the wrapper itself: its own
     # partialmethod mark, not the one at the end of the chain.
-    def mark():
-        _wrapped_target._partialmethod = _wrapped_target.__partialmethod__ = functools.partialmethod(_target, 5)
+    _partialmethod_mark_set_between_calls(_unfollowed_signatures, _wrapped_target, _target)
 
-    def unmark():
-        for name in ("_partialmethod", "__partialmethod__"):
-            _wrapped_target.__dict__.pop(name, None)
-
-    try:
-        check_sequence(_unfollowed_signatures, [torch.ones(2)], [torch.ones(2)], mark, [torch.ones(2)], unmark,
-                       [torch.ones(2)])
-    finally:
-        unmark()
 
 # -- 10. torch.utils._pytree ----------------------------------------------------------------------
 def test_pytree_tree_map():
