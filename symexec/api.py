@@ -76,8 +76,8 @@ class _Compiled:
                 run = self.fn  # (it raises eager's TypeError)
             elif entry is None:
                 entry = self._compile(args, kwargs)
-                if entry is None:
-                    run = self.fn
+                if entry is None:  # past the cache size limit: its calls still run compiled
+                    run = self.callees.fallback_copy(self.fn)
                 else:
                     self.cache.add(entry)
                     run = entry.replacement
@@ -99,6 +99,8 @@ class _Compiled:
     def _compile(self, args: tuple, kwargs: dict) -> CacheEntry | None:
         """A new entry for this call, or None past the cache size limit (run ``fn`` as is)."""
         cache = self.cache
+        if cache.limit_warned:  # past the limit: no reasons to gather or keep, call after call
+            return None
         text = ""
         if cache.entries:
             reasons = cache.failure_reasons(args, kwargs)

@@ -5,9 +5,11 @@ job), so wherever symexec hands a call to CPython it hands over a compiled stand
 
 * at a graph break on a call whose callee the tracer would have inlined (``breaks.py``), the
   generated code passes the callee through ``Callees.value`` first;
-* where a function runs as its original code (a break that cannot be resumed), it runs a copy
-  whose every ``LOAD_GLOBAL`` of a function of the same module goes through the same mapping
-  (``with_compiled_callees``).
+* where a function runs as its original code (a break that cannot be resumed, or past the cache
+  size limit), it runs a copy whose calls of a user's function, method or module call its
+  compiled stand-in (``with_compiled_callees``; ``call_sites.py``). Functions of torch, of the
+  standard library and of a few other libraries (``_LIBRARY_PACKAGES``) are called as they are,
+  as Dynamo's frame hook skips their frames.
 
 ``Callees`` is one per family of compiled functions (a compiled function, its continuations and
 the callees its breaks call): each callee is compiled once, with its own cache, and found again
@@ -19,14 +21,15 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sysconfig
 import threading
 import types
 from typing import Any, Callable
 
 import torch
-from bytecode import Bytecode, Instr
-
-from .versions import call_instrs, with_null
+from . import logs
+from .call_sites import with_mapped_callables
 
 # Coroutines, generators and async generators: a call builds a frame object that runs later,
 # which a replacement function cannot stand in for.
@@ -145,6 +148,16 @@ class Callees:
         return compiled  # no hooks: nn.Module.__call__ would call forward and nothing else
 
     # -- a function run as its original code --------------------------------------------------
+    def at_call_site(self, callee: Any) -> Any:
+        """What a call site of a function run as its original code calls instead of ``callee``:
+        the compiled stand-in of a user's function, method, ``functools.partial`` or module;
+        anything else (builtins, classes, torch's and the standard library's functions) as is."""
+        try:
+            return self.value(callee) if _users_code(callee) else callee
+        except Exception as e:  # noqa: BLE001 - never the user's failure: the call runs as it is
+            logs.log("debug", "calling %r as it is: %s: %s", type(callee).__name__, type(e).__name__, e)
+            return callee
+
     def fallback_copy(self, fn: types.FunctionType) -> types.FunctionType:
         """``fn`` with the functions it reads from its globals called through compiled wrappers."""
         made_from = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)  # (all may be assigned since)
@@ -152,6 +165,30 @@ class Callees:
         if known is None or any(a is not b for a, b in zip(known[0], made_from)):
             known = self._fallback_copies[fn] = (made_from, _copy_with_compiled_callees(fn, self))
         return known[1]
+
+
+# Packages whose functions Dynamo's frame hook does not compile, nor does symexec where it
+# runs a frame as its original code: torch's own, symexec's, and numerical libraries.
+_LIBRARY_PACKAGES = frozenset({"torch", "functorch", "symexec", "numpy", "sympy", "bytecode"})
+_STDLIB_DIRS = tuple({os.path.join(sysconfig.get_paths()[key], "") for key in ("stdlib", "platstdlib")})
+
+
+def _users_code(callee: Any) -> bool:
+    """Whether a call of ``callee`` runs Python code of the user's (or of a library that is not
+    torch's, the standard library's or a numerical one), which Dynamo's frame hook would compile."""
+    if isinstance(callee, torch.nn.Module):
+        call = type(callee).__call__
+        callee = call if call is not torch.nn.Module.__call__ else getattr(callee, "forward", None)
+    if type(callee) is types.MethodType:
+        callee = callee.__func__
+    elif type(callee) is functools.partial:
+        return _users_code(callee.func)
+    if type(callee) is not types.FunctionType:
+        return False
+    if (callee.__module__ or "").partition(".")[0] in _LIBRARY_PACKAGES:
+        return False
+    filename = callee.__code__.co_filename
+    return not (filename.startswith(_STDLIB_DIRS) and "site-packages" not in filename)
 
 
 def _call_with_forward(module: torch.nn.Module, forward: Any, *args: Any, **kwargs: Any) -> Any:
@@ -174,31 +211,15 @@ def with_compiled_callees(fn: types.FunctionType, callees: Callees) -> types.Fun
 
 
 def _copy_with_compiled_callees(fn: types.FunctionType, callees: Callees) -> types.FunctionType:
-    """A copy of ``fn`` whose ``LOAD_GLOBAL`` of a function of its own module (not ``fn``
-    itself) loads that function's compiled stand-in. Nothing else changes: other values pass
-    through untouched."""
-    module_globals = fn.__globals__
-
-    def compiled_callee(value: Any) -> Any:
-        if type(value) is types.FunctionType and value.__globals__ is module_globals and value is not fn:
-            return callees.value(value)
-        return value
-
-    bytecode = Bytecode.from_code(fn.__code__)
-    items: list[Any] = []
-    for item in bytecode:
-        if not (isinstance(item, Instr) and item.name == "LOAD_GLOBAL"):
-            items.append(item)
-            continue
-        push_null, name = item.arg
-        line = item.lineno
-        # compiled_callee(value), with the NULL of the call that follows where it was.
-        value = with_null([Instr("LOAD_CONST", compiled_callee, lineno=line)], line) \
-            + [Instr("LOAD_GLOBAL", (False, name), lineno=line), *call_instrs(1, line)]
-        items += with_null(value, line) if push_null else value
-    bytecode.clear()
-    bytecode.extend(items)
-    code = bytecode.to_code()
+    """A copy of ``fn`` whose calls call the compiled stand-in of what they call
+    (``call_sites.py``). Nothing else changes: every value, the called one too, is the same."""
+    try:
+        code = with_mapped_callables(fn.__code__, callees.at_call_site)
+    except Exception as e:  # noqa: BLE001 - the original code is always a correct copy
+        logs.log("debug", "the calls of %s run as they are: %s: %s", fn.__qualname__, type(e).__name__, e)
+        return fn
+    if code is fn.__code__:
+        return fn
     copy = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     copy.__kwdefaults__ = fn.__kwdefaults__
     copy.__qualname__ = fn.__qualname__

@@ -23,6 +23,8 @@ a closure cell for MAKE_FUNCTION        LOAD_CLOSURE        LOAD_CLOSURE        
 defaults, closure... of MAKE_FUNCTION   MAKE_FUNCTION flags MAKE_FUNCTION flags SET_FUNCTION_ATTRIBUTE
 comprehensions                          own code object     inlined (PEP 709)   inlined (PEP 709)
 inspect.signature's partialmethod mark  _partialmethod      _partialmethod      __partialmethod__
+a generator's stack where its code      one value           one value           empty (RETURN_GENERATOR
+  starts (as ``bytecode`` counts it)                                            pushes it)
 ======================================  ==================  ==================  =======================
 """
 
@@ -52,22 +54,23 @@ class PythonVersion:
     function_attributes_apart: bool  # MAKE_FUNCTION takes no flags; SET_FUNCTION_ATTRIBUTE sets each
     slot_error_qualified: bool  # an unset __slots__ member's AttributeError names the class module.qualname
     partialmethod_attr: str  # what inspect.signature reads of a function for a functools.partialmethod
+    generator_starts_with_value: bool  # a generator's or coroutine's code starts with one value on its stack
 
 
 _VERSIONS = {
     (3, 11): PythonVersion((3, 11), precall=True, null_above_callable=False, method_load="LOAD_METHOD",
                            attr_arg_has_bit=False, directed_jumps=True, jumps_need_bool=False, loop_exit=(),
                            end_for_pops=0, send_keeps_receiver=False,
-                           function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod"),
+                           function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod", generator_starts_with_value=True),
     (3, 12): PythonVersion((3, 12), precall=False, null_above_callable=False, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=False, loop_exit=("END_FOR",),
                            end_for_pops=2, send_keeps_receiver=True,
-                           function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod"),
+                           function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod", generator_starts_with_value=True),
     (3, 13): PythonVersion((3, 13), precall=False, null_above_callable=True, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=True,
                            loop_exit=("END_FOR", "POP_TOP"), end_for_pops=1, send_keeps_receiver=True,
                            function_attributes_apart=True, slot_error_qualified=True,
-                           partialmethod_attr="__partialmethod__"),
+                           partialmethod_attr="__partialmethod__", generator_starts_with_value=False),
 }
 
 

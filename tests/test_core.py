@@ -243,6 +243,12 @@ def test_cache_size_limit_warns_once_then_runs_the_original():
         limit_warnings = [w for w in caught if "cache size limit" in str(w.message)]
         assert len(limit_warnings) == 1
         assert len(symexec.cache_entries(f)) == 3
+        # Past the limit a call keeps nothing: the reasons stop at the one that hit it (they
+        # grew by one per call, with the work of gathering them).
+        reasons = len(symexec.recompile_reasons(f))
+        for n in range(12, 40):
+            assert torch.equal(f(x, "a" * n), x + n)
+        assert len(symexec.recompile_reasons(f)) == reasons
     finally:
         symexec.config.cache_size_limit = old
 
