@@ -168,8 +168,11 @@ class Callees:
 
 
 # Packages whose functions Dynamo's frame hook does not compile, nor does symexec where it
-# runs a frame as its original code: torch's own, symexec's, and numerical libraries.
-_LIBRARY_PACKAGES = frozenset({"torch", "functorch", "symexec", "numpy", "sympy", "bytecode"})
+# runs a frame as its original code: torch's own, symexec's, and libraries of numbers, data,
+# progress bars and testing that hold no torch code to capture.
+_LIBRARY_PACKAGES = frozenset({"torch", "functorch", "symexec", "bytecode", "numpy", "sympy", "networkx", "pandas",
+                               "sklearn", "scipy", "tabulate", "tqdm", "tree", "xarray", "hypothesis", "pytest",
+                               "_pytest", "pluggy", "onnx", "onnxruntime", "tensorflow"})
 _STDLIB_DIRS = tuple({os.path.join(sysconfig.get_paths()[key], "") for key in ("stdlib", "platstdlib")})
 
 

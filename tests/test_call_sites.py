@@ -313,3 +313,16 @@ def test_past_the_cache_limit_with_a_real_backend(backend):
             (g_expected,) = torch.autograd.grad(expected.sum(), x)
             (g_actual,) = torch.autograd.grad(actual.sum(), x)
             assert_same(g_expected, g_actual)
+
+
+def test_what_a_call_site_compiles():
+    """A user's function, method, partial and module; not torch's, the standard library's or
+    a testing library's functions, builtins, classes or torch's own modules."""
+    from functools import partial
+
+    from symexec.callees import _users_code
+
+    assert _users_code(_function) and _users_code(_Holder().method) and _users_code(partial(_function, k=2))
+    assert _users_code(_Scaled()) and _users_code(lambda: None)
+    assert not any(_users_code(c) for c in (torch.nn.functional.relu, json.dumps, textwrap.fill, pytest.approx, len,
+                                             _Holder, torch.nn.Linear(2, 2), torch.relu, print))
