@@ -97,7 +97,8 @@ class _Compiled:
         return None
 
     def _compile(self, args: tuple, kwargs: dict) -> CacheEntry | None:
-        """A new entry for this call, or None past the cache size limit (run ``fn`` as is)."""
+        """A new entry for this call, or None past the cache size limit (run ``fn``'s code, its
+        calls compiled: ``Callees.fallback_copy``)."""
         cache = self.cache
         if cache.limit_warned:  # past the limit: no reasons to gather or keep, call after call
             return None

@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
-from .versions import V, attr_arg, attr_name, call_instrs
+from .versions import V, attr_arg, attr_name, call_instrs, global_null_order
 
 _NULL, _VALUE = "null", "value"
 _STARTS_WITH_VALUE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -106,9 +106,7 @@ def _run(items: list[Any], entries: dict[Label, list[str]], sites: dict[int, int
             if stack is None:
                 stack = None if known is None else list(known)
             elif known is not None:
-                if len(known) != len(stack):
-                    raise _Unfollowed
-                stack = [a if a == b else _VALUE for a, b in zip(stack, known)]
+                stack = _joined(stack, known)
             if stack is not None and known != stack:
                 entries[item], changed = list(stack), True
             continue
@@ -142,48 +140,45 @@ class _Unfollowed(Exception):
     """The abstract run met something it does not model."""
 
 
+def _joined(a: list[str], b: list[str]) -> list[str]:
+    """The slots where two paths meet: a NULL only where both have one."""
+    if len(a) != len(b):
+        raise _Unfollowed
+    return [x if x == y else _VALUE for x, y in zip(a, b)]
+
+
 def _merge_into(entries: dict[Label, list[str]], label: Any, stack: list[str]) -> bool:
+    """Join ``stack`` into the slots ``label`` is entered with; whether they changed."""
     if not isinstance(label, Label):
         raise _Unfollowed
     known = entries.get(label)
-    if known is None:
-        entries[label] = list(stack)
-        return True
-    if len(known) != len(stack):
-        raise _Unfollowed
-    merged = [a if a == b else _VALUE for a, b in zip(known, stack)]
-    if merged != known:
-        entries[label] = merged
-        return True
-    return False
+    merged = list(stack) if known is None else _joined(known, stack)
+    entries[label] = merged
+    return merged != known
 
 
 def _merge_handler(entries: dict[Label, list[str]], label: Any, below: list[str], push_lasti: bool) -> bool:
     """A handler starts on the fewest slots of all the regions it handles (a region may be split
     in several, each going down to its own least), then the offset and the exception."""
-    if not isinstance(label, Label):
-        raise _Unfollowed
-    extra = 2 if push_lasti else 1
+    extra = [_VALUE] * (2 if push_lasti else 1)
     known = entries.get(label)
-    if known is not None and len(known) - extra < len(below):
-        below = below[:len(known) - extra]
-    elif known is not None and len(known) - extra > len(below):
-        entries[label] = known[:len(below)] + known[len(known) - extra:]
-        _merge_into(entries, label, below + [_VALUE] * extra)
-        return True
-    return _merge_into(entries, label, below + [_VALUE] * extra)
+    if known is None:
+        return _merge_into(entries, label, below + extra)
+    depth = min(len(below), len(known) - len(extra))
+    lowered = depth < len(known) - len(extra)
+    entries[label] = known[:depth] + extra  # (an entry met already, cut to the fewer slots)
+    return _merge_into(entries, label, below[:depth] + extra) or lowered
 
 
 def _after(instr: Instr, stack: list[str], jump: bool) -> list[str]:
-    """The slots after ``instr``. NULLs
-    the code pushes are tracked, every other slot is a value (only calls consume a NULL, so a
-    slot the run does not model exactly can never be one)."""
+    """The slots after ``instr``. NULLs the code pushes are tracked, every other slot is a value
+    (only calls consume a NULL, so a slot the run does not model exactly can never be one)."""
     name, arg = instr.name, instr.arg
     stack = list(stack)
     if name == "PUSH_NULL":
         return stack + [_NULL]
     if name == "LOAD_GLOBAL" and isinstance(arg, tuple) and arg[0]:
-        return stack + ([_VALUE, _NULL] if V.null_above_callable else [_NULL, _VALUE])
+        return stack + list(global_null_order(_NULL, _VALUE))
     if name in ("SWAP", "COPY"):
         if not 0 < arg <= len(stack):
             raise _Unfollowed

@@ -159,7 +159,7 @@ class Callees:
             return callee
 
     def fallback_copy(self, fn: types.FunctionType) -> types.FunctionType:
-        """``fn`` with the functions it reads from its globals called through compiled wrappers."""
+        """``fn`` with its calls of user code made through compiled wrappers (``at_call_site``)."""
         made_from = (fn.__code__, fn.__defaults__, fn.__kwdefaults__)  # (all may be assigned since)
         known = self._fallback_copies.get(fn)
         if known is None or any(a is not b for a, b in zip(known[0], made_from)):
@@ -177,8 +177,8 @@ _STDLIB_DIRS = tuple({os.path.join(sysconfig.get_paths()[key], "") for key in ("
 
 
 def _users_code(callee: Any) -> bool:
-    """Whether a call of ``callee`` runs Python code of the user's (or of a library that is not
-    torch's, the standard library's or a numerical one), which Dynamo's frame hook would compile."""
+    """Whether a call of ``callee`` runs Python code of the user's (or of a library outside the
+    standard library and ``_LIBRARY_PACKAGES``), which Dynamo's frame hook would compile."""
     if isinstance(callee, torch.nn.Module):
         call = type(callee).__call__
         callee = call if call is not torch.nn.Module.__call__ else getattr(callee, "forward", None)
