@@ -73,7 +73,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
         try:
             return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
                                   policy=policy, compile_fn=compile_fn)
-        except BackendCompilerFailed as e:
+        except BackendCompilerFailed:
             if policy.static_floats or not policy.symbolic_floats:
                 raise
             # Traced again with its float inputs constants. AOTAutograd turns symbolic floats
@@ -337,6 +337,9 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     compile_start = time.perf_counter()
     if output.call_node_count() or outputs:
         gm, examples = output.finish(list(outputs.values()))
+    if gm is not None and not outputs and not output.call_node_count():
+        gm = None  # (only pure nodes no value uses, dropped: no graph to compile, as under Dynamo)
+    if gm is not None:
         try:
             # Backends that re-trace (aot_autograd, inductor) find our fake mode, and with it
             # the symbolic sizes of the inputs, in the tracing context, as under Dynamo.

@@ -182,3 +182,17 @@ def test_explicit_graph_break():
     x = _t(2)
     assert torch.equal(compiled(x), (x + 1) * 2)
     assert backend.graph_count == 2
+
+
+def test_no_graph_of_only_unused_size_arithmetic():
+    # (the sizes' arithmetic was recorded, dropped as dead when the graph closed, and the empty
+    # graph still went to the backend: generate() compiled `def forward(self): return ()`)
+    def fn(x):
+        x.size(0) + 1
+        symexec.graph_break()
+        return x * 2
+    backend = CountingBackend()
+    compiled = symexec.compile(fn, backend=backend, dynamic=True)
+    x = torch.randn(3)
+    assert torch.equal(compiled(x), fn(x))
+    assert backend.op_counts() == [1]

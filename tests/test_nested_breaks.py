@@ -220,7 +220,11 @@ def rec(x, n):
 
 def test_recursion_shares_the_functions_own_cache():
     check(rec, _t(), 3)
-    assert_same_graphs_as_dynamo(rec, _t(), 3)
+    # torch.compile also compiles the innermost call's `return (x,)`, a graph of no op; symexec
+    # compiles no graph without an op (it did, one of size arithmetic dropped as unused).
+    _, ours = symexec_graphs(rec, _t(), 3)
+    _, dynamo = dynamo_graphs(rec, _t(), 3)
+    assert ours.op_counts() == [n for n in dynamo.op_counts() if n] == [1, 1, 1, 1]
     compiled = symexec.compile(rec)
     compiled(_t(), 3)
     assert compiled._symexec.callees.wrappers[rec]._symexec is compiled._symexec

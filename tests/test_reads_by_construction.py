@@ -25,7 +25,7 @@ ALLOWED = {
     ("translator.py", "InstructionTranslator.load_global"):
         "the builtins module's dict: the name is guarded not to be a global, the builtin by identity",
     ("variables/builder.py", "VariableBuilder.__call__"): "the wrapper is chosen by the input's type, which it guards",
-    ("variables/builder.py", "_overrides_protocol"): "the MRO of a builtin container class (immutable)",
+    ("variables/builtin_subclasses.py", "overrides_protocol"): "the MRO of a builtin container class (immutable)",
     ("variables/builder.py", "_wrap_sequence"): "a namedtuple class's _fields, fixed when the class is made",
     ("variables/lists.py", "NamedTupleVariable.fields"): "a namedtuple class's _fields, fixed when the class is made",
     ("variables/lists.py", "NamedTupleVariable.as_python_constant"): "a namedtuple class's _fields/_make",
@@ -39,7 +39,7 @@ ALLOWED = {
     ("variables/dicts.py", "DictViewVariable._base"):
         "made only where python_override (guarded) found no Python keys/values/items",
     ("variables/dicts.py", "DictViewVariable.call_method"): "the type of a real builtin dict view",
-    ("variables/dicts.py", "python_override"): "the MRO of the builtin base class (immutable)",
+    ("variables/builtin_subclasses.py", "python_override"): "the MRO of the builtin base class (immutable)",
     ("variables/misc.py", "UserDefinedClassVariable.var_getattr"): "wrapped with the source cls.name: guarded",
     ("variables/nn_module.py", "NNModuleVariable.var_getattr"):
         "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
@@ -50,7 +50,7 @@ ALLOWED = {
     ("variables/tensor.py", "TensorVariable.python_attribute"): "wrapped with the source x.name, absence guarded",
     ("variables/tensor.py", "wrap_fx_value"): "the type of an FX result (a fake value, not a user object)",
     ("variables/model_output.py", "_from_model_output"): "the index of ModelOutput in the (guarded) MRO",
-    ("variables/dicts.py", "DictSubclassVariable._own_attribute"):
+    ("variables/builtin_subclasses.py", "SubclassInstance._own_attribute"):
         "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
     ("variables/user_objects.py", "_instance_dict"):
         "for generic_getattr: values wrapped with their source; a class attribute's shadowing is guarded "

@@ -25,7 +25,8 @@ from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, It
                       NativeItemSource,
                       PrivateObjectSource, Source, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
-from .base import VariableTracker, find_on_class
+from .base import VariableTracker
+from .builtin_subclasses import ListSubclassVariable, overrides_protocol
 from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
@@ -92,7 +93,7 @@ class VariableBuilder:
             wrapper = _wrap_object
         if cls is dict and is_model_output_class(self, kind):
             wrapper = wrap_model_output  # (a dataclass: its __eq__ is its own)
-        elif cls is not kind and cls in _CONTAINERS and _overrides_protocol(self, kind, cls):
+        elif cls is not kind and cls in _CONTAINERS and overrides_protocol(self, kind, cls):
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
         if issubclass(kind, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
             wrapper = _wrap_torch_callable
@@ -115,32 +116,6 @@ class VariableBuilder:
 
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
-# What a container tracker models of its type; a subclass that overrides one in Python is an object.
-_PROTOCOL = frozenset({
-    "__getitem__", "__setitem__", "__delitem__", "__iter__", "__len__", "__contains__", "__missing__",
-    "__eq__", "__ne__", "__hash__", "__bool__", "__add__", "__iadd__", "__or__", "__ior__", "__reversed__",
-    "keys", "values", "items", "get", "pop", "popitem", "setdefault", "update", "clear", "copy",
-    "append", "extend", "insert", "remove", "index", "count", "sort", "reverse", "add", "discard",
-})
-
-
-# A dict subclass's Python methods called by name, and __getitem__, run through its tracker
-# (``ConstDictVariable.call_method``); these it does not dispatch.
-_DICT_PROTOCOL = frozenset({"__missing__", "__iter__", "__eq__", "__ne__", "__hash__", "__bool__", "__reversed__"})
-
-
-def _overrides_protocol(b: "VariableBuilder", cls: type, base: type) -> bool:
-    """Whether a subclass of the builtin container ``base`` defines a protocol method of its own
-    (the class lookups guarded)."""
-    protocol = _DICT_PROTOCOL if base is dict else _PROTOCOL
-    for name in sorted(protocol):
-        klass, static = find_on_class(b, cls, name)
-        if klass is not None and klass not in base.__mro__ and klass.__module__ != "collections" and not isinstance(
-                static, (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)):
-            return True
-    return False
-
-
 # Values whose identity the trace never relies on, or pins with an identity guard anyway.
 _VALUE_TYPES = (*LITERAL_TYPES, tuple, frozenset, range, slice, type, types.ModuleType, types.FunctionType,
                 types.BuiltinFunctionType, types.MethodType, functools.partial)
@@ -204,12 +179,16 @@ def _wrap_tensor(b: VariableBuilder, value: torch.Tensor, source: Source | None)
 
 @wraps(tuple, list)
 def _wrap_sequence(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
-    if type(value) not in (list, tuple) and not hasattr(type(value), "_fields"):
-        return _wrap_object(b, value, source)  # a subclass: its own methods must run
+    kind = type(value)
+    list_subclass = isinstance(value, list) and kind is not list
+    if kind not in (list, tuple) and not hasattr(kind, "_fields") and not list_subclass:
+        return _wrap_object(b, value, source)  # a tuple subclass: its own methods must run
     if source is not None:
         b.guards.type_match(source, value)
         b.guards.len_match(source, len(value))
     items = [b(item, GetItemSource(source, i) if source is not None else None) for i, item in enumerate(value)]
+    if list_subclass:  # (one overriding list's protocol is an object: see VariableBuilder.__call__)
+        return ListSubclassVariable(items, kind, source, instance=value)
     if isinstance(value, list):
         return ListVariable(items, source)
     if hasattr(type(value), "_fields"):

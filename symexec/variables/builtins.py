@@ -506,8 +506,8 @@ def _iter_type(obj: VariableTracker) -> type | None:
     if isinstance(obj, DictViewVariable):
         return obj.iterator_type()
     if isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
-        try:
-            return iterator_type(obj.python_type())
+        try:  # (a list or dict subclass iterates as its builtin base: its own __iter__ makes it an object)
+            return iterator_type(getattr(obj, "base", None) or obj.python_type())
         except Unsupported:
             return None
     return None
@@ -629,8 +629,11 @@ HANDLERS[frozenset] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) 
 
 @handler(callable)
 def _callable(tx: Any, obj: VariableTracker) -> VariableTracker | None:
-    if is_tensor(obj) or isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
+    if is_tensor(obj):
         return ConstantVariable(False)
+    if isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
+        cls = obj.python_type()  # (a subclass's instances may have a __call__: LogitsProcessorList)
+        return ConstantVariable(cls.__module__ != "builtins" and class_static(tx, cls, "__call__") is not None)
     if obj.is_python_constant():
         return None
     return ConstantVariable(hasattr(obj, "call_function") and type(obj).call_function is not VariableTracker.call_function)

@@ -15,13 +15,13 @@ from typing import Any
 
 import torch
 
-from ..exc import AttributeMissing, TracedException, Unsupported
+from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, ConstSource, DictItemSource, Source
-from .base import (DELETED, BoundMethodVariable, Identity, VariableTracker, class_static, find_on_class, hash_key,
-                   subclass_check)
+from .base import DELETED, Identity, VariableTracker, class_static, hash_key, subclass_check
+from .builtin_subclasses import SubclassInstance, overrides_protocol, python_override
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
-from .lists import CLASS_ATTRIBUTE, TupleVariable
+from .lists import TupleVariable
 from .tensor import TensorVariable
 
 
@@ -293,14 +293,6 @@ _VIEW_PURE_METHODS = frozenset({
 })
 
 
-def python_override(tx: Any, cls: type, base: type, name: str) -> types.FunctionType | None:
-    """The Python function ``cls`` defines for ``name`` above the builtin ``base``, if any (guarded)."""
-    klass, method = find_on_class(tx, cls, name)
-    if klass is None or klass in base.__mro__ or not isinstance(method, types.FunctionType):
-        return None
-    return method
-
-
 def _key(key: VariableTracker, tx: Any) -> Any:
     return hash_key(key, tx)
 
@@ -327,17 +319,6 @@ class MappingProxyVariable(ConstDictVariable):
 # The builtin dicts a user subclass may store its items in (a defaultdict's factory, a
 # Counter's Python methods: not modelled here).
 _BUILTIN_DICTS = (dict, collections.OrderedDict)
-# What a dict subclass tracker models with the builtin behaviour: a Python override of one of
-# these (``__iter__``, a dataclass's ``__eq__``) makes instances plain objects instead.
-DICT_PROTOCOL = frozenset({"__missing__", "__iter__", "__eq__", "__ne__", "__hash__", "__bool__", "__reversed__"})
-_METHOD_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
-                 types.WrapperDescriptorType)
-
-
-def _is_dict_method(static: Any) -> bool:
-    """Whether a class attribute is a builtin dict's method (``__getattr__ = dict.__getitem__``)."""
-    return isinstance(static, (types.MethodDescriptorType, types.WrapperDescriptorType)) and \
-        static.__objclass__ in _BUILTIN_DICTS
 
 
 def dict_base(tx: Any, cls: type) -> type | None:
@@ -346,11 +327,6 @@ def dict_base(tx: Any, cls: type) -> type | None:
     if subclass_check(tx, cls, collections.defaultdict):
         return None
     return collections.OrderedDict if subclass_check(tx, cls, collections.OrderedDict) else dict
-
-
-def overrides_dict_protocol(tx: Any, cls: type) -> bool:
-    """Whether a dict subclass defines one of ``DICT_PROTOCOL`` in Python (guarded)."""
-    return any(python_override(tx, cls, dict_base(tx, cls) or dict, name) is not None for name in sorted(DICT_PROTOCOL))
 
 
 def make_dict(cls: type, base: type, items: dict, attributes: dict) -> Any:
@@ -370,7 +346,7 @@ def construct_dict_subclass(tx: Any, cls: type, args: list[VariableTracker],
     """``cls(*args, **kwargs)`` for a user subclass of dict or OrderedDict: the builtin
     ``__new__`` makes it empty, then its ``__init__`` runs (inlined, or the builtin's update)."""
     base = dict_base(tx, cls)
-    if base is None or class_static(tx, cls, "__new__") is not dict.__new__ or overrides_dict_protocol(tx, cls):
+    if base is None or class_static(tx, cls, "__new__") is not dict.__new__ or overrides_protocol(tx, cls, base):
         raise Unsupported(f"constructing {cls.__qualname__}, a dict subclass with its own __new__ or protocol")
     obj = DictSubclassVariable({}, cls, base)
     init = class_static(tx, cls, "__init__")
@@ -383,14 +359,12 @@ def construct_dict_subclass(tx: Any, cls: type, args: list[VariableTracker],
     return obj
 
 
-class DictSubclassVariable(ConstDictVariable):
+class DictSubclassVariable(SubclassInstance, ConstDictVariable):
     """An instance of a user subclass of dict or OrderedDict (a config object): its items as a
-    dict's, and its attributes, read as CPython's generic lookup does: a data descriptor of the
-    class, then the instance's own ``__dict__`` (the real one of an object passed in, read with
-    a source; the trace's writes), then the class, then the class's ``__getattr__`` (a config's
-    ``__getattr__ = dict.__getitem__`` reads an item). Writes go through a Python
-    ``__setattr__`` where the class has one; written attributes of an object passed in are
-    replayed after the graph, those of one created by the trace go into the rebuilt object."""
+    dict's, and its attributes as an object's (``SubclassInstance``: a config's
+    ``__getattr__ = dict.__getitem__`` reads an item)."""
+
+    native_classes = _BUILTIN_DICTS
 
     def __init__(self, items: dict[Any, VariableTracker], user_cls: type, base: type, source: Source | None = None,
                  instance: Any = None) -> None:
@@ -399,89 +373,11 @@ class DictSubclassVariable(ConstDictVariable):
         self.instance = instance  # the real object, when passed in
         self.attributes: dict[str, VariableTracker] = {}  # written by the trace (all of a new one's)
 
-    def describe(self) -> str:
-        return f"the {self.user_cls.__qualname__} {self.source.name}" if self.source else f"a {self.user_cls.__qualname__}"
-
     def subvalues(self) -> list[VariableTracker]:
         return [*self.items.values(), *self.attributes.values()]
 
-    def as_python_constant(self) -> Any:
-        raise Unsupported(f"{self.describe()} is an object, not a constant")
-
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
-        cls = self.user_cls
-        if class_static(tx, cls, "__getattribute__") is not dict.__getattribute__:  # (the generic lookup)
-            raise Unsupported(f"reading {name!r} of {self.describe()}: its class has __getattribute__")
-        if name == "__class__":
-            return tx.wrap(cls, AttrSource(self.source, "__class__") if self.source is not None else None)
-        static = class_static(tx, cls, name)
-        if hasattr(static, "__set__") or hasattr(static, "__delete__"):  # a data descriptor comes first
-            if isinstance(static, property):
-                return CLASS_ATTRIBUTE[0](tx, self, cls, name)
-            raise Unsupported(f"reading {name!r} of {self.describe()}, a {type(static).__name__}")
-        own = self._own_attribute(tx, name)
-        if own is not None:
-            return own
-        if isinstance(static, _METHOD_TYPES):  # call_method runs it (a Python override, or dict's)
-            return BoundMethodVariable(self, name)
-        if static is not None:
-            return CLASS_ATTRIBUTE[0](tx, self, cls, name)
-        return self._missing(tx, name)
-
-    def _own_attribute(self, tx: Any, name: str) -> VariableTracker | None:
-        """The instance attribute ``name``, or None where the object has none."""
-        if name in self.attributes:
-            return self.attributes[name]
-        if self.source is None:
-            return None
-        instance_dict = getattr(self.instance, "__dict__", None)
-        if instance_dict is None:  # (__slots__ = (): no instance attributes)
-            return None
-        if name in instance_dict:
-            return tx.wrap(instance_dict[name], AttrSource(self.source, name))
-        tx.guards.not_in_instance_dict(self.source, name)  # (one set later would shadow the class's)
-        return None
-
-    def _missing(self, tx: Any, name: str) -> VariableTracker:
-        """No attribute ``name``: the class's ``__getattr__``, or an AttributeError."""
-        getattr_ = class_static(tx, self.user_cls, "__getattr__")
-        if isinstance(getattr_, types.FunctionType):
-            return tx.wrap(getattr_, ConstSource.of(getattr_)).call_function(tx, [self, ConstantVariable(name)], {})
-        if _is_dict_method(getattr_):  # ``__getattr__ = dict.__getitem__``: items are attributes
-            return self.native_call_method(tx, getattr_.__name__, [ConstantVariable(name)], {})
-        if getattr_ is not None:
-            raise Unsupported(f"reading {name!r} of {self.describe()} through its {type(getattr_).__name__} __getattr__")
-        error = AttributeError(f"'{self.user_cls.__name__}' object has no attribute '{name}'")
-        raise AttributeMissing.exactly(error)
-
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
-        setter = class_static(tx, self.user_cls, "__delattr__" if value is None else "__setattr__")
-        if isinstance(setter, types.FunctionType):
-            args = [self, ConstantVariable(name)] + ([] if value is None else [value])
-            tx.wrap(setter, ConstSource.of(setter)).call_function(tx, args, {})
-            return
-        if _is_dict_method(setter):  # ``__setattr__ = dict.__setitem__``: attributes are items
-            self.native_call_method(tx, setter.__name__, [ConstantVariable(name)] + ([] if value is None else [value]), {})
-            return
-        if setter is not (object.__delattr__ if value is None else object.__setattr__):
-            raise Unsupported(f"setting {name!r} of {self.describe()} runs a builtin __setattr__")
-        self.generic_store(tx, name, value)
-
-    def generic_store(self, tx: Any, name: str, value: VariableTracker | None) -> None:
-        """``object.__setattr__(self, name, value)``: the instance's own ``__dict__``."""
-        static = class_static(tx, self.user_cls, name)
-        if value is None or hasattr(static, "__set__") or hasattr(static, "__delete__"):
-            raise Unsupported(f"{'deleting' if value is None else 'setting'} {name!r} of {self.describe()} "
-                              f"(a descriptor, or a deletion)")
-        if self.source is not None:  # replayed as ``obj.name = value``: its __setattr__ must be object's
-            if class_static(tx, self.user_cls, "__setattr__") is not object.__setattr__:
-                raise Unsupported(f"setting {name!r} of {self.describe()}: the replay would run its __setattr__")
-            tx.output.side_effects.store_attr(self, name, value)
-        self.attributes[name] = value
-
     def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "__setattr__" and len(args) == 2 and not kwargs and args[0].is_python_constant():
-            self.generic_store(tx, args[0].as_python_constant(), args[1])
+        if self.native_setattr(tx, name, args, kwargs):
             return ConstantVariable(None)
         return super().native_call_method(tx, name, args, kwargs)
 
@@ -489,22 +385,13 @@ class DictSubclassVariable(ConstDictVariable):
         if self.source is not None and any(python_override(tx, self.user_cls, dict, m) for m in ("clear", "update")):
             raise Unsupported(f"changing {self.describe()}: its own clear or update would replay it")
 
-    def reconstruct(self, cg: Any) -> None:
-        if self.source is not None:
-            self.source.emit_load(cg)
-            return
+    maker = staticmethod(make_dict)
 
-        def arguments() -> list[None]:
-            cg.load_const(self.user_cls)
-            cg.load_const(self.base)
-            self.reconstruct_items(cg)
-            for name, value in self.attributes.items():
-                cg.load_const(name)
-                cg.reconstruct(value)
-            cg.build(dict, len(self.attributes))
-            return [None] * 4
-
-        cg.call_const(make_dict, arguments)
+    def push_contents(self, cg: Any) -> int:
+        cg.load_const(self.user_cls)
+        cg.load_const(self.base)
+        self.reconstruct_items(cg)
+        return 3
 
     def __repr__(self) -> str:
         return f"DictSubclassVariable({self.user_cls.__qualname__}, {list(self.items)[:6]!r})"

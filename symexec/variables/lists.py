@@ -73,8 +73,8 @@ class BaseListVariable(VariableTracker):
 
     def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
         key = index.as_python_constant()
-        if isinstance(key, slice):
-            return type(self)(self.items[key]) if type(self) is not NamedTupleVariable else TupleVariable(self.items[key])
+        if isinstance(key, slice):  # (a subclass's slice is a plain list or tuple; Size's is a Size)
+            return (ListVariable if isinstance(self, ListVariable) else TupleVariable)(self.items[key])
         try:
             return self.items[operator.index(key)]
         except IndexError as e:

@@ -19,7 +19,7 @@ from .builtins import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPER
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable
-from .lists import BaseListVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable
+from .lists import BaseListVariable, ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
 from .misc import COMPUTED_ALIAS_TYPES, SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, record_call
 from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase, class_static
@@ -66,6 +66,15 @@ def _sequences_equal(tx: Any, a: BaseListVariable, b: BaseListVariable) -> bool 
     return True
 
 
+def _plain_sequence(*operands: VariableTracker) -> type[BaseListVariable]:
+    """The tracker of what ``+`` or ``*`` makes of lists or tuples: a plain list or tuple, for a
+    subclass's too (a named tuple, a list subclass), as in CPython; ``torch.Size``'s own
+    ``__add__``, ``__radd__``, ``__mul__`` and ``__rmul__`` make a Size."""
+    if any(isinstance(seq, SizeVariable) for seq in operands):
+        return SizeVariable
+    return ListVariable if isinstance(operands[0], ListVariable) else TupleVariable
+
+
 def _make_binary(fn: Any) -> Handler:
     def binary(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
         if in_graph(a) or in_graph(b):
@@ -75,13 +84,14 @@ def _make_binary(fn: Any) -> Handler:
             if left is not _NOT_A_TYPE and right is not _NOT_A_TYPE and (left, right) != (None, None):
                 return ConstantVariable(left | right)
         if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable) and fn is operator.add:
-            if a.python_type() is not b.python_type() and not (isinstance(a, TupleVariable) and isinstance(b, TupleVariable)):
+            if not (isinstance(a, TupleVariable) and isinstance(b, TupleVariable)) and \
+                    not (isinstance(a, ListVariable) and isinstance(b, ListVariable)):
                 raise Unsupported(f"can only concatenate {a.python_type().__name__} to the same type")
-            return type(a)([*a.items, *b.items]) if type(a) in (ListVariable, TupleVariable) else TupleVariable([*a.items, *b.items])
+            return _plain_sequence(a, b)([*a.items, *b.items])
         if fn is operator.mul and isinstance(a, (ListVariable, TupleVariable)) and isinstance(b, ConstantVariable):
-            return type(a)(a.items * b.as_python_constant())
+            return _plain_sequence(a)(a.items * b.as_python_constant())
         if fn is operator.mul and isinstance(b, (ListVariable, TupleVariable)) and isinstance(a, ConstantVariable):
-            return type(b)(b.items * a.as_python_constant())
+            return _plain_sequence(b)(b.items * a.as_python_constant())
         dunder, reflected = DUNDERS.get(fn.__name__, (None, None))
         if dunder is not None:
             if isinstance(a, ObjectVariableBase) and a.has_python_method(tx, dunder):
@@ -114,7 +124,7 @@ def _make_inplace(inplace: Any, plain: Any) -> Handler:
             result = record_call(tx, "call_function", inplace, [a, b], {})
             # x += 1 mutates x and keeps its identity; x @= y has no in-place form and rebinds.
             return a if getattr(result, "example", None) is a.example else result
-        if isinstance(a, ListVariable) and type(a) is ListVariable:
+        if isinstance(a, ListVariable):  # (a subclass's own __iadd__ makes it an object)
             if inplace in (operator.iadd, operator.iconcat):
                 return a.call_method(tx, "__iadd__", [b], {})
             if inplace is operator.imul:

@@ -20,9 +20,10 @@ from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, ObjectAttrSource, PrivateObjectSource, Source
 from .base import DELETED, VariableTracker, class_static, find_on_class, is_data_descriptor
 from .constant import ConstantVariable, is_literal
+from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import CLASS_ATTRIBUTE, NamedTupleVariable, TupleVariable
+from .lists import CLASS_ATTRIBUTE, ListVariable, NamedTupleVariable, TupleVariable
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -348,8 +349,11 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             value = getattr(self.value, name)
         except AttributeError as e:
             raise AttributeMissing.exactly(e) from e
-        if isinstance(value, types.MethodType) and value.__self__ is self.value:
-            return UserMethodVariable(_function(value.__func__, None), self)
+        if isinstance(value, types.MethodType) and value.__self__ is self.value and \
+                isinstance(value.__func__, types.FunctionType):
+            # (bound to this object: the function is what the guards pin, re-read through the
+            # object as the code reads it; no class lookup of ours found it)
+            return UserMethodVariable(tx.wrap(value.__func__, AttrSource(AttrSource(self.source, name), "__func__")), self)
         return tx.wrap(value, AttrSource(self.source, name))
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
@@ -602,6 +606,8 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
         return obj
     if issubclass(cls, dict):
         return construct_dict_subclass(tx, cls, args, kwargs)
+    if issubclass(cls, list):
+        return construct_list_subclass(tx, cls, args, kwargs)
     if class_static(tx, cls, "__new__") is not object.__new__:
         raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
     obj = NewObjectVariable(cls)
@@ -622,8 +628,8 @@ class NativeMethodVariable(VariableTracker):
         self.obj, self.name = obj, name
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if self.name == "__init__" and not args and not kwargs:
-            return ConstantVariable(None)  # object.__init__
+        if self.name == "__init__" and not args and not kwargs and not isinstance(self.obj, ListVariable):
+            return ConstantVariable(None)  # object.__init__, dict.__init__ (list's clears the list)
         native = getattr(self.obj, "native_call_method", None)
         if native is None:
             raise Unsupported(f"calling the builtin base method {self.name!r} through super()")
@@ -631,7 +637,7 @@ class NativeMethodVariable(VariableTracker):
 
 
 # The builtin classes whose methods the trackers model natively (``native_call_method``).
-_NATIVE_OWNERS = (object, dict, collections.OrderedDict)
+_NATIVE_OWNERS = (object, dict, collections.OrderedDict, list)
 
 
 class NativeDescriptorVariable(VariableTracker):
