@@ -35,7 +35,9 @@ differences: every output tensor, structure included, as Dynamo's accuracy check
 both calls' outputs, every parameter's gradient (train) and every buffer after the calls
 (BatchNorm's running statistics). Counted: the graphs the backend was given by the first call
 and their op nodes (call_function/call_method/call_module), graph breaks (symexec: the user
-locations of the breaks in its `graph_breaks` log; torch.compile: counters["graph_break"]), graphs
+locations of the breaks in its `graph_breaks` log, but for a break in a loop, after which the
+frame runs as its code: torch.compile skips such a frame, and counts no break for it;
+torch.compile: counters["graph_break"]), graphs
 compiled by the second call (a recompile there is a guard failing on identical inputs), and
 the first call's time (trace, compile and run; the forward only in train).
 
@@ -308,6 +310,7 @@ class Run:
         self.breaks = 0
         self.break_reasons = []
         self.fallbacks = []
+        self.loop_frames = 0  # symexec: frames run as their code for a break in a loop
         self.first_ms = None
         self.differences = []  # from eager's run
 
@@ -399,7 +402,12 @@ def run(system, name, mode, pristine, args, kwargs):
     if system == "symexec":
         reasons = {}
         for record in logs.records:
-            if record.name.endswith("graph_breaks"):
+            if record.name.endswith("graph_breaks") and getattr(record.args[-1], "in_loop", False):
+                # A break in a loop: the frame runs as its code, what it calls compiled, as
+                # torch.compile skips it ("graph break in loop"), which it does not count as a
+                # graph break either.
+                result.loop_frames += 1
+            elif record.name.endswith("graph_breaks"):
                 # One break is reported by every frame it unwinds through (a break inside an
                 # inlined call breaks each caller at its call), each naming its own sources:
                 # one break per user location.
@@ -501,6 +509,9 @@ def measure(name, mode, timeout):
     if ours.error:
         notes.append(f"symexec raised {ours.error}")
     notes += [f"symexec fallback: {f}" for f in ours.fallbacks]
+    if ours.loop_frames:
+        notes.append(f"symexec: {ours.loop_frames} frame(s) broke in a loop and ran as their code, their calls "
+                     f"compiled (torch.compile skips such frames)")
     if ours.fallbacks and not ours.error:
         error = internal_error(name, mode, pristine, args, kwargs)
         if error:

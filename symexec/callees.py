@@ -181,7 +181,17 @@ def _users_code(callee: Any) -> bool:
     standard library and ``_LIBRARY_PACKAGES``), which Dynamo's frame hook would compile."""
     if isinstance(callee, torch.nn.Module):
         call = type(callee).__call__
+        module = callee
         callee = call if call is not torch.nn.Module.__call__ else getattr(callee, "forward", None)
+        if not _users_function(callee):  # torch's own module: compiled where it holds the user's
+            # (an nn.Sequential of the user's layers, which its loop calls from torch's code)
+            return any(_users_code(child) for child in module._modules.values() if child is not None)
+        return True
+    return _users_function(callee)
+
+
+def _users_function(callee: Any) -> bool:
+    """``_users_code`` of a function, bound method or ``functools.partial``."""
     if type(callee) is types.MethodType:
         callee = callee.__func__
     elif type(callee) is functools.partial:

@@ -36,7 +36,7 @@ from .source import PrivateObjectSource
 from .breaks import BreakPlan
 from .callees import with_compiled_callees
 from .dynamic import DynamicPolicy
-from .translator import InstructionTranslator
+from .translator import InstructionTranslator, Program
 from .variables import TensorVariable, VariableTracker
 from .variables.tensor import SymNodeVariable
 
@@ -129,6 +129,15 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         except Unsupported as e:
             if fullgraph:
                 raise
+            if attempt == 0 and e.break_point is not None and Program.of(fn.__code__).in_loop(e.break_point[0]):
+                # As torch.compile skips a frame whose graph breaks in a loop: the frame runs as
+                # its code, and what it calls is compiled (a continuation inside the loop would be
+                # retraced for every value the loop changes).
+                _try_shape_guards(output)
+                e.reason += f"; in a loop, so {fn.__qualname__} runs as its code, what it calls compiled"
+                e.in_loop = True
+                return _fallback_entry(fn, guards, str(e), start, with_compiled_callees(fn, compile_fn),
+                                       loop_break=_without_tracebacks(e))
             if attempt == 0 and e.break_point is not None:
                 # Kept in the entry: without its traceback, whose frames hold this call's arguments.
                 break_at, reason = e.break_point, _without_tracebacks(e)
@@ -241,10 +250,13 @@ def _try_shape_guards(output: OutputGraph) -> None:
 
 
 def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start: float,
-                    runs: types.FunctionType | None = None, *, fullgraph: bool = False, warn: bool = False) -> CacheEntry:
+                    runs: types.FunctionType | None = None, *, fullgraph: bool = False, warn: bool = False,
+                    loop_break: Unsupported | None = None) -> CacheEntry:
     """An entry that runs the original code (``runs``: a copy whose callees are compiled).
     ``warn``: the whole frame runs uncompiled for a reason of the call's world (a mode, a
     transform): said once per function with a ``SymexecWarning``, as an internal error is.
+    ``loop_break``: the graph breaks in a loop, the frame's own code runs by design: it is
+    the entry's graph break (logged and explained as one), not a failure.
 
     Under ``fullgraph=True`` there is none: ``Unsupported`` names why, at the function's line."""
     code = inspect.unwrap(fn).__code__  # (symexec.disable's wrapper: the user's own function)
@@ -259,7 +271,7 @@ def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start
                       f"function; SYMEXEC_LOGS=fallbacks logs every fallback)", SymexecWarning,
                       stacklevel=user_stacklevel())
     logs.log("debug", "running %s as the original function: %s", fn.__qualname__, reason)
-    if logs.enabled("fallbacks"):
+    if logs.enabled("fallbacks") and loop_break is None:
         logs.log("fallbacks", "Running %s (%s:%s) as the original function: %s", fn.__qualname__,
                  code.co_filename, code.co_firstlineno, reason)
     try:
@@ -271,8 +283,11 @@ def _fallback_entry(fn: types.FunctionType, guards: GuardSet, reason: str, start
         logs.log("fallbacks", "no guards for the fallback entry of %s (%s: %s): it runs for every call",
                  fn.__qualname__, type(e).__name__, e)
         check, guard_list, first_failure = _always, [], _never_fails
-    return CacheEntry(check, runs or fn, guard_list, first_failure, fallback_reason=reason,
-                      trace_seconds=time.perf_counter() - start)
+    entry = CacheEntry(check, runs or fn, guard_list, first_failure, fallback_reason=reason,
+                       trace_seconds=time.perf_counter() - start, break_reason=loop_break)
+    if loop_break is not None:
+        _log_entry(fn, entry)
+    return entry
 
 
 def _always(*args: Any, **kwargs: Any) -> bool:

@@ -35,6 +35,10 @@ class Unsupported(SymexecError):
         # (instruction index, occurrence) in the compiled frame where it surfaced: where the
         # graph breaks when the frame is traced again.
         self.break_point: tuple[int, int] | None = None
+        # Set where the break is in a loop of the compiled frame (a break inside an inlined call
+        # breaks at the call): the frame then runs as its code, as torch.compile's "graph break
+        # in loop" skips it.
+        self.in_loop = False
 
     def add_location(self, filename: str, lineno: int | None, source_line: str, function: str = "") -> None:
         """Called by each translator the error passes through, innermost first: the first

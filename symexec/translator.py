@@ -67,6 +67,13 @@ class Program:
                 self.instructions.append(item)
                 self.handlers.append(handler)
 
+    def in_loop(self, index: int) -> bool:
+        """Whether instruction ``index`` is inside a loop: a jump at or after it goes back to
+        it or before it (a ``for``'s or a ``while``'s back edge)."""
+        labels = self.labels
+        return any(isinstance(inst.arg, Label) and labels[inst.arg] <= index
+                   for inst in self.instructions[index:])
+
     @classmethod
     def of(cls, code: types.CodeType) -> "Program":
         program = cls._cache.get(code)

@@ -267,16 +267,17 @@ def test_calls_that_read_their_callers_frame_see_the_users_frame():
                 [(str(w.message), w.filename, w.lineno) for w in eager]
 
 
-def test_a_maml_like_loop_that_falls_back_compiles_the_model():
-    """TorchBench's maml: a continuation inside a loop indexes a list by the loop's index, so
-    it retraces each turn until the cache limit; past it, the model it calls is compiled."""
+def test_a_maml_like_loop_that_breaks_compiles_the_model():
+    """TorchBench's maml: a break in a loop that indexes a list by the loop's index. Its
+    continuation retraced each turn until the cache limit; now the frame runs as its code (as
+    torch.compile skips it), and the model it calls is compiled, one graph for every turn."""
     net = _Scaled()
 
     def fn(x):
         corrects = [0] * 16
-        for k in range(14):  # the continuation's cache is full after 9 turns
+        for k in range(14):
             y = net(x)
-            correct = int((y > 0).sum().item())  # a break: the loop continues in a continuation
+            correct = int((y > 0).sum().item())  # a break in the loop
             corrects[k + 1] = corrects[k + 1] + correct
         return corrects
 
@@ -284,15 +285,12 @@ def test_a_maml_like_loop_that_falls_back_compiles_the_model():
     compiled = symexec.compile(fn, backend=backend)
     x = torch.randn(4, 3)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("error")  # (no cache-limit warning)
         assert_same(fn(x), compiled(x))
-        counted = backend.graph_count
         assert_same(fn(x), compiled(x))
-    assert backend.graph_count == counted  # the second call compiles nothing new
-    # The turns past the continuation's limit ran net's forward compiled: a graph of its own.
     ops = [[getattr(n.target, "__name__", n.target) for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
            for gm in backend.graphs]
-    assert ["linear", "relu", "mul"] in ops, ops
+    assert ops == [["linear", "relu", "mul"]], ops  # net's forward, compiled once for all turns
 
 
 @pytest.mark.parametrize("backend", ["aot_eager"])
@@ -325,4 +323,27 @@ def test_what_a_call_site_compiles():
     assert _users_code(_function) and _users_code(_Holder().method) and _users_code(partial(_function, k=2))
     assert _users_code(_Scaled()) and _users_code(lambda: None)
     assert not any(_users_code(c) for c in (torch.nn.functional.relu, json.dumps, textwrap.fill, pytest.approx, len,
-                                             _Holder, torch.nn.Linear(2, 2), torch.relu, print))
+                                             _Holder, torch.nn.Linear(2, 2), torch.relu, print,
+                                             torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())))
+    # torch's own container holding the user's layers: its loop calls them from torch's code
+    assert _users_code(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sequential(_Scaled())))
+
+
+def test_a_torch_sequential_of_the_users_layers_is_compiled_from_a_frame_run_as_its_code():
+    # (torch's own modules were called as they are there: nothing the Sequential held was compiled)
+    seq = torch.nn.Sequential(_Scaled(), _Scaled())
+
+    def fn(x):
+        for _ in range(2):
+            x = seq(x)
+            print("turn")  # a break in the loop: fn runs as its code
+        return x
+
+    backend = CountingBackend()
+    compiled = symexec.compile(fn, backend=backend)
+    x = torch.randn(4, 3)
+    with torch.no_grad():  # (the second turn's input is then like the first's: no recompile)
+        assert_same(fn(x), compiled(x))
+    ops = [[getattr(n.target, "__name__", n.target) for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+           for gm in backend.graphs]
+    assert ops == [["linear", "relu", "mul"] * 2], ops

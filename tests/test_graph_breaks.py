@@ -1,6 +1,8 @@
 """Graph breaks and continuation functions (SPEC section 6): the answer, the printed output and the
 replayed side effects must match eager, and the graph count must match torch.compile."""
 
+import warnings
+
 import torch
 
 import symexec
@@ -196,3 +198,85 @@ def test_no_graph_of_only_unused_size_arithmetic():
     x = torch.randn(3)
     assert torch.equal(compiled(x), fn(x))
     assert backend.op_counts() == [1]
+
+
+# -- a graph break in a loop: the frame runs as its code, what it calls compiled, as torch.compile
+# skips such a frame ("graph break in loop") and its frame hook compiles the calls.
+
+def _layer(x):
+    return x.sin() * 2
+
+
+def _prints_in_a_loop(x):
+    x = x + 1
+    for i in range(4):
+        x = _layer(x)
+        print(i)
+    return x
+
+
+def test_break_in_a_loop_runs_the_frame_as_its_code_like_torch_compile():
+    # (a continuation inside the loop was made and traced again for the loop's next turns)
+    check(_prints_in_a_loop, _t(3), expect_traced=False)  # (its own entry runs its code)
+    ours, dynamo = assert_same_graphs_as_dynamo(_prints_in_a_loop, _t(3))
+    assert ours.op_counts() == [2]  # _layer's, compiled once at its call site
+    report = symexec.explain(_prints_in_a_loop, _t(3))
+    assert [r.lineno for r in report.break_reasons] == [_prints_in_a_loop.__code__.co_firstlineno + 4]
+    assert "in a loop" in report.break_reasons[0].reason
+
+
+def _counts_by_turn(x, y):
+    # (TorchBench's maml: a list indexed by the loop's index after a .item() break in the loop)
+    corrects = [0 for _ in range(15)]
+    for k in range(14):
+        x = _layer(x)
+        correct = (x > y).sum().item()
+        corrects[k + 1] = corrects[k + 1] + correct
+    return torch.tensor(corrects), x
+
+
+def test_break_in_a_loop_reading_a_list_by_the_index_does_not_retrace():
+    # (its continuation retraced on every turn, `L['k'] == 1`, until the cache size limit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cache-limit warning
+        check(_counts_by_turn, _t(4), _t(4), expect_traced=False)
+    assert_same_graphs_as_dynamo(_counts_by_turn, _t(4), _t(4))
+
+
+def _breaks_before_a_loop(x):
+    y = x * 2
+    print("before")
+    for i in range(3):
+        y = y + i
+    return y
+
+
+def test_break_before_a_loop_still_splits():
+    check(_breaks_before_a_loop, _t(3))
+    ours, _ = assert_same_graphs_as_dynamo(_breaks_before_a_loop, _t(3))
+    assert ours.graph_count == 2
+
+
+def _while_with_a_data_dependent_exit(x):
+    steps = 0
+    while bool(x.sum() < 10):  # (a break in the loop's own condition)
+        x = x + 1
+        steps += 1
+    return x, steps
+
+
+def test_data_dependent_while_condition_is_a_break_in_a_loop():
+    check(_while_with_a_data_dependent_exit, torch.zeros(2), expect_traced=False)
+    assert_same_graphs_as_dynamo(_while_with_a_data_dependent_exit, torch.zeros(2))
+
+
+def _calls_a_breaking_helper_in_a_loop(x):
+    for _ in range(3):
+        x = _breaks(x)  # (the break is inside the callee, whose own frame breaks, not in a loop)
+    return x
+
+
+def test_a_callee_that_breaks_inside_a_loop_is_compiled_around_its_break():
+    check(_calls_a_breaking_helper_in_a_loop, _t(2), expect_traced=False)
+    ours, _ = assert_same_graphs_as_dynamo(_calls_a_breaking_helper_in_a_loop, _t(2))
+    assert ours.op_counts() == [1]

@@ -274,3 +274,13 @@ def test_a_class_property_wins_over_an_input_model_outputs_instance_dict():
     out = ScaledOutput(logits=torch.ones(3))
     out.__dict__["scale"] = 5.0
     check(fn, out)
+
+
+@pytest.mark.parametrize("key", ["last_hidden_state", "attentions", "missing"])
+def test_model_output_get_compiled_on_its_own(key):
+    # (generate's decoding loop runs as its code and compiles what it calls: `outputs.get(...)`
+    # traced ModelOutput.get itself, whose `super().get(...)` reached OrderedDict.get through
+    # super(), and the frame fell back: "calling object.get on the BaseModelOutput L['self']")
+    out = BaseModelOutput(last_hidden_state=torch.randn(2), attentions=(torch.randn(1),))
+    check(ModelOutput.get, out, key)
+    assert symexec.explain(ModelOutput.get, out, key).graph_break_count == 0

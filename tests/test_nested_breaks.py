@@ -463,7 +463,7 @@ def test_submodules_two_levels_deep():
 def test_many_blocks_of_one_class_share_a_cache():
     torch.manual_seed(0)
     model = Stack()
-    check(model, _t())
+    check(model, _t(), expect_traced=False)  # (the blocks' loop breaks: forward runs as its code, as torch.compile's)
     assert_same_graphs_as_dynamo(model, _t())
 
 

@@ -184,8 +184,18 @@ class ModelOutputBase(ObjectVariableBase):
             return DictViewVariable(self.dict, name)  # live, like OrderedDict's views
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
+    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """OrderedDict's own reads reached through ``super()`` (ModelOutput's ``get`` and
+        ``__contains__`` call them after renaming a key): over the items, as the dict's."""
+        if name in _NATIVE_READS:
+            return self.dict.native_call_method(tx, name, args, kwargs)
+        return super().native_call_method(tx, name, args, kwargs)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.cls.__qualname__}, {list(self.dict.items)})"
+
+
+_NATIVE_READS = frozenset({"get", "__contains__", "__getitem__", "__len__", "keys", "values", "items"})
 
 
 class ModelOutputVariable(ModelOutputBase):
