@@ -59,7 +59,31 @@ def cleanup_block(program: Any, start: int) -> list[int]:
     return []
 
 
+def loop_head(program: Any, index: int) -> int:
+    """``index``, or the start of the outermost inlined comprehension around it, qualifying or
+    not: a break in a comprehension's loop is in a loop of the frame only where the
+    comprehension is (on 3.11 it is a call of a function of its own)."""
+    regions = program.comprehension_regions
+    if regions is None:
+        regions = program.comprehension_regions = [(span.start, span.end) for span, _, _ in _candidates(program)]
+    return min((start for start, end in regions if start <= index < end), default=index)
+
+
 def _find(program: Any) -> list[Span]:
+    candidates = _candidates(program)
+    spans = []
+    for span, target, names in candidates:
+        inner = [c for c in candidates if span.start < c[0].start < span.end]
+        cleared = set(names).union(*(c[2] for c in inner))
+        targets = {target, *(c[1] for c in inner)}
+        span.cleanups += [c[0].cleanups[0] for c in inner]
+        if _qualifies(program, span, cleared, targets):
+            spans.append(span)
+    return spans
+
+
+def _candidates(program: Any) -> list[tuple[Span, Any, list[str]]]:
+    """Every inlined comprehension's span, its handler's target and the names it clears."""
     ins, handlers = program.instructions, program.handlers
     candidates: list[tuple[Span, Any, list[str]]] = []
     for s, inst in enumerate(ins):
@@ -88,15 +112,7 @@ def _find(program: Any) -> list[Span]:
         end, result = restored
         span = Span(s, end, [program.labels[target]], result)
         candidates.append((span, target, names))
-    spans = []
-    for span, target, names in candidates:
-        inner = [c for c in candidates if span.start < c[0].start < span.end]
-        cleared = set(names).union(*(c[2] for c in inner))
-        targets = {target, *(c[1] for c in inner)}
-        span.cleanups += [c[0].cleanups[0] for c in inner]
-        if _qualifies(program, span, cleared, targets):
-            spans.append(span)
-    return spans
+    return candidates
 
 
 def _restore(ins: list[Any], at: int, names: list[str]) -> tuple[int, str | None] | None:

@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import faults, logs
 from .codegen import parameter_names
-from .comprehensions import span_at
+from .comprehensions import loop_head, span_at
 from .config import Config
 from .exc import InternalError, TracedException, Unsupported
 from .guards import GuardSet
@@ -48,6 +48,7 @@ class Program:
         self.labels: dict[Label, int] = {}
         self.handlers: list[TryBegin | None] = []
         self.comprehension_spans: list[Any] | None = None  # found on first need (comprehensions.py)
+        self.comprehension_regions: list[tuple[int, int]] | None = None  # (all of them, the same)
         lineno = code.co_firstlineno
         handler: TryBegin | None = None
         items = list(Bytecode.from_code(code))
@@ -69,7 +70,9 @@ class Program:
 
     def in_loop(self, index: int) -> bool:
         """Whether instruction ``index`` is inside a loop: a jump at or after it goes back to
-        it or before it (a ``for``'s or a ``while``'s back edge)."""
+        it or before it (a ``for``'s or a ``while``'s back edge). A comprehension's own loop
+        does not count (3.12 inlines it; 3.11 calls it)."""
+        index = loop_head(self, index)
         labels = self.labels
         return any(isinstance(inst.arg, Label) and labels[inst.arg] <= index
                    for inst in self.instructions[index:])
