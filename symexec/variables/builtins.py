@@ -634,6 +634,8 @@ def _callable(tx: Any, obj: VariableTracker) -> VariableTracker | None:
     if isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
         cls = obj.python_type()  # (a subclass's instances may have a __call__: LogitsProcessorList)
         return ConstantVariable(cls.__module__ != "builtins" and class_static(tx, cls, "__call__") is not None)
+    if isinstance(obj, ObjectVariableBase):  # CPython asks the type for __call__ (an instance's own does not count)
+        return ConstantVariable(class_static(tx, obj.cls, "__call__") is not None)
     if obj.is_python_constant():
         return None
     return ConstantVariable(hasattr(obj, "call_function") and type(obj).call_function is not VariableTracker.call_function)
