@@ -37,10 +37,7 @@ class Span:
 
 def span_at(program: Any, index: int) -> Span | None:
     """The outermost qualifying comprehension that contains instruction ``index``."""
-    spans = program.comprehension_spans
-    if spans is None:
-        spans = program.comprehension_spans = _find(program)
-    found = [s for s in spans if s.start <= index < s.end]
+    found = [s for s in _scanned(program).comprehension_spans if s.start <= index < s.end]
     return min(found, key=lambda s: s.start) if found else None
 
 
@@ -63,14 +60,21 @@ def loop_head(program: Any, index: int) -> int:
     """``index``, or the start of the outermost inlined comprehension around it, qualifying or
     not: a break in a comprehension's loop is in a loop of the frame only where the
     comprehension is (on 3.11 it is a call of a function of its own)."""
-    regions = program.comprehension_regions
-    if regions is None:
-        regions = program.comprehension_regions = [(span.start, span.end) for span, _, _ in _candidates(program)]
+    regions = _scanned(program).comprehension_regions
     return min((start for start, end in regions if start <= index < end), default=index)
 
 
-def _find(program: Any) -> list[Span]:
-    candidates = _candidates(program)
+def _scanned(program: Any) -> Any:
+    """``program`` with its comprehensions found (once): every one's region, and the spans of
+    those that qualify."""
+    if program.comprehension_spans is None:
+        candidates = _candidates(program)
+        program.comprehension_regions = [(span.start, span.end) for span, _, _ in candidates]
+        program.comprehension_spans = _qualifying(program, candidates)
+    return program
+
+
+def _qualifying(program: Any, candidates: list[tuple[Span, Any, list[str]]]) -> list[Span]:
     spans = []
     for span, target, names in candidates:
         inner = [c for c in candidates if span.start < c[0].start < span.end]

@@ -352,8 +352,8 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     compile_start = time.perf_counter()
     if output.call_node_count() or outputs:
         gm, examples = output.finish(list(outputs.values()))
-    if gm is not None and not outputs and not output.call_node_count():
-        gm = None  # (only pure nodes no value uses, dropped: no graph to compile, as under Dynamo)
+        if not outputs and not output.call_node_count():
+            gm = None  # (only pure nodes no value uses, dropped: no graph to compile, as under Dynamo)
     if gm is not None:
         try:
             # Backends that re-trace (aot_autograd, inductor) find our fake mode, and with it

@@ -48,7 +48,7 @@ class Program:
         self.labels: dict[Label, int] = {}
         self.handlers: list[TryBegin | None] = []
         self.comprehension_spans: list[Any] | None = None  # found on first need (comprehensions.py)
-        self.comprehension_regions: list[tuple[int, int]] | None = None  # (all of them, the same)
+        self.comprehension_regions: list[tuple[int, int]] = []  # every one's, qualifying or not (found with them)
         lineno = code.co_firstlineno
         handler: TryBegin | None = None
         items = list(Bytecode.from_code(code))

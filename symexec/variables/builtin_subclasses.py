@@ -61,6 +61,20 @@ def python_override(tx: Any, cls: type, base: type, name: str) -> types.Function
     return method
 
 
+def run_python(tx: Any, fn: types.FunctionType, args: list[VariableTracker],
+               kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``fn(*args, **kwargs)`` for a Python function found on a class (the lookup guarded), inlined."""
+    return tx.wrap(fn, ConstSource.of(fn)).call_function(tx, args, kwargs)
+
+
+def own_method_call(tx: Any, obj: VariableTracker, cls: type, base: type, name: str, args: list[VariableTracker],
+                    kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """``obj.name(*args)`` where a subclass ``cls`` of the builtin ``base`` defines ``name`` in
+    Python: its method, inlined; None where the builtin's runs."""
+    override = python_override(tx, cls, base, name)
+    return None if override is None else run_python(tx, override, [obj, *args], kwargs)
+
+
 class SubclassInstance(VariableTracker):
     """The half of a builtin container subclass's instance that is an object: attributes read
     as CPython's generic lookup does (a data descriptor of the class, then the instance's own
@@ -129,7 +143,7 @@ class SubclassInstance(VariableTracker):
         """No attribute ``name``: the class's ``__getattr__``, or an AttributeError."""
         getattr_ = class_static(tx, self.user_cls, "__getattr__")
         if isinstance(getattr_, types.FunctionType):
-            return tx.wrap(getattr_, ConstSource.of(getattr_)).call_function(tx, [self, ConstantVariable(name)], {})
+            return run_python(tx, getattr_, [self, ConstantVariable(name)], {})
         if self.is_native_method(getattr_):  # ``__getattr__ = dict.__getitem__``: items are attributes
             return self.native_call_method(tx, getattr_.__name__, [ConstantVariable(name)], {})
         if getattr_ is not None:
@@ -140,8 +154,7 @@ class SubclassInstance(VariableTracker):
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
         setter = class_static(tx, self.user_cls, "__delattr__" if value is None else "__setattr__")
         if isinstance(setter, types.FunctionType):
-            args = [self, ConstantVariable(name)] + ([] if value is None else [value])
-            tx.wrap(setter, ConstSource.of(setter)).call_function(tx, args, {})
+            run_python(tx, setter, [self, ConstantVariable(name)] + ([] if value is None else [value]), {})
             return
         if self.is_native_method(setter):  # ``__setattr__ = dict.__setitem__``: attributes are items
             self.native_call_method(tx, setter.__name__, [ConstantVariable(name)] + ([] if value is None else [value]), {})
@@ -191,7 +204,7 @@ class SubclassInstance(VariableTracker):
         call = class_static(tx, self.user_cls, "__call__")
         if not isinstance(call, types.FunctionType):
             raise Unsupported(f"calling {self.describe()}" + ("" if call is None else ": its __call__ is not Python"))
-        return tx.wrap(call, ConstSource.of(call)).call_function(tx, [self, *args], kwargs)
+        return run_python(tx, call, [self, *args], kwargs)
 
 
 def make_list(cls: type, items: list, attributes: dict) -> Any:
@@ -211,13 +224,14 @@ class ListSubclassVariable(SubclassInstance, ListVariable):
     run inlined; list's own run natively. Slicing, ``+`` and ``*`` give plain lists, as in
     CPython. One passed in is guarded on its type and length, its items through ``x[i]``."""
 
+    base = list
     native_classes = (list,)
     maker = staticmethod(make_list)
 
     def __init__(self, items: list[VariableTracker], user_cls: type, source: Source | None = None,
                  instance: Any = None) -> None:
         super().__init__(items, source)
-        self.user_cls, self.base, self.instance = user_cls, list, instance
+        self.user_cls, self.instance = user_cls, instance
         self.attributes: dict[str, VariableTracker] = {}  # written by the trace (all of a new one's)
 
     def python_type(self) -> type:
@@ -227,10 +241,8 @@ class ListSubclassVariable(SubclassInstance, ListVariable):
         return [*self.items, *self.attributes.values()]
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        override = python_override(tx, self.user_cls, list, name)
-        if override is not None:  # the subclass's own Python method
-            return tx.wrap(override, ConstSource.of(override)).call_function(tx, [self, *args], kwargs)
-        return self.native_call_method(tx, name, args, kwargs)
+        own = own_method_call(tx, self, self.user_cls, list, name, args, kwargs)
+        return own if own is not None else self.native_call_method(tx, name, args, kwargs)
 
     def native_call_method(self, tx: Any, name: str, args: list[VariableTracker],
                            kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -263,9 +275,9 @@ def construct_list_subclass(tx: Any, cls: type, args: list[VariableTracker],
     obj = ListSubclassVariable([], cls)
     init = class_static(tx, cls, "__init__")
     if isinstance(init, types.FunctionType):
-        tx.wrap(init, ConstSource.of(init)).call_function(tx, [obj, *args], kwargs)
+        run_python(tx, init, [obj, *args], kwargs)
     elif init is list.__init__ and len(args) <= 1 and not kwargs:
-        obj.items[:] = args[0].unpack(tx) if args else []
+        obj.native_call_method(tx, "__init__", args, kwargs)
     else:
         raise Unsupported(f"constructing {cls.__qualname__}: its __init__ is not Python")
     return obj

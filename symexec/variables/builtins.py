@@ -33,6 +33,7 @@ from .misc import SetVariable
 from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
 from .base import class_static, reachable, subclass_check
+from .builtin_subclasses import SubclassInstance
 from .user_objects import ObjectVariableBase, SuperVariable
 
 Handler = Callable[..., "VariableTracker | None"]
@@ -507,7 +508,7 @@ def _iter_type(obj: VariableTracker) -> type | None:
         return obj.iterator_type()
     if isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
         try:  # (a list or dict subclass iterates as its builtin base: its own __iter__ makes it an object)
-            return iterator_type(getattr(obj, "base", None) or obj.python_type())
+            return iterator_type(obj.base if isinstance(obj, SubclassInstance) else obj.python_type())
         except Unsupported:
             return None
     return None

@@ -17,9 +17,9 @@ import torch
 
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, ConstSource, DictItemSource, Source
+from ..source import AttrSource, DictItemSource, Source
 from .base import DELETED, Identity, VariableTracker, class_static, hash_key, subclass_check
-from .builtin_subclasses import SubclassInstance, overrides_protocol, python_override
+from .builtin_subclasses import SubclassInstance, overrides_protocol, own_method_call, python_override, run_python
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .lists import TupleVariable
 from .tensor import TensorVariable
@@ -83,9 +83,9 @@ class ConstDictVariable(VariableTracker):
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if self.user_cls is not dict:
-            override = python_override(tx, self.user_cls, dict, name)
-            if override is not None:  # a dict subclass's own Python method
-                return tx.wrap(override, ConstSource.of(override)).call_function(tx, [self, *args], kwargs)
+            own = own_method_call(tx, self, self.user_cls, dict, name, args, kwargs)  # a dict subclass's
+            if own is not None:
+                return own
         return self.native_call_method(tx, name, args, kwargs)
 
     def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -351,7 +351,7 @@ def construct_dict_subclass(tx: Any, cls: type, args: list[VariableTracker],
     obj = DictSubclassVariable({}, cls, base)
     init = class_static(tx, cls, "__init__")
     if isinstance(init, types.FunctionType):
-        tx.wrap(init, ConstSource.of(init)).call_function(tx, [obj, *args], kwargs)
+        run_python(tx, init, [obj, *args], kwargs)
     elif init in (dict.__init__, collections.OrderedDict.__init__) and len(args) <= 1:
         obj.native_call_method(tx, "update", args, kwargs)
     else:
