@@ -56,6 +56,11 @@ class BreakPlan:
         self.grad_mode: bool = tx.output.grad_enabled
         if self.inst.name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RETURN_GENERATOR"):
             raise Unsupported(f"a graph break at {self.inst.name}")
+        if tx.exc_info is not None:
+            # The code we write runs outside the handler: the exception being handled, which
+            # CPython's own instructions there read (WITH_EXCEPT_START, a bare raise,
+            # sys.exc_info()), would not be there.
+            raise Unsupported("a graph break inside an exception handler")
         # A break inside an inlined comprehension stops at its start (the translator moved it
         # there): the comprehension runs as it is, as on 3.11 (comprehensions.py).
         self.span: Span | None = span_starting_at(tx.program, self.index) if self.inst.name == "LOAD_FAST_AND_CLEAR" else None

@@ -59,7 +59,26 @@ def pytest_runtest_protocol(item, nextitem):
     _CURRENT_ITEM[0] = None
 
 
+# The suite runs in a worker process (pytest-xdist, `-n 1` in pyproject.toml), so that a test
+# that crashes the interpreter (a segfault) or hangs (pytest-timeout ends the worker) fails
+# that test and the run goes on in a new worker. The worker sends its counts of internal errors
+# to the main process, which prints them and fails the run on one nobody expected.
+
+
+def _is_worker(config):
+    return hasattr(config, "workerinput")
+
+
+def pytest_testnodedown(node, error):
+    counts = getattr(node, "workeroutput", {}).get("symexec_internal_errors")
+    if counts is not None:
+        _SESSION_INTERNAL_ERRORS["expected"] += counts["expected"]
+        _SESSION_INTERNAL_ERRORS["unexpected"] += counts["unexpected"]
+
+
 def pytest_terminal_summary(terminalreporter):
+    if _is_worker(terminalreporter.config):
+        return
     unexpected = _SESSION_INTERNAL_ERRORS["unexpected"]
     terminalreporter.write_line(f"symexec internal errors on Python {sys.version.split()[0]}: {len(unexpected)} "
                                 f"unexpected, {_SESSION_INTERNAL_ERRORS['expected']} provoked on purpose")
@@ -68,6 +87,9 @@ def pytest_terminal_summary(terminalreporter):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    if _is_worker(session.config):
+        session.config.workeroutput["symexec_internal_errors"] = dict(_SESSION_INTERNAL_ERRORS)
+        return
     if _SESSION_INTERNAL_ERRORS["unexpected"] and session.exitstatus == 0:
         session.exitstatus = 1  # an internal error that no test failed on still fails the run
 

@@ -42,3 +42,93 @@ def test_callable_retraces_when_the_class_gains_a_call():
 
     check_sequence(f, [Local(), torch.ones(2)], lambda: setattr(Local, "__call__", lambda self: 0),
                    [Local(), torch.ones(2)])
+
+
+# -- 6. crash: a graph break inside an exception handler ---------------------------------------
+# (the code written for a break ran the handler's instructions with no exception being handled:
+# WITH_EXCEPT_START of a @contextmanager that caught its body's exception read a NULL, SIGSEGV)
+
+import contextlib  # noqa: E402
+
+import symexec  # noqa: E402
+
+
+@contextlib.contextmanager
+def _swallow(kind):
+    try:
+        yield
+    except kind:
+        pass
+
+
+def _swallowed(x):
+    with _swallow(ValueError):
+        x = x + 1
+        raise ValueError("boom")
+    return x * 2
+
+
+def _not_swallowed(x):
+    with _swallow(KeyError):
+        x = x + 1
+        raise ValueError("boom")
+    return x * 2
+
+
+def test_a_contextmanager_that_catches_its_body_exception():
+    check(_swallowed, torch.ones(2), expect_traced=False)
+    check(_not_swallowed, torch.ones(2), expect_traced=False)
+
+
+class _Exits:
+    def __init__(self, suppress):
+        self.suppress = suppress
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        symexec.graph_break()
+        return self.suppress
+
+
+def _with_exit_that_breaks(x, manager):
+    with manager:
+        x = x.sin()
+        raise KeyError("k")
+    return x.cos()
+
+
+def test_a_graph_break_in_exit_while_an_exception_unwinds():
+    check(_with_exit_that_breaks, torch.ones(2), _Exits(True), expect_traced=False)
+    check(_with_exit_that_breaks, torch.ones(2), _Exits(False), expect_traced=False)
+
+
+def _break_in_except(x):
+    try:
+        x = x + 1
+        raise ValueError("v")
+    except ValueError as e:
+        symexec.graph_break()
+        x = x * len(str(e))
+        try:
+            raise
+        except ValueError:
+            x = x - 1
+    finally:
+        x = x + 10
+    return x
+
+
+def _break_in_finally_while_raising(x):
+    try:
+        x = x + 1
+        raise ValueError("v")
+    finally:
+        symexec.graph_break()
+        print("finally", x)
+
+
+def test_a_graph_break_in_except_and_finally_blocks():
+    check(_break_in_except, torch.ones(2), expect_traced=False)
+    check(_break_in_finally_while_raising, torch.ones(2), expect_traced=False)
