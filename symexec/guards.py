@@ -104,6 +104,46 @@ def _inexact(value: Any) -> bool:
     return isinstance(value, numbers.Complex) and not isinstance(value, (numbers.Integral, bool))
 
 
+# The builtin types whose values a subclass's instance holds, and how to read that value
+# without the subclass's own methods (an exact int, float, ... of it).
+_BASE_VALUE = ((bool, None), (int, int.__int__), (float, float.__float__), (complex, complex.__complex__),
+               (str, str.__str__), (bytes, bytes.__bytes__))
+# Exact types for which ``==`` with the same type is sameness of behaviour.
+_PLAIN = frozenset({int, str, bytes, bool, type(None)})
+
+
+def exact_key(value: Any) -> Any:
+    """A key equal for two constants only where they behave alike, by one rule for every kind:
+    the exact type and the value (``True``, ``1`` and ``1.0`` differ; ``0.0`` and ``-0.0``
+    differ, and nans by their sign), a subclass's instance by its class and its builtin value,
+    tuples and frozensets by their items, ranges and slices by their fields. (Guard functions
+    call it as ``___exact`` where a plain ``==`` would let such values through.)"""
+    cls = type(value)
+    if cls in _PLAIN:
+        return cls, value
+    if cls is float or cls is complex or (_inexact(value) and cls.__module__ == "numpy"):
+        if isinstance(value, numbers.Real):
+            return cls, repr(float(value)), math.copysign(1.0, value)
+        return cls, exact_key(float(value.real)), exact_key(float(value.imag))
+    if cls is tuple:
+        return cls, tuple(map(exact_key, value))
+    if cls is frozenset or cls is set:
+        return cls, frozenset(map(exact_key, value))
+    if cls is range:
+        return cls, value.start, value.stop, value.step
+    if cls is slice:
+        return cls, exact_key(value.start), exact_key(value.stop), exact_key(value.step)
+    for base, read in _BASE_VALUE:
+        if read is not None and isinstance(value, base):  # (a subclass: its own __eq__ may say anything)
+            return cls, exact_key(read(value))
+    return cls, value
+
+
+def exact_keys(values: Any) -> list[Any]:
+    """``exact_key`` of each item, in iteration order (a dict's keys, a set's elements)."""
+    return list(map(exact_key, values))
+
+
 class GuardSet:
     """The guards of one trace, deduplicated, in the order they were installed."""
 
@@ -210,16 +250,36 @@ class GuardSet:
             self.id_match(source, value)
             return
         self.type_match(source, value)
-        if _inexact(value) and value != value:  # nan
-            self.add(GuardKind.EQUALS_MATCH, f"math.isnan({source.name})", f"{source.expr()} != {source.expr()}", source)
-            return
-        literal = _literal(value)
-        if literal is None:
-            literal = self._const(value)
-        self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {display(value)}", f"{source.expr()} == {literal}", source)
-        if _inexact(value) and value == 0:  # -0.0 == 0.0, yet str() and copysign differ
-            self.add(GuardKind.EQUALS_MATCH, f"str({source.name}) == {str(value)!r}",
-                     f"___str({source.expr()}) == {str(value)!r}", source)
+        shown = "nan" if _inexact(value) and value != value else display(value)
+        self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {shown}", self.exactly(source.expr(), value), source)
+
+    def exactly(self, expr: str, value: Any) -> str:
+        """An expression true where ``expr`` (its type already guarded) has exactly ``value``:
+        ``exact_key``'s rule, written as plain comparisons where they are enough."""
+        cls = type(value)
+        if cls in _PLAIN:
+            return f"{expr} == {_literal(value)}"
+        if _inexact(value) and isinstance(value, numbers.Real):
+            if value != value or value == 0:  # nan != nan; -0.0 == 0.0: the sign tells them apart
+                test = f"{expr} != {expr}" if value != value else f"{expr} == 0"
+                return f"{test} and ___copysign(1.0, {expr}) == {math.copysign(1.0, value)!r}"
+            return f"{expr} == {_literal(value) or self._const(value)}"
+        if _inexact(value) and cls.__module__ in ("builtins", "numpy"):  # a complex: each part
+            return f"{self.exactly(f'{expr}.real', value.real)} and {self.exactly(f'{expr}.imag', value.imag)}"
+        for base, read in _BASE_VALUE:
+            if read is not None and isinstance(value, base):  # a subclass: its own __eq__ may say anything
+                return self.exactly(f"{self._const(read)}({expr})", read(value))
+        if cls.__module__ == "numpy" or cls in (torch.dtype, torch.device, torch.layout, torch.memory_format):
+            return f"{expr} == {self._const(value)}"
+        return f"___exact({expr}) == {self._const(exact_key(value))}"
+
+    def items_match(self, expr: str, items: list[Any]) -> str:
+        """An expression true where iterating ``expr`` gives exactly ``items``, in order (a
+        dict's keys, a set's elements: ``==`` alone lets ``1`` for ``True`` through)."""
+        if all(type(item) in _PLAIN for item in items):
+            return (f"___list({expr}) == {self._const(list(items))} and "
+                    f"___list(___map(___type, {expr})) == {self._const([type(item) for item in items])}")
+        return f"___exact_keys({expr}) == {self._const(exact_keys(items))}"
 
     def remaining_match(self, source: Source, length: int, op: str) -> None:
         """How many items an iterator passed in has left (``==`` or ``>=``)."""
@@ -408,7 +468,7 @@ class GuardSet:
         self._keys_guarded.add(seen)
         shown = "[" + ", ".join(map(display, keys[:8])) + (", ...]" if len(keys) > 8 else "]")
         held = f"___dkeys({source.expr()})" if native else source.expr()
-        expr = f"not {source.expr()}" if exact_dict and not keys else f"___list({held}) == {self._const(list(keys))}"
+        expr = f"not {source.expr()}" if exact_dict and not keys else self.items_match(held, keys)
         self.add(kind, f"{text.format(source.name)} == {shown}", expr, source)
 
     def function_match(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> None:
@@ -690,7 +750,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___B": fn.__globals__.get("__builtins__", __builtins__),
         "___closure": fn.__closure__,
         # Builtins under names no parameter of the user's function can shadow.
-        "___type": type, "___id": id, "___addr": object.__hash__, "___str": str, "___len": len, "___list": list, "___hasattr": hasattr,
+        "___type": type, "___id": id, "___copysign": math.copysign, "___exact": exact_key, "___exact_keys": exact_keys, "___addr": object.__hash__, "___str": str, "___len": len, "___list": list, "___hasattr": hasattr,
         "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...
         "torch": torch,
         "___peek": peek,

@@ -75,6 +75,9 @@ class OutputGraph:
         # version) -> the tracker (or AttributeMissing) found (user_objects._through_getattribute).
         self.getattribute_memo: dict[tuple, Any] = {}
         self.objects_by_id: dict[int, tuple[Any, Any]] = {}  # mutable inputs reached through several sources: (object, tracker)
+        # The value each immutable input was read as (a tuple, an int, a str): what `a is b`
+        # between two of them, or one and a constant, asks of the real objects.
+        self.input_values: dict[Any, Any] = {}
         self.real_cells: dict[int, Any] = {}  # closure cells met while tracing, one tracker each
         self.side_effects = SideEffects()
         self.translators: list[Any] = []  # every frame of the trace, the root first
@@ -91,6 +94,7 @@ class OutputGraph:
         keeps (the graph, its examples' metadata) does not need them."""
         self.input_trackers.clear()
         self.objects_by_id.clear()
+        self.input_values.clear()
         self.getattribute_memo.clear()
         self.real_cells.clear()
         self._tensors_by_id.clear()

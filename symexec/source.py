@@ -413,10 +413,15 @@ def display(value: Any) -> str:
     if text is not None:
         return text
     cls = type(value)
-    if cls is float or cls is torch.device or cls is torch.dtype:
+    if cls in (float, complex, range, torch.device, torch.dtype):
         return repr(value)
     if cls is tuple:
         return "(" + "".join(display(v) + ", " for v in value) + ")"
+    if cls is slice:
+        return f"slice({display(value.start)}, {display(value.stop)}, {display(value.step)})"
+    if cls in (set, frozenset):
+        items = ", ".join(display(v) for v in value)
+        return ("{" + items + "}" if value else "set()") if cls is set else f"frozenset({{{items}}})"
     if isinstance(value, enum.Enum):
         return f"{cls.__qualname__}.{object.__getattribute__(value, '_name_')}"
     for base in (str, bytes, int, float):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import enum
 import io
 import math
 import os
@@ -96,10 +97,31 @@ def copy_args(value, memo=None):
 # Comparing results
 
 
-def _float_equal(a, b):
-    if isinstance(a, float) and math.isnan(a):
-        return isinstance(b, float) and math.isnan(b)
-    return a == b
+def _exact(value):
+    """A key equal for two values only if they behave alike: the exact type and, for numbers,
+    the value with its sign (``True``, ``1`` and ``1.0`` differ, ``0.0`` and ``-0.0`` differ, nans
+    by their sign); tuples, frozensets, ranges and slices by their items or fields."""
+    cls = type(value)
+    if cls is float:
+        return cls, repr(value), math.copysign(1.0, value)
+    if cls is complex:
+        return cls, _exact(value.real), _exact(value.imag)
+    if cls in (bool, int, str, bytes, type(None)):
+        return cls, value
+    if cls is tuple:
+        return cls, tuple(_exact(item) for item in value)
+    if cls is frozenset:
+        return cls, frozenset(_exact(item) for item in value)
+    if cls is range:
+        return cls, value.start, value.stop, value.step
+    if cls is slice:
+        return cls, _exact(value.start), _exact(value.stop), _exact(value.step)
+    for base, read in ((int, int.__int__), (float, float.__float__), (complex, complex.__complex__),
+                       (str, str.__str__), (bytes, bytes.__bytes__)):
+        if isinstance(value, base) and not isinstance(value, enum.Enum):  # a subclass: by its value and attributes
+            return cls, _exact(read(value)), tuple((k, _exact(v)) for k, v in vars(value).items()) \
+                if hasattr(value, "__dict__") else ()
+    return cls, value
 
 
 def _tensor_equal(a, b):
@@ -144,15 +166,19 @@ def assert_same(expected, actual, where="result"):
         for i, (e, a) in enumerate(zip(expected, actual)):
             assert_same(e, a, f"{where}[{i}]")
     elif isinstance(expected, dict):
-        assert list(expected.keys()) == list(actual.keys()), (
+        assert [_exact(k) for k in expected] == [_exact(k) for k in actual], (
             f"{where}: keys differ: eager {list(expected)}, compiled {list(actual)}"
         )
         for k in expected:
             assert_same(expected[k], actual[k], f"{where}[{k!r}]")
-    elif isinstance(expected, float):
-        assert _float_equal(expected, actual), f"{where}: eager {expected!r}, compiled {actual!r}"
-    elif isinstance(expected, (int, str, bytes, bool, complex, type(None), set, frozenset,
-                               range, slice, torch.dtype, torch.device, torch.Size)):
+    elif type(expected) in (float, complex, int, str, bytes, bool, type(None), frozenset, range, slice):
+        assert _exact(expected) == _exact(actual), f"{where}: eager {expected!r}, compiled {actual!r}"
+    elif type(expected) is set:
+        assert {_exact(e) for e in expected} == {_exact(a) for a in actual}, (
+            f"{where}: eager {expected!r}, compiled {actual!r}")
+    elif isinstance(expected, (int, str, bytes, float, complex)) and not isinstance(expected, enum.Enum):
+        assert _exact(expected) == _exact(actual), f"{where}: eager {expected!r}, compiled {actual!r}"
+    elif isinstance(expected, (set, frozenset, torch.dtype, torch.device, torch.Size)):
         assert expected == actual, f"{where}: eager {expected!r}, compiled {actual!r}"
     elif isinstance(expected, torch.nn.Module):
         assert_same(expected.state_dict(), actual.state_dict(), f"{where}.state_dict()")

@@ -23,7 +23,7 @@ from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
                       NativeItemSource,
-                      PrivateObjectSource, Source, peek)
+                      PrivateObjectSource, Source, display, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
 from .base import VariableTracker
 from .builtin_subclasses import ListSubclassVariable, overrides_protocol
@@ -107,6 +107,8 @@ class VariableBuilder:
             var = _wrap_object(self, value, source)
         if source is not None:
             cache[source] = var
+            if not mutable:
+                output.input_values[source] = value
             if mutable and isinstance(var, (ListVariable, ConstDictVariable, UserDefinedObjectVariable,
                                             InputIteratorVariable)):
                 output.objects_by_id[id(value)] = (value, var)  # (held: an id is unique only while alive)
@@ -257,9 +259,11 @@ _DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
 def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
     if source is not None:
         b.guards.type_match(source, value)
-        b.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} == {value!r}",
-                     f"{source.expr()} == {b.guards._const(frozenset(value) if isinstance(value, set) else value)}",
-                     source)  # a copy: the set itself may be mutated by the call
+        if isinstance(value, (set, frozenset)):  # its elements in their order (the trace iterates it so)
+            exact = b.guards.items_match(source.expr(), list(value))
+        else:
+            exact = b.guards.exactly(source.expr(), value)
+        b.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} == {display(value)}", exact, source)
     if isinstance(value, range):
         return RangeVariable(value, source)
     if isinstance(value, (set, frozenset)):

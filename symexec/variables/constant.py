@@ -8,6 +8,7 @@ that is passed but never looked at adds no guard, so it never causes a recompile
 from __future__ import annotations
 
 import enum
+import types
 from typing import Any, Callable
 
 try:  # (numpy is optional for torch; its scalars are constants when it is there)
@@ -20,15 +21,25 @@ import torch
 
 from ..exc import AttributeMissing, Unsupported
 from ..source import Source
-from .base import BoundMethodVariable, VariableTracker
+from .base import BoundMethodVariable, VariableTracker, class_static
 
 # Types whose instances are immutable values that may live in the graph and in generated code.
 LITERAL_TYPES: tuple[type, ...] = (
     int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
     torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum, *NUMPY_SCALAR_TYPES,
 )
+# The exact types whose instances have no attributes of their own (a subclass's instance, or
+# an enum member, is an object too: its attributes are read through its class and guarded).
+IMMUTABLE_TYPES = frozenset({
+    int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
+    torch.dtype, torch.device, torch.layout, torch.memory_format,
+})
 # Types whose methods are pure and may run while tracing when every argument is constant.
 PURE_METHOD_TYPES: tuple[type, ...] = (int, float, bool, str, bytes, complex, tuple, frozenset, *NUMPY_SCALAR_TYPES)
+
+
+_BUILTIN_METHODS = (types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
+                    types.ClassMethodDescriptorType)
 
 
 def is_literal(value: Any) -> bool:
@@ -67,6 +78,8 @@ class ConstantVariable(VariableTracker):
         return f"the constant {self._value!r}"[:80]
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if type(self._value) not in IMMUTABLE_TYPES and not isinstance(self._value, NUMPY_SCALAR_TYPES):
+            return self._object_attribute(tx, name)
         value = self.as_python_constant()
         try:
             attr = getattr(value, name)
@@ -76,7 +89,30 @@ class ConstantVariable(VariableTracker):
             return BoundMethodVariable(self, name)
         return wrap_constant(attr)
 
+    def _object_attribute(self, tx: Any, name: str) -> VariableTracker:
+        """``value.name`` of an instance of a subclass of a builtin type, or of an enum member:
+        as CPython's generic lookup finds it (its class's data descriptor, its own ``__dict__``,
+        its class), each read guarded; a builtin method of its base runs on the value (a
+        constant). An enum member's ``name`` and ``value`` are fixed (Enum forbids assigning them)."""
+        from .user_objects import UserDefinedObjectVariable
+
+        value = self._value
+        cls = self.python_type()
+        static = class_static(tx, cls, name)
+        if isinstance(value, enum.Enum) and name in ("name", "value") and \
+                static is enum.Enum.__dict__[name]:
+            return wrap_constant(getattr(value, name))
+        if isinstance(static, _BUILTIN_METHODS):
+            return BoundMethodVariable(self, name)  # (call_method runs it on the value)
+        if self.source is None:
+            raise Unsupported(f"reading {name!r} of a {cls.__qualname__} made by the trace")
+        return UserDefinedObjectVariable(value, self.source, receiver=self).var_getattr(tx, name)
+
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if type(self._value) not in IMMUTABLE_TYPES and not isinstance(self._value, NUMPY_SCALAR_TYPES):
+            attribute = self._object_attribute(tx, name)
+            if not isinstance(attribute, BoundMethodVariable) or attribute.obj is not self:
+                return attribute.call_function(tx, args, kwargs)  # (its own method, inlined)
         value = self.as_python_constant()
         if not isinstance(value, PURE_METHOD_TYPES + (torch.dtype, torch.device)) or (
             name.startswith("_") and not (name.startswith("__") and name.endswith("__"))

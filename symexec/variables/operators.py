@@ -7,12 +7,15 @@ registered in ``builtins.HANDLERS`` when this module is imported (``variables/__
 from __future__ import annotations
 
 import collections
+import enum
 import operator
 from typing import Any
 
 import torch
 
 from ..exc import Unsupported
+from ..guards import GuardKind
+from ..source import display
 from .base import VariableTracker
 from .builtins import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPERATORS, BuiltinVariable, Handler,
                        handler, in_graph, is_tensor)
@@ -191,6 +194,9 @@ def identical(a: VariableTracker, b: VariableTracker, tx: Any = None) -> bool:
     """``a is b`` for trackers: the same tracker, the same source, or constants that are."""
     if a is b or (a.source is not None and a.source == b.source):
         return True
+    real = _real_identity(a, b, tx)
+    if real is not None:
+        return real
     if isinstance(a, ConstantVariable) and isinstance(b, ConstantVariable):
         return a.as_python_constant() is b.as_python_constant()
     if isinstance(a, (ConstantVariable, UserDefinedClassVariable, BuiltinVariable)) and isinstance(
@@ -218,6 +224,39 @@ def identical(a: VariableTracker, b: VariableTracker, tx: Any = None) -> bool:
             raise Unsupported("`is` between two inputs whose identity cannot be guarded here")
         tx.guards.not_identical(a.source, b.source)
     return False
+
+
+_MISSING = object()
+_SINGLETONS = (type(None), bool, type(Ellipsis), type(NotImplemented), enum.Enum)  # guarded by identity already
+
+
+def _real_identity(a: VariableTracker, b: VariableTracker, tx: Any) -> bool | None:
+    """``a is b`` where one of them is an immutable input (an int, a str, a tuple: equal values
+    need not be one object), answered from the real objects and guarded as identity; None
+    where neither is one."""
+    if tx is None:
+        return None
+    values = tx.output.input_values
+    real_a = values.get(a.source, _MISSING) if a.source is not None else _MISSING
+    real_b = values.get(b.source, _MISSING) if b.source is not None else _MISSING
+    if real_a is _MISSING and real_b is _MISSING:
+        return None
+    if real_a is _MISSING or real_b is _MISSING:  # an input and a constant of the trace
+        var, real, other = (b, real_b, a) if real_a is _MISSING else (a, real_a, b)
+        if not isinstance(other, ConstantVariable) or isinstance(real, _SINGLETONS) or \
+                isinstance(other.as_python_constant(), _SINGLETONS):
+            return None
+        constant = other.as_python_constant()
+        same = real is constant
+        shown = display(constant)
+        name = tx.guards.constant(constant)
+        tx.guards.add(GuardKind.ID_MATCH, f"{var.source.name} {'is' if same else 'is not'} {shown}",
+                      f"{var.source.expr()} {'is' if same else 'is not'} {name}", var.source)
+        return same
+    same = real_a is real_b
+    if not (isinstance(real_a, _SINGLETONS) and isinstance(real_b, _SINGLETONS)):
+        (tx.guards.alias if same else tx.guards.not_identical)(a.source, b.source)
+    return same
 
 
 def _identity_pinned(var: VariableTracker) -> bool:

@@ -233,10 +233,13 @@ class ObjectVariableBase(VariableTracker):
 class UserDefinedObjectVariable(ObjectVariableBase):
     """An instance of a user class that existed before the call."""
 
-    def __init__(self, value: Any, source: Source | None = None) -> None:
+    def __init__(self, value: Any, source: Source | None = None, receiver: VariableTracker | None = None) -> None:
         super().__init__(source)
         self.value = value
         self.cls = type(value)
+        # What its methods and properties get as ``self``: this tracker, or the constant that an
+        # instance of an int or str subclass is (constant.py reads its attributes through here).
+        self.receiver = self if receiver is None else receiver
 
     def describe(self) -> str:
         return f"{self.cls.__qualname__} object" + (f" {self.source.name}" if self.source else "")
@@ -301,7 +304,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             return self.missing_attribute(tx, name)
         if instance_dict is not None and not data_descriptor:  # an instance attribute set later shadows it
             tx.guards.not_in_instance_dict(self.source, name, native)
-        return class_attribute(tx, self, cls, name, class_source=self._class_source())
+        return class_attribute(tx, self.receiver, cls, name, class_source=self._class_source())
 
     def _through_getattribute(self, tx: Any, name: str) -> VariableTracker | None:
         """``obj.name`` where the class's ``__getattribute__`` is a Python function (a config
@@ -353,7 +356,8 @@ class UserDefinedObjectVariable(ObjectVariableBase):
                 isinstance(value.__func__, types.FunctionType):
             # (bound to this object: the function is what the guards pin, re-read through the
             # object as the code reads it; no class lookup of ours found it)
-            return UserMethodVariable(tx.wrap(value.__func__, AttrSource(AttrSource(self.source, name), "__func__")), self)
+            return UserMethodVariable(tx.wrap(value.__func__, AttrSource(AttrSource(self.source, name), "__func__")),
+                                      self.receiver)
         return tx.wrap(value, AttrSource(self.source, name))
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
