@@ -122,6 +122,9 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                 while output.active_contexts:  # and a traced autocast block that did not end
                     torch.amp.autocast_mode._exit_autocast(output.active_contexts.pop())
                 global_state.pop_functorch_levels()  # and a torch.vmap the trace stopped inside
+            if any(generator.cleanup_runs_code() for generator in output.generators):
+                raise Unsupported("a generator left suspended inside a try or with block (CPython runs its "
+                                  "cleanup when the generator is collected)")
             if tx.stopped_at_break:
                 assert reason is not None
                 return _build_entry(fn, tx, guards, backend, index, start, compile_fn, reason)

@@ -78,6 +78,7 @@ class OutputGraph:
         # The value each immutable input was read as (a tuple, an int, a str): what `a is b`
         # between two of them, or one and a constant, asks of the real objects.
         self.input_values: dict[Any, Any] = {}
+        self.generators: list[Any] = []  # every generator the trace made (generators.py)
         self.real_cells: dict[int, Any] = {}  # closure cells met while tracing, one tracker each
         self.side_effects = SideEffects()
         self.translators: list[Any] = []  # every frame of the trace, the root first
@@ -95,6 +96,7 @@ class OutputGraph:
         self.input_trackers.clear()
         self.objects_by_id.clear()
         self.input_values.clear()
+        self.generators.clear()
         self.getattribute_memo.clear()
         self.real_cells.clear()
         self._tensors_by_id.clear()

@@ -29,9 +29,10 @@ from .instructions import DISPATCH
 from .output_graph import OutputGraph
 from .resume import is_continuation, set_handler_depths
 from .source import AttrSource, BuiltinSource, ClosureSource, ConstSource, GetItemSource, GlobalSource, LocalSource, Source
-from .variables import ConstantVariable, IteratorVariable, VariableBuilder, VariableTracker
+from .variables import ConstantVariable, VariableBuilder, VariableTracker
 from .variables.user_objects import ExceptionVariable
 from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFunctionVariable, real_cell
+from .variables.generators import GeneratorVariable
 
 _UNBOUND = object()
 
@@ -130,7 +131,7 @@ class InstructionTranslator:
         self.break_at: tuple[int, int] | None = None
         self.stopped_at_break = False
         self._runs: dict[int, int] = {}
-        self.yielded: list[VariableTracker] | None = None  # items of a generator being inlined
+        self.generator: Any = None  # the GeneratorVariable whose frame this is (generators.py)
         self.exc_info: VariableTracker | None = None  # the exception being handled (PUSH_EXC_INFO)
         self.instruction: Instr | None = None
         output.translators.append(self)  # released with the trace (see release)
@@ -143,7 +144,7 @@ class InstructionTranslator:
         self.locals.clear()
         self._unwrapped.clear()
         self.cells.clear()
-        self.return_value = self.exc_info = self.yielded = None
+        self.return_value = self.exc_info = self.generator = None
 
     # -- set-up ------------------------------------------------------------------------------
     @classmethod
@@ -215,11 +216,10 @@ class InstructionTranslator:
         self.ip = self.program.labels[handler.target]
 
     def yield_value(self, value: VariableTracker) -> None:
-        if self.yielded is None:
+        """``yield``: the frame suspends until its generator is asked for the next item."""
+        if self.generator is None:
             raise Unsupported("yield outside an inlined generator")
-        if len(self.yielded) >= self.config.max_generator_items:
-            raise Unsupported(f"a generator yielding more than {self.config.max_generator_items} items")
-        self.yielded.append(value)
+        self.generator.suspend(value)
 
     def finish(self, value: VariableTracker) -> None:
         self.return_value = value
@@ -267,14 +267,9 @@ class InstructionTranslator:
         for name, cell in zip(fn.code.co_freevars, fn.closure_cells(self)):
             child.cells[name] = cell
         if fn.code.co_flags & inspect.CO_GENERATOR:
-            # A generator runs to completion at the call and yields its items from a list:
-            # fine while nothing it does is observable between two items (side effects are
-            # unsupported anyway), the same choice Dynamo makes for inlined generators.
-            child.yielded = []
+            return GeneratorVariable(child)  # (runs item by item, when asked: generators.py)
         child.run()  # a TracedException it does not handle goes on to this frame's step
         self.output.location = self.location()  # back to the caller's line
-        if child.yielded is not None:
-            return IteratorVariable(child.yielded)
         assert child.return_value is not None
         return child.return_value
 

@@ -555,10 +555,16 @@ def held_elsewhere(tx: Any, iterator: VariableTracker) -> bool:
     return any(var is iterator for var in reachable(roots, set()))
 
 
+def lazy_source(tx: Any, iterable: VariableTracker) -> bool:
+    """Whether a combinator over ``iterable`` must take its items when CPython would: someone
+    else holds the iterator, or taking an item runs code (a generator, a lazy ``map``)."""
+    return isinstance(iterable, IteratorVariable) and (iterable.pending() or held_elsewhere(tx, iterable))
+
+
 @handler(enumerate)
 def _enumerate(tx: Any, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
     first = start.as_python_constant() if start is not None else 0
-    if held_elsewhere(tx, iterable):
+    if lazy_source(tx, iterable):
         return LazyIteratorVariable(tx, enumerate, ConstantVariable(first), [iterable])
     return IteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(iterable.unpack(tx))],
                             enumerate)
@@ -566,7 +572,7 @@ def _enumerate(tx: Any, iterable: VariableTracker, start: VariableTracker | None
 
 @handler(zip)
 def _zip(tx: Any, *iterables: VariableTracker, strict: VariableTracker | None = None) -> VariableTracker:
-    if any(held_elsewhere(tx, it) for it in iterables):
+    if any(lazy_source(tx, it) for it in iterables):
         if strict is not None and strict.as_python_constant():
             raise Unsupported("zip(strict=True) over an iterator")
         return LazyIteratorVariable(tx, zip, ConstantVariable(None), [_iter(tx, it) for it in iterables])
@@ -656,12 +662,12 @@ def _map(tx: Any, fn: VariableTracker, *iterables: VariableTracker) -> VariableT
     if not iterables:
         raise Unsupported("TypeError: map() must have at least two arguments.")
     return LazyIteratorVariable(tx, map, fn, [_iter(tx, it) for it in iterables],
-                                shared=any(held_elsewhere(tx, it) for it in iterables))
+                                shared=any(lazy_source(tx, it) for it in iterables))
 
 
 @handler(filter)
 def _filter(tx: Any, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
-    return LazyIteratorVariable(tx, filter, fn, [_iter(tx, iterable)], shared=held_elsewhere(tx, iterable))
+    return LazyIteratorVariable(tx, filter, fn, [_iter(tx, iterable)], shared=lazy_source(tx, iterable))
 
 
 class LazyIteratorVariable(IteratorVariable):
@@ -683,6 +689,9 @@ class LazyIteratorVariable(IteratorVariable):
             # as computing them later.
             while self._pull(tx):
                 pass
+
+    def pending(self) -> bool:
+        return not self.exhausted
 
     def _pull(self, tx: Any) -> bool:
         """Compute one more item; False when the sources are exhausted."""

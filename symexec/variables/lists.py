@@ -223,7 +223,11 @@ class ListVariable(BaseListVariable):
         if name == "append" and len(args) == 1:
             items.append(args[0])
         elif name in ("extend", "__iadd__") and len(args) == 1:
-            items.extend(args[0].unpack(tx))
+            if args[0] is self:
+                items.extend(list(items))
+            else:  # (appended as they come, as CPython's list_extend does: a lazy map sees each)
+                for item in items_one_by_one(tx, args[0]):
+                    items.append(item)
             return self if name == "__iadd__" else ConstantVariable(None)
         elif name == "__imul__" and len(args) == 1:
             items[:] = items * operator.index(args[0].as_python_constant())
@@ -312,6 +316,17 @@ class SliceVariable(VariableTracker):
         return f"SliceVariable({self.parts!r})"
 
 
+def items_one_by_one(tx: Any, iterable: VariableTracker) -> Any:
+    """The items of ``iterable`` as a consumer that may stop early takes them (``any``,
+    ``in``, ``list.extend``): an iterator's one at a time, so what is left stays unrun; a
+    container's from the items it holds."""
+    if isinstance(iterable, IteratorVariable):
+        while (item := iterable.next_item()) is not None:
+            yield item
+    else:
+        yield from iterable.unpack(tx)
+
+
 class IteratorVariable(VariableTracker):
     """An iterator over items known while tracing; ``next`` advances it in place.
 
@@ -335,6 +350,11 @@ class IteratorVariable(VariableTracker):
 
     def subvalues(self) -> list[VariableTracker]:
         return self.items[self.index:]
+
+    def pending(self) -> bool:
+        """Whether taking an item may run code (a lazy ``map``, a generator): then a consumer
+        takes them one at a time, when CPython would."""
+        return False
 
     def next_item(self) -> VariableTracker | None:
         if self.index >= len(self.items):

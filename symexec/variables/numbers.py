@@ -14,7 +14,7 @@ from ..exc import Unsupported
 from .base import VariableTracker
 from .builtins import HANDLERS, BuiltinVariable, Handler, handler, in_graph, is_tensor
 from .constant import ConstantVariable
-from .lists import sort_keys
+from .lists import items_one_by_one, sort_keys
 from .tensor import SymNodeVariable, record_call
 from .user_objects import ExceptionVariable, ObjectVariableBase
 
@@ -76,8 +76,9 @@ def _pow(tx: Any, base: VariableTracker, exp: VariableTracker, mod: VariableTrac
     return None
 
 
-HANDLERS[any] = lambda tx, iterable: ConstantVariable(any(i.truth(tx) for i in iterable.unpack(tx)))
-HANDLERS[all] = lambda tx, iterable: ConstantVariable(all(i.truth(tx) for i in iterable.unpack(tx)))
+# any() and all() stop at the first item that decides, as CPython's do.
+HANDLERS[any] = lambda tx, iterable: ConstantVariable(any(i.truth(tx) for i in items_one_by_one(tx, iterable)))
+HANDLERS[all] = lambda tx, iterable: ConstantVariable(all(i.truth(tx) for i in items_one_by_one(tx, iterable)))
 
 
 @handler(str, complex)

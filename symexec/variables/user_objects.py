@@ -237,9 +237,14 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         super().__init__(source)
         self.value = value
         self.cls = type(value)
-        # What its methods and properties get as ``self``: this tracker, or the constant that an
-        # instance of an int or str subclass is (constant.py reads its attributes through here).
-        self.receiver = self if receiver is None else receiver
+        # What its methods and properties get as ``self`` where that is not this tracker: the
+        # constant that an instance of an int or str subclass is (constant.py reads its
+        # attributes through here). (Not a reference to itself: a cycle would keep the object.)
+        self._receiver = receiver
+
+    @property
+    def receiver(self) -> VariableTracker:
+        return self if self._receiver is None else self._receiver
 
     def describe(self) -> str:
         return f"{self.cls.__qualname__} object" + (f" {self.source.name}" if self.source else "")
