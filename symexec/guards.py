@@ -229,9 +229,7 @@ class GuardSet:
         )
 
     def id_match(self, source: Source, value: Any) -> None:
-        label = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-        if type(label) is not str:  # (only shown, but a property of the user's could say anything)
-            label = _qualname(type(value))
+        label = _label(value)
         self.add(
             GuardKind.ID_MATCH,
             f"{source.name} is {label}",
@@ -280,6 +278,11 @@ class GuardSet:
             return (f"___list({expr}) == {self._const(list(items))} and "
                     f"___list(___map(___type, {expr})) == {self._const([type(item) for item in items])}")
         return f"___exact_keys({expr}) == {self._const(exact_keys(items))}"
+
+    def readable(self, source: Source) -> None:
+        """``source`` can still be read: the generated code re-fetches what it reaches (a value
+        the trace passed on unused), and a missing attribute or key must retrace, not raise."""
+        self.add(GuardKind.ID_MATCH, f"{source.name} can be read", f"({source.expr()}, True)[1]", source)
 
     def remaining_match(self, source: Source, length: int, op: str) -> None:
         """How many items an iterator passed in has left (``==`` or ``>=``)."""
@@ -366,6 +369,14 @@ class GuardSet:
             return
         self.add(GuardKind.ID_MATCH, f"issubclass({_qualname(cls)}, {getattr(of, '__qualname__', None) or display(of)}) == {answer}",
                  f"___issubclass({self._const(cls)}, {self._const(of)}) is {answer}")
+
+    def class_flag(self, cls: type, flag: int, answer: bool) -> None:
+        """A flag of ``cls.__flags__`` is still set (or not): an ABC's ``register`` sets the
+        sequence and mapping flags that ``match`` reads. Nothing is guarded on builtin classes."""
+        if not _mutable_class(cls):
+            return
+        self.add(GuardKind.ID_MATCH, f"{_qualname(cls)}.__flags__ & {flag} == {answer}",
+                 f"({self._const(cls)}.__flags__ & {flag}) {'!=' if answer else '=='} 0")
 
     def class_lookup(self, cls: type, mro: tuple[type, ...], name: str, found: type | None, static: Any) -> None:
         """``name`` looked up along ``mro`` (a class's MRO, or its rest after a ``super()``)
@@ -530,6 +541,20 @@ _PAIRWISE_DISTINCT = 10
 def _mutable_class(cls: type) -> bool:
     """Whether a class's dict or bases can change (not a builtin or extension type)."""
     return not type.__dict__["__flags__"].__get__(cls) & (1 << 8)  # Py_TPFLAGS_IMMUTABLETYPE
+
+
+def _label(value: Any) -> str:
+    """How a guard's text names an object held by identity, read without running any of the
+    user's code (a module's or a class's ``__getattr__``, a property)."""
+    if isinstance(value, type):
+        label = type.__dict__["__qualname__"].__get__(value)
+    elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+        label = value.__qualname__
+    elif isinstance(value, types.ModuleType):
+        label = object.__getattribute__(value, "__dict__").get("__name__")
+    else:
+        label = None
+    return label if type(label) is str else _qualname(type(value))
 
 
 def _qualname(cls: type) -> str:

@@ -267,7 +267,7 @@ class InstructionTranslator:
         for name, cell in zip(fn.code.co_freevars, fn.closure_cells(self)):
             child.cells[name] = cell
         if fn.code.co_flags & inspect.CO_GENERATOR:
-            return GeneratorVariable(child)  # (runs item by item, when asked: generators.py)
+            return GeneratorVariable(child, (fn, args, kwargs))  # (runs item by item, when asked: generators.py)
         child.run()  # a TracedException it does not handle goes on to this frame's step
         self.output.location = self.location()  # back to the caller's line
         assert child.return_value is not None

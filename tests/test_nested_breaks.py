@@ -356,7 +356,9 @@ def test_generator_callee_runs_as_is():
             total = total + item
         return total
 
-    check(fn, _t())
+    # The generator runs item by item, so its print breaks the graph in the loop: the frame
+    # runs as its code (torch.compile skips it too) and the generator as it is.
+    check(fn, _t(), expect_traced=False)
     out = symexec.explain(fn, _t())
     assert all(r.kind != "callee" for r in out.functions)
 

@@ -15,6 +15,12 @@ TRACING_CODE = sorted([*ROOT.glob("variables/*.py"), *ROOT.glob("instructions/*.
 
 # (file, function) -> why that read is guarded or cannot change.
 ALLOWED = {
+    ("variables/builder.py", "_wrap_partial"): "the MRO of functools.partial itself (immutable)",
+    ("variables/constant.py", "ConstantVariable._object_attribute"):
+        "Enum's own name/value properties, compared with what the guarded lookup found",
+    ("variables/misc.py", "PythonModuleVariable.var_getattr"):
+        "a module's own dict: a name not in it is guarded so, and its __getattr__ read with a source",
+    ("variables/torch.py", "is_torch_object"): "a module's __name__, to tell torch's (the module pinned by identity)",
     ("variables/optimizer.py", "InitGroupVariable._make_state"):
         "whether to make an optimizer's missing state for real before tracing _init_group, which reads it guarded",
     ("variables/base.py", "find_on_class"): "the one guarded class lookup",

@@ -3,7 +3,6 @@ trackers whose types and contents are known while tracing."""
 
 from __future__ import annotations
 
-import collections.abc
 from typing import Any
 
 from ..exc import Unsupported
@@ -12,21 +11,27 @@ from ..variables.base import class_static, subclass_check
 from .registry import instruction
 
 
-def _is(value: Any, abc: type) -> bool:
+# What CPython's MATCH_SEQUENCE and MATCH_MAPPING read: a flag of the subject's type, which
+# ``collections.abc.Sequence.register(C)`` (Mapping's) sets on C and its subclasses.
+_TPFLAGS_SEQUENCE = 1 << 5
+_TPFLAGS_MAPPING = 1 << 6
+
+
+def _has_flag(tx: Any, value: Any, flag: int) -> bool:
     cls = value.python_type()
-    if abc is collections.abc.Sequence and issubclass(cls, (str, bytes, bytearray)):
-        return False
-    return issubclass(cls, abc)
+    answer = bool(cls.__flags__ & flag)
+    tx.guards.class_flag(cls, flag, answer)
+    return answer
 
 
 @instruction("MATCH_SEQUENCE", pushes=1)
 def MATCH_SEQUENCE(tx: Any, inst: Any) -> Any:
-    return ConstantVariable(_is(tx.peek(1), collections.abc.Sequence))
+    return ConstantVariable(_has_flag(tx, tx.peek(1), _TPFLAGS_SEQUENCE))
 
 
 @instruction("MATCH_MAPPING", pushes=1)
 def MATCH_MAPPING(tx: Any, inst: Any) -> Any:
-    return ConstantVariable(_is(tx.peek(1), collections.abc.Mapping))
+    return ConstantVariable(_has_flag(tx, tx.peek(1), _TPFLAGS_MAPPING))
 
 
 @instruction("GET_LEN", pushes=1)

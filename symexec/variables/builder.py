@@ -25,7 +25,7 @@ from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, It
                       NativeItemSource,
                       PrivateObjectSource, Source, display, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
-from .base import VariableTracker
+from .base import VariableTracker, find_on_class
 from .builtin_subclasses import ListSubclassVariable, overrides_protocol
 from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal
@@ -441,6 +441,10 @@ def _wrap_lru_cache(b: VariableBuilder, value: Any, source: Source | None) -> Va
 def _wrap_partial(b: VariableBuilder, value: functools.partial, source: Source | None) -> VariableTracker:
     if source is None:
         raise Unsupported("a functools.partial that cannot be re-fetched")
+    if type(value) is not functools.partial and any(
+            find_on_class(b, type(value), name)[0] not in functools.partial.__mro__
+            for name in ("__call__", "__getattribute__", "func", "args", "keywords")):
+        return _wrap_object(b, value, source)  # a subclass's own __call__ (or attributes) must run
     b.guards.type_match(source, value)
     b.guards.len_match(AttrSource(source, "args"), len(value.args))
     b.guards.keys_match(AttrSource(source, "keywords"), list(value.keywords))

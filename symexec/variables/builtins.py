@@ -22,13 +22,13 @@ import torch
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, PrivateObjectSource, Source, value_of
+from ..source import AttrSource, ConstSource, PrivateObjectSource, Source, value_of
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .dicts import ConstDictVariable, DictViewVariable
 from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, iterator_type,
                     sort_keys)
-from .functions import UserMethodVariable
+from .functions import UserFunctionVariable, UserMethodVariable
 from .misc import SetVariable
 from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
@@ -380,8 +380,12 @@ def _instancecheck(tx: Any, obj: VariableTracker, cls: Any) -> bool:
         if is_tensor(obj) and obj.source is not None:
             raise Unsupported("isinstance(input tensor, nn.Parameter) reads its `_is_param` mark")
         return False
+    if isinstance(check, types.FunctionType):  # the metaclass's own check, in Python: traced
+        answer = UserFunctionVariable(check, ConstSource.of(check)).call_function(
+            tx, [tx.wrap(cls, ConstSource.of(cls)), obj], {})
+        return answer.truth(tx)
     if obj.is_python_constant() and isinstance(obj, ConstantVariable):
-        return isinstance(obj.as_python_constant(), cls)  # a constant: the real check on the real value
+        return isinstance(obj.as_python_constant(), cls)  # a C check on a constant: the real check
     return _unsupported_check(cls)
 
 

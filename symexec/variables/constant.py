@@ -28,12 +28,18 @@ LITERAL_TYPES: tuple[type, ...] = (
     int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
     torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum, *NUMPY_SCALAR_TYPES,
 )
-# The exact types whose instances have no attributes of their own (a subclass's instance, or
-# an enum member, is an object too: its attributes are read through its class and guarded).
-IMMUTABLE_TYPES = frozenset({
-    int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
-    torch.dtype, torch.device, torch.layout, torch.memory_format,
-})
+
+
+def is_object_constant(value: Any) -> bool:
+    """Whether a constant is an object too: an instance of a user subclass of a builtin value
+    type (an int, a str...), or an enum member. Its attributes are its class's and its own
+    ``__dict__``'s, read through the class and guarded; those of an exact int or str are not."""
+    cls = type(value)
+    return cls not in _EXACT_VALUE_TYPES and isinstance(value, (int, float, complex, str, bytes, enum.Enum)) and \
+        not isinstance(value, NUMPY_SCALAR_TYPES)
+
+
+_EXACT_VALUE_TYPES = frozenset({int, float, bool, str, bytes, complex})
 # Types whose methods are pure and may run while tracing when every argument is constant.
 PURE_METHOD_TYPES: tuple[type, ...] = (int, float, bool, str, bytes, complex, tuple, frozenset, *NUMPY_SCALAR_TYPES)
 
@@ -78,7 +84,7 @@ class ConstantVariable(VariableTracker):
         return f"the constant {self._value!r}"[:80]
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
-        if type(self._value) not in IMMUTABLE_TYPES and not isinstance(self._value, NUMPY_SCALAR_TYPES):
+        if is_object_constant(self._value):
             return self._object_attribute(tx, name)
         value = self.as_python_constant()
         try:
@@ -109,7 +115,7 @@ class ConstantVariable(VariableTracker):
         return UserDefinedObjectVariable(value, self.source, receiver=self).var_getattr(tx, name)
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if type(self._value) not in IMMUTABLE_TYPES and not isinstance(self._value, NUMPY_SCALAR_TYPES):
+        if is_object_constant(self._value):
             attribute = self._object_attribute(tx, name)
             if not isinstance(attribute, BoundMethodVariable) or attribute.obj is not self:
                 return attribute.call_function(tx, args, kwargs)  # (its own method, inlined)
@@ -133,6 +139,7 @@ class ConstantVariable(VariableTracker):
 
     def reconstruct(self, cg: Any) -> None:
         if self._guards is not None:  # never used, so never guarded: re-fetch the value of now
+            self._guards.readable(self.source)  # (if it is still there: else the trace's answer differs)
             self.source.emit_load(cg)  # type: ignore[union-attr]
         else:
             cg.load_const(self._value)

@@ -110,7 +110,10 @@ class ConstDictVariable(VariableTracker):
             return ConstDictVariable(items, user_cls=self.user_cls, default_factory=self.default_factory)
         if name == "__init__":  # dict.__init__ (reached through super()): update's arguments
             return self.native_call_method(tx, "update", args, kwargs)
-        if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear", "popitem"):
+        ordered = issubclass(self.user_cls, collections.OrderedDict)
+        if name == "move_to_end" and not ordered:
+            raise Unsupported(f"method {name!r} of {self.describe()}")
+        if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear", "popitem", "move_to_end"):
             self.check_replayable(tx)
             tx.output.side_effects.mutate(self)
             if name == "__setitem__":
@@ -142,8 +145,28 @@ class ConstDictVariable(VariableTracker):
                 del items[_key(args[0], tx)]
             elif name == "clear":
                 items.clear()
-            else:
-                raise Unsupported("dict.popitem")
+            elif name == "move_to_end":  # OrderedDict's: to the end, or (last=False) to the front
+                bound = _bind(tx, ("key", "last"), (True,), args, kwargs, "move_to_end")
+                k = _key(bound[0], tx)
+                if k not in items:
+                    raise TracedException(KeyError(k))
+                value = items.pop(k)
+                if bound[1].truth(tx):
+                    items[k] = value
+                else:
+                    rest = dict(items)
+                    items.clear()
+                    items[k] = value
+                    items.update(rest)
+            else:  # popitem: the last item (OrderedDict's, with last=False, the first)
+                last = _bind(tx, ("last",), (True,), args, kwargs, "popitem")[0].truth(tx) if ordered else True
+                if args and not ordered:
+                    raise Unsupported("dict.popitem() takes no arguments")
+                if not items:
+                    raise TracedException(KeyError("dictionary is empty" if ordered else "popitem(): dictionary is empty"))
+                k = next(reversed(items)) if last else next(iter(items))
+                value = items.pop(k)
+                return TupleVariable([k.var if isinstance(k, Identity) else ConstantVariable(k), value])
             return ConstantVariable(None)
         raise Unsupported(f"method {name!r} of {self.describe()}")
 
@@ -291,6 +314,23 @@ _VIEW_PURE_METHODS = frozenset({
     "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__rand__", "__or__", "__ror__",
     "__sub__", "__rsub__", "__xor__", "__rxor__", "isdisjoint",
 })
+
+
+def _bind(tx: Any, names: tuple[str, ...], defaults: tuple[Any, ...], args: list[VariableTracker],
+          kwargs: dict[str, VariableTracker], method: str) -> list[VariableTracker]:
+    """The arguments of a builtin method, positional or by name, the last ones defaulted."""
+    values: list[VariableTracker | None] = [*args, *[None] * (len(names) - len(args))]
+    if len(args) > len(names) or any(k not in names or values[names.index(k)] is not None for k in kwargs):
+        raise Unsupported(f"{method}() with these arguments")
+    for k, v in kwargs.items():
+        values[names.index(k)] = v
+    first_default = len(names) - len(defaults)
+    for i, value in enumerate(values):
+        if value is None:
+            if i < first_default:
+                raise Unsupported(f"{method}() without its argument {names[i]!r}")
+            values[i] = ConstantVariable(defaults[i - first_default])
+    return values  # type: ignore[return-value]
 
 
 def _key(key: VariableTracker, tx: Any) -> Any:

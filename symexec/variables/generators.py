@@ -16,8 +16,14 @@ from typing import Any
 
 from ..exc import TracedException, Unsupported
 from .constant import ConstantVariable
-from .lists import IteratorVariable
+from .dicts import ConstDictVariable
+from .lists import IteratorVariable, TupleVariable
 from .user_objects import ExceptionVariable
+
+
+def _call(fn: Any, args: tuple, kwargs: dict) -> Any:
+    """(generated code) A generator function called anew."""
+    return fn(*args, **kwargs)
 
 
 class Suspended(BaseException):
@@ -28,9 +34,10 @@ class Suspended(BaseException):
 class GeneratorVariable(IteratorVariable):
     """A generator whose frame is a translator suspended at its last ``yield`` (``frame``)."""
 
-    def __init__(self, frame: Any) -> None:
+    def __init__(self, frame: Any, call: tuple[Any, list[Any], dict[str, Any]]) -> None:
         super().__init__([], types.GeneratorType)
         self.frame = frame
+        self.call = call  # (the function, its arguments): how generated code makes it anew
         self.started = False
         self.exhausted = False
         self.running = False
@@ -106,8 +113,13 @@ class GeneratorVariable(IteratorVariable):
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:
+        if not self.started:  # nothing of it has run: the same call makes the same generator
+            fn, args, kwargs = self.call
+            cg.call_const(_call, lambda: [cg.reconstruct(fn), cg.reconstruct(TupleVariable(list(args))),
+                                          cg.reconstruct(ConstDictVariable(dict(kwargs)))])
+            return
         if not self.exhausted:
-            # Its frame, suspended, cannot be made again as a real generator.
+            # Its frame, suspended part way, cannot be made again as a real generator.
             raise Unsupported("a generator not run to its end at a graph break or a return")
         super().reconstruct(cg)  # an exhausted generator (lists._REBUILDERS)
 

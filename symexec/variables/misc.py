@@ -20,7 +20,7 @@ from .base import BoundMethodVariable, Identity, VariableTracker, class_static, 
 from .lists import ListVariable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
 from .new_modules import construct_user_module
-from .user_objects import class_attribute, construct, tp_name
+from .user_objects import call_getattr_hook, class_attribute, construct, tp_name
 
 
 # What ``type`` holds of every class, plain data.
@@ -144,10 +144,26 @@ class PythonModuleVariable(VariableTracker):
         return f"module {self.module.__name__}"
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        source = self.source or ConstSource.of(self.module)
+        members = self.module.__dict__
+        if name not in members and type(self.module) is types.ModuleType and \
+                not hasattr(types.ModuleType, name):
+            # A name the module does not hold: its own __getattr__ (PEP 562) decides, traced
+            # (it runs once per read, as in eager, and what it reads is guarded), or none is
+            # there and the name is missing. Both facts guarded.
+            tx.guards.not_in_instance_dict(source, name)
+            if "__getattr__" not in members:
+                tx.guards.not_in_instance_dict(source, "__getattr__")
+                module_name = members.get("__name__")
+                text = f"module {module_name!r} has no attribute {name!r}" if type(module_name) is str else \
+                    f"module has no attribute {name!r}"
+                raise AttributeMissing.exactly(AttributeError(text), guarded=True)
+            hook = tx.wrap(members["__getattr__"], AttrSource(source, "__getattr__"))
+            return call_getattr_hook(tx, hook, name)
         if not hasattr(self.module, name):
             raise AttributeMissing(f"module {self.module.__name__} has no attribute {name!r}")
         value = getattr(self.module, name)
-        return tx.wrap(value, AttrSource(self.source or ConstSource.of(self.module), name))
+        return tx.wrap(value, AttrSource(source, name))
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:

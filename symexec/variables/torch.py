@@ -84,10 +84,11 @@ def is_torch_operation(fn: Any) -> bool:
 def is_torch_object(value: Any) -> bool:
     if isinstance(value, types.MethodType):
         return False  # a bound method of some object: the object decides
+    if isinstance(value, types.ModuleType):  # (its __dict__: a module's __getattr__ is the user's code)
+        module = object.__getattribute__(value, "__dict__").get("__name__")
+        return type(module) is str and (module == "torch" or module.startswith("torch."))
     module = getattr(value, "__module__", None) or ""
-    if isinstance(value, types.ModuleType):
-        module = value.__name__
-    elif isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
+    if isinstance(value, (types.MethodDescriptorType, types.WrapperDescriptorType)):
         module = getattr(value.__objclass__, "__module__", "")  # torch.Tensor.add: of torch._C.TensorBase
     return module == "torch" or module.startswith("torch.")
 

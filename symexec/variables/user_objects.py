@@ -224,9 +224,18 @@ class ObjectVariableBase(VariableTracker):
     def unpack(self, tx: Any) -> list[VariableTracker]:
         if self.has_python_method(tx, "__iter__"):
             return self.call_method(tx, "__iter__", [], {}).unpack(tx)
-        if self.has_python_method(tx, "__getitem__") and self.has_python_method(tx, "__len__"):
-            n = self.call_method(tx, "__len__", [], {}).as_python_constant()
-            return [self.call_method(tx, "__getitem__", [ConstantVariable(i)], {}) for i in range(n)]
+        if self.has_python_method(tx, "__getitem__"):
+            # The old sequence protocol: items 0, 1, 2... until IndexError (not __len__'s count).
+            items = []
+            for i in range(tx.config.max_generator_items):
+                try:
+                    items.append(self.call_method(tx, "__getitem__", [ConstantVariable(i)], {}))
+                except TracedException as e:
+                    if isinstance(e.exception, ExceptionVariable) and issubclass(e.exception.cls, (IndexError, StopIteration)):
+                        return items
+                    raise
+            raise Unsupported(f"iterating over a {self.cls.__qualname__} with more than "
+                              f"{tx.config.max_generator_items} items")
         raise Unsupported(f"iterating over a {self.cls.__qualname__}")
 
 
@@ -337,18 +346,19 @@ class UserDefinedObjectVariable(ObjectVariableBase):
                 memo[key] = found
             return found
         except TracedException as e:
-            error = e.exception
-            if isinstance(error, ExceptionVariable) and issubclass(error.cls, AttributeError) and \
-                    all(a.is_python_constant() for a in error.args):  # (hasattr is False; its facts are guarded)
-                real = error.cls(*[a.as_python_constant() for a in error.args])
-                missing = memo[key] = AttributeMissing.exactly(real, guarded=True)
-                raise missing from None
-            raise
+            missing = missing_from(e)  # (hasattr is False; its facts are guarded)
+            if missing is None:
+                raise
+            memo[key] = missing
+            raise missing from None
         finally:
             tx.output.location = location
 
     def missing_attribute(self, tx: Any, name: str) -> VariableTracker:
-        if class_static(tx, self.cls, "__getattr__") is not None:
+        hook = class_static(tx, self.cls, "__getattr__")
+        if isinstance(hook, types.FunctionType):  # traced, so it runs once per read, as in eager
+            return call_getattr_hook(tx, UserMethodVariable(_function(hook, None), self.receiver), name)
+        if hook is not None:
             return self.real_attribute(tx, name)
         raise AttributeMissing.exactly(no_attribute(self.cls, name))
 
@@ -391,6 +401,29 @@ class UserDefinedObjectVariable(ObjectVariableBase):
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({self.cls.__qualname__})"
+
+
+def call_getattr_hook(tx: Any, hook: VariableTracker, name: str) -> VariableTracker:
+    """A Python ``__getattr__`` (a class's, bound, or a module's) called for ``name``, inlined:
+    what it reads is guarded where it reads it, and an AttributeError it raises is the missing
+    attribute (``hasattr`` is False, ``getattr``'s default is taken)."""
+    try:
+        return hook.call_function(tx, [ConstantVariable(name)], {})
+    except TracedException as e:
+        missing = missing_from(e)
+        if missing is None:
+            raise
+        raise missing from None
+
+
+def missing_from(e: TracedException) -> AttributeMissing | None:
+    """The AttributeError that traced lookup code raised, as the missing attribute it means
+    (its facts guarded where the code read them); None for any other exception."""
+    error = e.exception
+    if isinstance(error, ExceptionVariable) and issubclass(error.cls, AttributeError) and \
+            all(a.is_python_constant() for a in error.args):
+        return AttributeMissing.exactly(error.cls(*[a.as_python_constant() for a in error.args]), guarded=True)
+    return None
 
 
 def make_object(cls: type, attributes: dict[str, Any]) -> Any:
