@@ -25,6 +25,9 @@ class SideEffects:
         # (object tracker, attribute, value tracker or DELETED), latest value per (object, name).
         self.attributes: dict[tuple[int, str], tuple[VariableTracker, str, Any]] = {}
         self.globals: dict[str, VariableTracker] = {}
+        # The value an attribute the trace set, then deleted, had: set again at the replay, then
+        # deleted, as eager did.
+        self.set_before_delete: dict[tuple[int, str], VariableTracker] = {}
         self.cells: dict[int, tuple[Any, VariableTracker]] = {}
         # Iterators passed in that the trace took items from (each knows how many).
         self.iterators: dict[int, VariableTracker] = {}
@@ -46,8 +49,21 @@ class SideEffects:
         self.version += 1
         if obj.source is None:
             raise Unsupported(f"setting attribute {name!r} of {obj.describe()} created while tracing")
-        self.attributes.pop((id(obj), name), None)  # re-insert: the latest write goes last
-        self.attributes[(id(obj), name)] = (obj, name, value)
+        key = (id(obj), name)
+        previous = self.attributes.pop(key, None)  # re-insert: the latest write goes last
+        if value is DELETED and previous is not None and previous[2] is not DELETED:
+            # ``o.a = v; ...; del o.a``: replayed as both (``o.a`` need not have been there before)
+            self.set_before_delete[key] = previous[2]
+        elif value is not DELETED:
+            self.set_before_delete.pop(key, None)
+        self.attributes[key] = (obj, name, value)
+
+    @staticmethod
+    def _load_target(cg: Any, target: str | None, obj: VariableTracker) -> None:
+        if target is not None:
+            cg.load_fast(target)
+        else:  # (an object the trace made: rebuilt)
+            cg.reconstruct(obj)
 
     def pending_attr(self, obj: VariableTracker, name: str) -> Any:
         """The value a traced write gave ``obj.name``, DELETED, or None when not written."""
@@ -185,12 +201,13 @@ class SideEffects:
                 cg.emit("POP_TOP")
         for key, (obj, name, value) in self.attributes.items():
             target = values.get(("target", id(obj)))
+            if key in self.set_before_delete:
+                cg.load_const(None)  # (its value is not seen before the delete: any will do)
+                self._load_target(cg, target, obj)
+                cg.emit("STORE_ATTR", name)
             if value is not DELETED:
                 cg.load_fast(values[key])
-            if target is not None:
-                cg.load_fast(target)
-            else:  # (an object the trace made: rebuilt)
-                cg.reconstruct(obj)
+            self._load_target(cg, target, obj)
             cg.emit("DELETE_ATTR" if value is DELETED else "STORE_ATTR", name)
         for key, (cell, _) in self.cells.items():
             cg.load_fast(values[("cell", key)])

@@ -49,6 +49,9 @@ def test_callable_retraces_when_the_class_gains_a_call():
 # WITH_EXCEPT_START of a @contextmanager that caught its body's exception read a NULL, SIGSEGV)
 
 import contextlib  # noqa: E402
+import functools  # noqa: E402
+import types  # noqa: E402
+import typing  # noqa: E402
 
 import symexec  # noqa: E402
 
@@ -132,3 +135,439 @@ def _break_in_finally_while_raising(x):
 def test_a_graph_break_in_except_and_finally_blocks():
     check(_break_in_except, torch.ones(2), expect_traced=False)
     check(_break_in_finally_while_raising, torch.ones(2), expect_traced=False)
+
+
+# -- 1. value guards as exact as the facts the trace used -----------------------------------
+# (a guard `x == v` let through values equal to v that behave otherwise: True for 1 and 1.0,
+# -0.0 for 0.0, a nan of the other sign, ranges and slices equal with other fields, an int or
+# str subclass's own __eq__; `a is b` was folded from the traced call)
+
+import collections  # noqa: E402
+import enum  # noqa: E402
+import math  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def _key_dict(k, x):
+    return {k: 1}, str(k), x + 1
+
+
+def _signs(k, x):
+    return x * k, str(k), math.copysign(1.0, k) if isinstance(k, float) else k
+
+
+def _keys_of(d, x):
+    return list(d), str(d), x + 1
+
+
+def _set_text(s, x):
+    return str(s), sorted(map(repr, s)), x + len(s)
+
+
+def _range_fields(r, x):
+    return r.start, r.stop, r.step, str(r), x + len(r)
+
+
+def _slice_fields(s, x):
+    return str(s), x[s]
+
+
+@pytest.mark.parametrize("fn, values", [
+    (_key_dict, [True, 1, 1.0, 1 + 0j]),
+    (_signs, [0.0, -0.0, float("nan"), -float("nan"), float("inf"), -float("inf")]),
+    (_signs, [complex(1, 0.0), complex(1, -0.0), complex(-0.0, 0.0), complex(0.0, -0.0)]),
+    (_keys_of, [{True: 1}, {1: 1}, {1.0: 1}, {0.0: 1}, {-0.0: 1}, {(1, 0.0): 1}, {(True, -0.0): 1}]),
+    (_set_text, [{True}, {1}, {1.0}, {0.0}, {-0.0}, frozenset({0.0}), frozenset({-0.0}), {(1, 2)}, {(True, 2)}]),
+    (_range_fields, [range(0), range(5, 5), range(0, 6, 2), range(0, 5, 2), range(0, 3, 1)]),
+    (_slice_fields, [slice(1), slice(True), slice(0, None), slice(0, 2), slice(None, 1, None)]),
+], ids=["dict-keys", "float-signs", "complex-parts", "dict-arg-keys", "set-elements", "ranges", "slices"])
+def test_constants_are_guarded_by_type_value_and_sign(fn, values):
+    x = torch.ones(4)
+    check_sequence(fn, *[[v, x] for v in values])
+
+
+class _EqAll(str):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = str.__hash__
+
+
+class _EqNone(int):
+    def __eq__(self, other):
+        return False
+
+    __hash__ = int.__hash__
+
+
+def test_a_subclass_constant_is_compared_by_its_builtin_value():
+    # (its own __eq__ let "a" through for "bb", and made 1 never equal to 1: a retrace per call)
+    check_sequence(lambda k, x: (k.upper(), x * len(k)), ["a", torch.ones(1)], [_EqAll("bb"), torch.ones(1)],
+                   [_EqAll("a"), torch.ones(1)])
+    compiled = check_sequence(lambda k, x: x * k, [1, torch.ones(1)], [_EqNone(1), torch.ones(1)],
+                              [_EqNone(1), torch.ones(1)], [_EqNone(2), torch.ones(1)])
+    assert len(symexec.cache_entries(compiled)) == 3
+
+
+def _is(a, b, x):
+    return a is b, x + 1
+
+
+def test_identity_of_two_immutable_arguments_is_guarded():
+    t = (1, 2)
+    check_sequence(_is, [1000, 1000, torch.ones(1)], [10 ** 3, int("1000"), torch.ones(1)])
+    check_sequence(_is, ["ab", "ab", torch.ones(1)], ["ab", "".join(["a", "b"]), torch.ones(1)])
+    check_sequence(_is, [t, t, torch.ones(1)], [(1, 2), (1, 2), torch.ones(1)], [t, t, torch.ones(1)])
+
+
+def test_identity_of_an_argument_and_a_constant_is_guarded():
+    big = 10 ** 20
+
+    def f(a, x):
+        return a is big, x + 1
+
+    check_sequence(f, [big, torch.ones(1)], [int("1" + "0" * 20), torch.ones(1)], [big, torch.ones(1)])
+
+
+class _Scaled(int):
+    pass
+
+
+class _Doubling(float):
+    factor = 2.0
+
+    @property
+    def doubled(self):
+        return float(self) * type(self).factor
+
+
+class _Color(enum.Enum):
+    RED = 1
+    BLUE = 2
+
+
+class _Tagged(str):
+    tag = "t"
+
+
+def test_attributes_of_builtin_subclass_instances_and_enum_members_are_read_through_sources():
+    scaled = _Scaled(3)
+    scaled.scale = 2
+    check_sequence(lambda k, x: x * k.scale, [scaled, torch.ones(1)], lambda: setattr(scaled, "scale", 5),
+                   [scaled, torch.ones(1)])
+    value = _Doubling(1.5)
+    check_sequence(lambda k, x: x * k.doubled, [value, torch.ones(1)], lambda: setattr(_Doubling, "factor", 3.0),
+                   [value, torch.ones(1)])
+    _Color.RED.weight = 1.0
+    check_sequence(lambda c, x: (x * c.weight, c.value, c.name), [_Color.RED, torch.ones(1)],
+                   lambda: setattr(_Color.RED, "weight", 4.0), [_Color.RED, torch.ones(1)])
+    check_sequence(lambda x: x * _Color.RED.weight, [torch.ones(1)], lambda: setattr(_Color.RED, "weight", 7.0),
+                   [torch.ones(1)])
+    check_sequence(lambda s, x: (s.tag, x + 1), [_Tagged("a"), torch.ones(1)], lambda: setattr(_Tagged, "tag", "u"),
+                   [_Tagged("a"), torch.ones(1)])
+
+
+# -- 2. laziness: iterators run as CPython runs them --------------------------------------------
+# (a generator ran to its end when it was called; zip pulled every item of a map; any/all did
+# not stop; list.extend(map(...)) computed every item before appending)
+
+_LOG = []
+
+
+def _logged(v):
+    _LOG.append(v)
+    return v
+
+
+def _with_log(body):
+    def f(x):
+        del _LOG[:]
+        result = body(x)
+        return result, list(_LOG)
+    return f
+
+
+def _chatty():
+    _LOG.append("start")
+    yield 1
+    _LOG.append("mid")
+    yield 2
+    _LOG.append("end")
+
+
+def _extend_watched(x):
+    out = []
+
+    def item(v):
+        _LOG.append(len(out))
+        return v
+
+    out.extend(map(item, range(3)))
+    return x + len(out)
+
+
+def _first_of_genexpr(x):
+    g = (_logged(i) for i in range(5))
+    return x + next(g)
+
+
+def _loop_break(x):
+    for v in (_logged(i) for i in range(5)):
+        if v == 2:
+            break
+    return x + v
+
+
+def _zip_then_rest(x):
+    g = map(_logged, range(4))
+    pairs = dict(zip("ab", g))
+    return x + len(pairs), list(g)
+
+
+@pytest.mark.parametrize("body", [
+    _first_of_genexpr,
+    lambda x: x + any(_logged(i) > 1 for i in range(5)),
+    lambda x: x + all(_logged(i) < 1 for i in range(5)),
+    lambda x: x + (2 in (_logged(i) for i in range(5))),
+    lambda x: x + len(list(zip([1, 2], map(_logged, range(5))))),
+    lambda x: x + len(list(zip(map(_logged, range(5)), [1, 2]))),
+    lambda x: x + len(list(zip(range(1), _chatty()))),
+    lambda x: x + next(_chatty()),
+    lambda x: x + [i for i, _ in zip(range(2), enumerate(map(_logged, range(5))))][-1],
+    _loop_break,
+    _zip_then_rest,
+    _extend_watched,
+], ids=["genexpr-next", "any", "all", "in", "zip-map-second", "zip-map-first", "zip-generator", "generator-next",
+        "enumerate-map", "loop-break", "zip-then-rest", "extend-map"])
+def test_iterators_give_items_only_when_asked(body):
+    check(_with_log(body), torch.ones(2))
+
+
+def _infinite():
+    i = 0
+    while True:
+        yield i
+        i += 1
+
+
+def test_zip_with_an_infinite_generator_returns():
+    check(lambda x: x + len(list(zip(range(3), _infinite()))), torch.ones(2))
+    check(lambda x: x + len(list(zip(_infinite(), range(3)))), torch.ones(2))
+
+
+def _raises_stop():
+    yield 1
+    raise StopIteration
+
+
+def test_stop_iteration_in_a_generator_is_a_runtime_error():  # PEP 479
+    def f(x):
+        try:
+            return list(_raises_stop())
+        except RuntimeError as e:
+            return str(e), x + 1
+    check(f, torch.ones(2))
+
+
+def _closes_with_cleanup():
+    try:
+        yield 1
+        yield 2
+    finally:
+        _LOG.append("cleanup")
+
+
+def test_a_generator_left_suspended_in_a_try_block_is_not_folded():
+    # CPython runs its finally when the generator is collected, which the trace cannot place
+    check(_with_log(lambda x: x + next(_closes_with_cleanup())), torch.ones(2), expect_traced=False)
+
+
+# -- 3. protocol queries answered from the object's type, traced ----------------------------------
+
+class _TimesTen(functools.partial):
+    def __call__(self, *args, **kwargs):
+        return super().__call__(*args, **kwargs) * 10
+
+
+def _add(a, b):
+    return a + b
+
+
+def test_a_partial_subclass_runs_its_own_call():
+    check(lambda p, x: p(x), _TimesTen(_add, 1), torch.ones(2), expect_traced=False)
+    check(lambda x: _TimesTen(_add, 2)(x), torch.ones(2), expect_traced=False)
+
+
+class _Counting:
+    def __init__(self):
+        self.reads = 0
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        self.__dict__["reads"] = self.__dict__["reads"] + 1
+        return name * 2
+
+
+def test_a_python_getattr_runs_once_per_read():
+    check(lambda o, x: (o.ab, o.cd, getattr(o, "ef", None), x + 1), _Counting(), torch.ones(2))
+
+
+def test_a_module_getattr_runs_once_per_read():
+    module = types.ModuleType("lazy_module")
+    calls = []
+
+    def module_getattr(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        calls.append(name)
+        return len(name)
+
+    module.__getattr__ = module_getattr
+
+    def f(x):
+        return x + module.abc, module.defg, hasattr(module, "__nothing__")
+
+    eager = f(torch.ones(2))
+    eager_calls, calls[:] = list(calls), []
+    compiled = symexec.compile(f)
+    for _ in range(3):
+        result = compiled(torch.ones(2))
+        assert torch.equal(result[0], eager[0]) and result[1:] == eager[1:]
+        assert calls == eager_calls, calls
+        calls[:] = []
+
+
+class _Switch(type):
+    on = True
+
+    def __instancecheck__(cls, obj):
+        return _Switch.on
+
+
+class _Checked(metaclass=_Switch):
+    pass
+
+
+def test_a_metaclass_instancecheck_is_traced():
+    check_sequence(lambda o, x: x + isinstance(o, _Checked), [1, torch.ones(1)],
+                   lambda: setattr(_Switch, "on", False), [1, torch.ones(1)])
+
+
+def test_ordered_dict_order_after_move_to_end():
+    def f(d, x):
+        d.move_to_end("a")
+        d.move_to_end("c", last=False)
+        first = d.popitem(last=False)
+        return list(d), first, d.popitem(), x + 1
+    check(f, collections.OrderedDict(a=1, b=2, c=3, d=4), torch.ones(1))
+    od = collections.OrderedDict(a=1, b=2)
+    check_sequence(lambda d, x: (list(d), x + 1), [od, torch.ones(1)], lambda: od.move_to_end("a"), [od, torch.ones(1)])
+
+
+class _Seqish:
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        if i >= 2:
+            raise IndexError(i)
+        return i
+
+
+def test_match_reads_the_sequence_flag_an_abc_registration_sets():
+    import collections.abc as abc_collections
+
+    class Local(_Seqish):
+        pass
+
+    def f(o, x):
+        match o:
+            case [a, b]:
+                return x + a + b
+            case _:
+                return x
+    check_sequence(f, [Local(), torch.ones(1)], lambda: abc_collections.Sequence.register(Local),
+                   [Local(), torch.ones(1)])
+
+
+class _LongerThanItsLen(_Seqish):
+    def __len__(self):
+        return 1
+
+
+def test_iterating_an_object_uses_getitem_until_index_error():
+    check(lambda o, x: (list(o), x + 1), _LongerThanItsLen(), torch.ones(1))
+
+
+# -- 4. a value returned from a source --------------------------------------------------------
+
+class _Holder:
+    pass
+
+
+def test_getattr_default_returned_after_the_attribute_is_deleted():
+    holder = _Holder()
+    holder.k = 3
+    check_sequence(lambda o, x: (getattr(o, "k", 7), x + 1), [holder, torch.ones(1)], lambda: delattr(holder, "k"),
+                   [holder, torch.ones(1)])
+
+
+# -- 5. objects built inside the function --------------------------------------------------------
+
+class _MySequential(torch.nn.Sequential):
+    pass
+
+
+def test_a_sequential_subclass_built_inside_has_its_layers():
+    check(lambda x: (_MySequential(torch.nn.ReLU(), torch.nn.Tanh())(x), len(_MySequential(torch.nn.ReLU()))),
+          torch.randn(2, 4))
+
+
+@pytest.mark.parametrize("cls", [torch.nn.Sequential, _MySequential])
+def test_a_slice_of_a_sequential_is_a_sequential(cls):
+    def f(x):
+        s = cls(torch.nn.ReLU(), torch.nn.Tanh(), torch.nn.Sigmoid())
+        t = s[1:]
+        return type(t).__name__, t(x), len(t), type(t[1:]).__name__
+
+    check(f, torch.randn(2, 4))
+    model = cls(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    check(lambda m, x: (m[1:](x), type(m[:2]).__name__, len(m[::2])), model, torch.randn(2, 4))
+
+
+class _Pair(typing.NamedTuple):
+    a: int
+    b: int
+
+
+class _PairWithDict(_Pair):
+    pass
+
+
+def test_an_attribute_set_on_a_named_tuple_subclass_instance():
+    def f(x):
+        n = _PairWithDict(1, 2)
+        n.extra = 5
+        return x + n.extra + n.a
+    check(f, torch.ones(2), expect_traced=False)
+
+
+def test_set_then_delete_an_attribute_of_an_argument():
+    def f(o, x):
+        o.tmp = 3
+        y = x + o.tmp
+        del o.tmp
+        return y, hasattr(o, "tmp")
+    check(f, _Holder(), torch.ones(2))
+
+
+def test_tensor_new_with_a_size():
+    check(lambda x: (x.new(torch.Size([5, 8])).shape, x.new((3, 4)), x.new(3, 4).shape, x.new().shape),
+          torch.ones(2, 8))
+
+
+def test_vmap_of_an_in_place_method_returns_its_input():
+    check(lambda x: torch.vmap(torch.Tensor.sin_)(x) is x, torch.ones(3))
+    check(lambda x: torch.vmap(lambda t: t)(x) is x, torch.ones(3))

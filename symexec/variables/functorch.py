@@ -62,8 +62,8 @@ def _vmap_impl(tx: Any, func: VariableTracker, in_dims: VariableTracker, out_dim
     record_call(tx, "call_function", predispatch.lazy_load_decompositions, [], {})
     level = _push_level(tx, batch_size)
     try:
-        outputs = _call_batched(tx, func, flat_args, flat_in_dims, spec, level, kwargs)
-        result = _unwrap_outputs(tx, outputs, out_dims_value, level, batch_size)
+        outputs, batched = _call_batched(tx, func, flat_args, flat_in_dims, spec, level, kwargs)
+        result = _unwrap_outputs(tx, outputs, out_dims_value, level, batch_size, batched)
     except BaseException:
         _pop_level_now()  # (the trace is abandoned: the graph's nodes do not matter any more)
         raise
@@ -128,15 +128,17 @@ def _push_level(tx: Any, batch_size: VariableTracker) -> int:
 
 
 def _call_batched(tx: Any, func: VariableTracker, flat_args: list[VariableTracker], flat_in_dims: list[int | None],
-                  spec: Any, level: int, kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """``func`` traced on the batched arguments. A break or an exception inside it breaks the
-    graph before the vmap: CPython runs it all (no level stays pushed across a break)."""
+                  spec: Any, level: int, kwargs: dict[str, VariableTracker]) -> tuple[VariableTracker, dict[int, Any]]:
+    """``func`` traced on the batched arguments, and each batched argument's input (by the
+    batched tracker's id). A break or an exception inside it breaks the graph before the vmap:
+    CPython runs it all (no level stays pushed across a break)."""
     batched = [arg if in_dim is None else
                record_call(tx, "call_function", predispatch._add_batch_dim,
                            [arg, ConstantVariable(in_dim), ConstantVariable(level)], {})
                for arg, in_dim in zip(flat_args, flat_in_dims)]
+    inputs = {id(b): arg for b, arg, in_dim in zip(batched, flat_args, flat_in_dims) if in_dim is not None}
     try:
-        return func.call_function(tx, _unflatten(tx, batched, spec).unpack(tx), kwargs)
+        return func.call_function(tx, _unflatten(tx, batched, spec).unpack(tx), kwargs), inputs
     except (Unsupported, TracedException) as e:
         reason = e.reason if isinstance(e, Unsupported) else f"{e.exception.describe()} is raised"
         raise Unsupported(f"inside a function torch.vmap maps: {reason}",
@@ -144,8 +146,11 @@ def _call_batched(tx: Any, func: VariableTracker, flat_args: list[VariableTracke
 
 
 def _unwrap_outputs(tx: Any, outputs: VariableTracker, out_dims: Any, level: int,
-                    batch_size: VariableTracker) -> VariableTracker:
-    """Each output with the batch dimension moved to its out_dim, as ``_unwrap_batched`` does."""
+                    batch_size: VariableTracker, inputs: dict[int, Any]) -> VariableTracker:
+    """Each output with the batch dimension moved to its out_dim, as ``_unwrap_batched`` does.
+    An output that is a batched input itself, its batch dimension where it was, unwraps to that
+    input tensor itself (``vmap(Tensor.sin_)(x) is x``), as functorch's ``_remove_batch_dim``
+    hands back the tensor it wraps."""
     flat_outputs, spec = _flatten(tx, outputs, None)
     if isinstance(outputs, TensorVariable):
         flat_out_dims = list(out_dims) if isinstance(out_dims, tuple) and len(out_dims) == 1 else [out_dims]
@@ -164,9 +169,17 @@ def _unwrap_outputs(tx: Any, outputs: VariableTracker, out_dims: Any, level: int
         elif not isinstance(output, TensorVariable):
             raise Unsupported(f"torch.vmap of a function returning {output.describe()}", hint=_EAGER_RAISES)
         else:
-            unwrapped.append(record_call(tx, "call_function", predispatch._remove_batch_dim,
-                                         [output, ConstantVariable(level), batch_size, ConstantVariable(out_dim)], {}))
+            result = record_call(tx, "call_function", predispatch._remove_batch_dim,
+                                 [output, ConstantVariable(level), batch_size, ConstantVariable(out_dim)], {})
+            original = inputs.get(id(output))
+            if original is not None and _same_view(result.example, original.example):
+                result = original  # (the node left unused is dead code)
+            unwrapped.append(result)
     return _unflatten(tx, unwrapped, spec)
+
+
+def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.size() == b.size() and a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
 
 
 def _level_of(var: TensorVariable) -> int:

@@ -111,7 +111,7 @@ class SizeVariable(TupleVariable):
     python_cls = torch.Size
 
     def as_proxy(self) -> Any:
-        return tuple(as_proxy(item) for item in self.items)
+        return tuple(as_proxy(item) for item in self.items)  # (FX writes a Size as a tuple: see Tensor.new)
 
     def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
         key = index.as_python_constant()
@@ -155,6 +155,9 @@ class NamedTupleVariable(TupleVariable):
     def __init__(self, items: list[VariableTracker], cls: type, source: Source | None = None) -> None:
         super().__init__(items, source)
         self.cls = cls
+        # A subclass without __slots__ gives its instances a __dict__: one object, however many
+        # places hold it (an attribute set on it at a graph break must be there for all).
+        self.built_once = cls.__dictoffset__ != 0
 
     def python_type(self) -> type:
         return self.cls

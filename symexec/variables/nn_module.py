@@ -8,6 +8,7 @@ calls the module, hooks and all.
 
 from __future__ import annotations
 
+import collections
 import inspect
 import types
 from typing import Any
@@ -275,10 +276,14 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return ConstantVariable(len(mod))
         if name == "__getitem__" and len(args) == 1:
             key = args[0].as_python_constant()
-            if isinstance(key, slice):  # the children in that slice (for iteration and indexing)
-                if not isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList)):
+            if isinstance(key, slice):  # a new container of the children in that slice
+                if not isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList)) or \
+                        not self._own_container_getitem(tx):
                     raise Unsupported("slicing a module container")
-                return ListVariable([tx.wrap(mod[i], GetItemSource(self.source, i)) for i in range(len(mod))[key]])
+                self._guard_children(tx)
+                keys = list(mod._modules)
+                return SlicedContainerVariable(self.cls, [(keys[i], tx.wrap(mod[i], self._child_source(tx, i)))
+                                                          for i in range(len(mod))[key]])
             if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
                 key = range(len(mod))[key]  # a negative index, as the source of the child
             return tx.wrap(mod[key], self._child_source(tx, key))
@@ -430,3 +435,78 @@ class ModuleMembersVariable(IteratorVariable):
 
     def __init__(self, items: list[VariableTracker]) -> None:
         super().__init__(items, types.GeneratorType)
+
+
+class SlicedContainerVariable(VariableTracker):
+    """``seq[a:b]`` of a ``Sequential`` or ``ModuleList`` (torch's ``__getitem__``): a new
+    container of its class (``self.__class__(...)`` of the children in the slice, under their
+    keys), whose children keep the sources they were read through, so they stay guarded. It is
+    called (Sequential's ``forward``: each child in turn), iterated, indexed and measured as
+    torch's; generated code builds the container where it leaves the trace."""
+
+    built_once = True
+
+    def __init__(self, cls: type, children: list[tuple[str, VariableTracker]]) -> None:
+        super().__init__()
+        self.cls, self.children = cls, children
+
+    def python_type(self) -> type:
+        return self.cls
+
+    def describe(self) -> str:
+        return f"a slice of a {self.cls.__qualname__}"
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [child for _, child in self.children]
+
+    def unpack(self, tx: Any) -> list[VariableTracker]:
+        return self.subvalues()
+
+    def _torch_method(self, tx: Any, name: str, base: type) -> bool:
+        return class_static(tx, self.cls, name) is base.__dict__[name]
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if not issubclass(self.cls, torch.nn.Sequential) or kwargs or len(args) != 1 or \
+                not self._torch_method(tx, "forward", torch.nn.Sequential) or \
+                not self._torch_method(tx, "__call__", torch.nn.Module) or \
+                not self._torch_method(tx, "_call_impl", torch.nn.Module) or _global_hooks(tx):
+            raise Unsupported(f"calling {self.describe()}")
+        value = args[0]
+        for _, child in self.children:
+            value = child.call_function(tx, [value], {})
+        return value
+
+    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        base = torch.nn.Sequential if issubclass(self.cls, torch.nn.Sequential) else torch.nn.ModuleList
+        if name == "__len__" and not args and self._torch_method(tx, "__len__", base):
+            return ConstantVariable(len(self.children))
+        if name == "__iter__" and not args and self._torch_method(tx, "__iter__", base):
+            return ListVariable(self.subvalues()).call_method(tx, "__iter__", [], {})
+        if name == "__getitem__" and len(args) == 1 and self._torch_method(tx, "__getitem__", base):
+            key = args[0].as_python_constant()
+            if isinstance(key, slice):
+                return SlicedContainerVariable(self.cls, self.children[key])
+            return self.children[range(len(self.children))[key]][1]
+        raise Unsupported(f"method {name!r} of {self.describe()}")
+
+    def reconstruct(self, cg: Any) -> None:
+        def arguments() -> list[None]:
+            for key, child in self.children:
+                cg.load_const(key)
+                cg.reconstruct(child)
+                cg.build(tuple, 2)
+            cg.build(list, len(self.children))
+            return [None]
+
+        if issubclass(self.cls, torch.nn.Sequential):  # Sequential's slice: OrderedDict of the items
+            cg.call_const(self.cls, lambda: [cg.call_const(collections.OrderedDict, arguments)])
+        else:  # ModuleList's: the children
+            def children() -> list[None]:
+                for _, child in self.children:
+                    cg.reconstruct(child)
+                cg.build(list, len(self.children))
+                return [None]
+            cg.call_const(self.cls, children)
+
+    def __repr__(self) -> str:
+        return f"SlicedContainerVariable({self.cls.__qualname__}, {len(self.children)})"

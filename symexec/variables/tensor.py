@@ -216,6 +216,10 @@ class TensorVariable(VariableTracker):
             # A dynamic size, numel or stride: recorded (size = l_a_.size(); getitem = size[0]).
         if not hasattr(torch.Tensor, name):
             raise Unsupported(f"tensors have no method {name!r}")
+        if name == "new" and len(args) == 1 and isinstance(args[0], SizeVariable):
+            # The legacy constructor reads a Size as sizes (a tuple as data), and FX writes a
+            # Size as a tuple: the empty tensor of that size, by name.
+            name = "new_empty"
         result = record_call(tx, "call_method", name, [self, *args], kwargs)
         if isinstance(result, TensorVariable) and result.example is self.example:
             return self  # an in-place method returns the same object, mutated: keep identity and source
