@@ -10,6 +10,7 @@ on a miss, returns the index of the first guard that fails: the recompile reason
 
 from __future__ import annotations
 
+import collections
 import enum
 import itertools
 import math
@@ -18,6 +19,7 @@ import os
 import re
 import sys
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -155,7 +157,7 @@ class GuardSet:
         self._rendered: list[Guard] | None = []
         # Objects the generated function refers to: ___obj_0, ___obj_1, ...
         self.namespace: dict[str, Any] = {}
-        self._object_names: dict[int, str] = {}
+        self._object_names: dict[Any, str] = {}
         self.location: tuple[str | None, int | None] = (None, None)
         # The state of each object the trace copied, as copied (builtins' copy handler).
         self.snapshots: dict[Source, Any] = {}
@@ -233,9 +235,21 @@ class GuardSet:
         self.add(
             GuardKind.ID_MATCH,
             f"{source.name} is {label}",
-            f"{source.expr()} is {self._const(value)}",
+            f"{source.expr()} is {self._weak(value) + '()' if _held_weakly(value) else self._const(value)}",
             source,
         )
+
+    def _weak(self, value: Any) -> str:
+        """The name by which guard expressions reach ``value`` through a weak reference: an
+        entry does not keep alive a function or an object it was traced for (once it dies, the
+        guard fails: None is no argument's identity)."""
+        key = ("weak", id(value))
+        name = self._object_names.get(key)
+        if name is None:
+            name = f"___wref_{len(self._object_names)}"
+            self._object_names[key] = name
+            self.namespace[name] = weakref.ref(value)
+        return name
 
     def equals_match(self, source: Source, value: Any) -> None:
         """Type and value of a constant that the trace used."""
@@ -468,7 +482,8 @@ class GuardSet:
                  globals_source)
 
     def keys_match(self, source: Source, keys: list[Any], kind: GuardKind = GuardKind.LEN_MATCH,
-                   text: str = "list({})", exact_dict: bool = False, native: bool = False) -> None:
+                   text: str = "list({})", exact_dict: bool = False, native: bool = False,
+                   ordered: bool = False) -> None:
         """A dict's keys, in order (held as a constant: any hashable key type). ``exact_dict``:
         its type is guarded to be ``dict`` itself, so no keys is ``not d`` (no list built).
         ``native``: a dict subclass's keys as the dict holds them (``dict.keys``, not its own
@@ -478,7 +493,8 @@ class GuardSet:
             return  # (the same keys, read again: one constant, one check)
         self._keys_guarded.add(seen)
         shown = "[" + ", ".join(map(display, keys[:8])) + (", ...]" if len(keys) > 8 else "]")
-        held = f"___dkeys({source.expr()})" if native else source.expr()
+        # (an OrderedDict subclass's keys in OrderedDict's order, which its own __iter__ may hide)
+        held = f"{'___odkeys' if ordered else '___dkeys'}({source.expr()})" if native else source.expr()
         expr = f"not {source.expr()}" if exact_dict and not keys else self.items_match(held, keys)
         self.add(kind, f"{text.format(source.name)} == {shown}", expr, source)
 
@@ -541,6 +557,17 @@ _PAIRWISE_DISTINCT = 10
 def _mutable_class(cls: type) -> bool:
     """Whether a class's dict or bases can change (not a builtin or extension type)."""
     return not type.__dict__["__flags__"].__get__(cls) & (1 << 8)  # Py_TPFLAGS_IMMUTABLETYPE
+
+
+def _held_weakly(value: Any) -> bool:
+    """Whether an entry holds an object it guards by identity weakly: a Python function, or an
+    instance of a user's class (a module, a config), which the program may drop; classes,
+    modules and builtins live as long as the program."""
+    cls = type(value)
+    if cls is types.FunctionType:
+        return True
+    return cls.__weakrefoffset__ != 0 and not isinstance(value, (type, types.ModuleType)) and \
+        cls.__module__ != "builtins"
 
 
 def _label(value: Any) -> str:
@@ -780,7 +807,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "torch": torch,
         "___peek": peek,
         "___getattr": getattr, "___map": map, "___issubclass": issubclass, "___ogetattr": object.__getattribute__,
-        "___dgetitem": dict.__getitem__, "___dkeys": dict.keys, "___envget": os._Environ.get,
+        "___dgetitem": dict.__getitem__, "___dkeys": dict.keys, "___odkeys": collections.OrderedDict.keys, "___envget": os._Environ.get,
         "___const": _entry_constants(guards, source),
         "___remaining": remaining,
         **guard_set.namespace,

@@ -55,6 +55,9 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or a.node is b.node
 
 
+_INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
+
 class OutputGraph:
     def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None) -> None:
         self.graph = torch.fx.Graph()
@@ -157,11 +160,15 @@ class OutputGraph:
     def add_int_input(self, value: int, source: Source) -> SymNodeVariable | None:
         """An int input traced as a SymInt graph input, or None when the ShapeEnv specialises
         it (0 and 1 are always constants)."""
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            return None  # (a graph takes an int as an int64: this one stays a constant, guarded exactly)
         # An int is not a size: it may be negative (create_symbol would assume it positive).
         sym = self.shape_env.create_unspecified_symint_and_symbol(value, source, DimDynamic.DYNAMIC)
         if not isinstance(sym, torch.SymInt):
             return None
         self.guards.type_match(source, value)
+        self.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} fits in int64",
+                        f"{_INT64_MIN} <= {source.expr()} <= {_INT64_MAX}", source)
         self._symbolic_trace()
         self.symbolic_inputs.append((sym, source))
         return SymNodeVariable(self._placeholder(source, sym, value), sym, source)

@@ -107,10 +107,9 @@ class VariableBuilder:
             var = _wrap_object(self, value, source)
         if source is not None:
             cache[source] = var
-            if not mutable:
-                output.input_values[source] = value
+            output.input_values[source] = value
             if mutable and isinstance(var, (ListVariable, ConstDictVariable, UserDefinedObjectVariable,
-                                            InputIteratorVariable)):
+                                            InputIteratorVariable, SetVariable)):
                 output.objects_by_id[id(value)] = (value, var)  # (held: an id is unique only while alive)
             if var.source == source and _identity_matters(value, source):
                 self.guards.distinct(source)
@@ -235,15 +234,17 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
     # A subclass's items as the dict holds them: its own __iter__/__getitem__/items may be
     # anything (a new object per read); the trace reads the stored ones, and so do the guards.
     native = type(value) not in _DICT_TYPES
-    keys = list(dict.keys(value))
+    # (an OrderedDict's order is its own, which move_to_end changes: not the dict storage's)
+    keys = list((collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict).keys(value))
     if not all(is_literal(k) for k in keys):
         return wrap_tensor_keyed_dict(b, value, source)  # (or unsupported: an opaque object)
     if source is not None:
         b.guards.type_match(source, value)
         # (the keys go in as a constant of the guard function, never as source text)
-        b.guards.keys_match(source, keys, GuardKind.EQUALS_MATCH, "list({}.keys())", exact_dict=not native, native=native)
+        b.guards.keys_match(source, keys, GuardKind.EQUALS_MATCH, "list({}.keys())", exact_dict=not native, native=native,
+                            ordered=isinstance(value, collections.OrderedDict))
     item_source = NativeItemSource if native else GetItemSource
-    items = {k: b(v, item_source(source, k) if source is not None else None) for k, v in dict.items(value)}
+    items = {k: b(v, item_source(source, k) if source is not None else None) for k in keys for v in (dict.__getitem__(value, k),)}
     if type(value) not in _DICT_TYPES and (base := dict_base(b, type(value))) is not None:  # a user subclass
         return DictSubclassVariable(items, type(value), base, source, instance=value)
     factory = None

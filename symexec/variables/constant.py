@@ -30,6 +30,9 @@ LITERAL_TYPES: tuple[type, ...] = (
 )
 
 
+_SINGLETONS = (type(None), bool, type(Ellipsis), type(NotImplemented), enum.Enum)  # one object per value
+
+
 def is_object_constant(value: Any) -> bool:
     """Whether a constant is an object too: an instance of a user subclass of a builtin value
     type (an int, a str...), or an enum member. Its attributes are its class's and its own
@@ -74,6 +77,11 @@ class ConstantVariable(VariableTracker):
         if NUMPY_SCALAR_TYPES and isinstance(value, NUMPY_SCALAR_TYPES):
             return graph_scalar(value)
         return value
+
+    def peek(self) -> Any:
+        """The value, unguarded: for a question about its kind whose answer is guarded where
+        it is given (``python_type`` and ``as_python_constant`` guard what they answer)."""
+        return self._value
 
     def python_type(self) -> type:
         if self._guards is not None:  # the trace branches on the type (isinstance, type(v) is T)
@@ -141,6 +149,10 @@ class ConstantVariable(VariableTracker):
         if self._guards is not None:  # never used, so never guarded: re-fetch the value of now
             self._guards.readable(self.source)  # (if it is still there: else the trace's answer differs)
             self.source.emit_load(cg)  # type: ignore[union-attr]
+        elif self.source is not None and not isinstance(self._value, _SINGLETONS):
+            # Re-fetched, not the traced value: an equal str or int need not be the same object
+            # (``a is b`` after a graph break, or in what the caller gets back).
+            self.source.emit_load(cg)
         else:
             cg.load_const(self._value)
 

@@ -286,6 +286,9 @@ class RangeVariable(BaseListVariable):
     def as_python_constant(self) -> Any:
         return self.value
 
+    def as_proxy(self) -> Any:
+        return self.value
+
     def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
         return wrap_constant(self.value[index.as_python_constant()])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import enum
 import operator
+import types
 from typing import Any
 
 import torch
@@ -19,7 +20,7 @@ from ..source import display
 from .base import VariableTracker
 from .builtins import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPERATORS, BuiltinVariable, Handler,
                        handler, in_graph, is_tensor)
-from .constant import ConstantVariable
+from .constant import ConstantVariable, is_object_constant
 from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
@@ -63,7 +64,7 @@ def _sequences_equal(tx: Any, a: BaseListVariable, b: BaseListVariable) -> bool 
     if len(a.items) != len(b.items):
         return False
     for x, y in zip(a.items, b.items):
-        same = BuiltinVariable(operator.eq).call_function(tx, [x, y], {})
+        same = BuiltinVariable(operator.eq).call_function(tx, [_bool_as_int(x), _bool_as_int(y)], {})
         if not same.truth(tx):  # (the ShapeEnv guards on the answer)
             return False
     return True
@@ -78,8 +79,48 @@ def _plain_sequence(*operands: VariableTracker) -> type[BaseListVariable]:
     return ListVariable if isinstance(operands[0], ListVariable) else TupleVariable
 
 
+def _base_operand(tx: Any, var: VariableTracker, fn: Any) -> VariableTracker:
+    """An operand that is an instance of a user subclass of int, float, str... (not an enum) as
+    its builtin value, where its class leaves the operator to the builtin (the lookups guarded):
+    torch's symbolic numbers do not take a subclass (``s0 == Int(1)`` would be False). One whose
+    class defines the operator in Python breaks the graph: CPython runs it."""
+    if not isinstance(var, ConstantVariable) or not is_object_constant(var.peek()) or \
+            isinstance(var.peek(), enum.Enum):
+        return var
+    cls = var.python_type()
+    for name in DUNDERS.get(fn.__name__, ()):
+        if isinstance(class_static(tx, cls, name), types.FunctionType):
+            raise Unsupported(f"{cls.__qualname__}.{name}, the user's, on a constant")
+    value = var.as_python_constant()
+    for base in (bool, int, float, complex, str, bytes):
+        if isinstance(value, base):
+            return ConstantVariable(base(value) if base is bool else getattr(base, f"__{base.__name__}__")(value))
+    return var
+
+
+def _bool_as_int(var: VariableTracker) -> VariableTracker:
+    """A bool constant as the int it is in arithmetic and comparisons (``s0 == True`` is
+    ``s0 == 1``), for an operation with a symbolic number."""
+    if isinstance(var, ConstantVariable) and type(var.peek()) is bool:
+        return ConstantVariable(int(var.as_python_constant()))
+    return var
+
+
+def _specialised_beside(var: VariableTracker, other: VariableTracker) -> VariableTracker:
+    """A symbolic number beside a constant torch's symbolic numbers do not take (a complex, a
+    str, None): its value, guarded, as CPython compares or combines the two ints it has."""
+    if isinstance(var, SymNodeVariable) and isinstance(other, ConstantVariable) and \
+            type(other.peek()) not in (int, float, bool):
+        return ConstantVariable(var.as_python_constant())
+    return var
+
+
 def _make_binary(fn: Any) -> Handler:
     def binary(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+        a, b = _base_operand(tx, a, fn), _base_operand(tx, b, fn)
+        if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):
+            a, b = _bool_as_int(a), _bool_as_int(b)  # (sympy takes no True beside a symbol)
+            a, b = _specialised_beside(a, b), _specialised_beside(b, a)
         if in_graph(a) or in_graph(b):
             return record_call(tx, "call_function", fn, [a, b], {})
         if fn is operator.or_:
@@ -254,8 +295,7 @@ def _real_identity(a: VariableTracker, b: VariableTracker, tx: Any) -> bool | No
                       f"{var.source.expr()} {'is' if same else 'is not'} {name}", var.source)
         return same
     same = real_a is real_b
-    if not (isinstance(real_a, _SINGLETONS) and isinstance(real_b, _SINGLETONS)):
-        (tx.guards.alias if same else tx.guards.not_identical)(a.source, b.source)
+    (tx.guards.alias if same else tx.guards.not_identical)(a.source, b.source)  # (whatever comes next time)
     return same
 
 
