@@ -69,6 +69,18 @@ class Program:
                 self.instructions.append(item)
                 self.handlers.append(handler)
 
+    def user_handler(self, index: int) -> TryBegin | None:
+        """The handler of a ``try`` or ``with`` covering instruction ``index``: not the one
+        CPython 3.12+ wraps a generator's whole body in (PEP 479: it turns an escaping
+        ``StopIteration`` into ``RuntimeError`` and re-raises anything else)."""
+        handler = self.handlers[index]
+        if handler is None:
+            return None
+        first = self.instructions[self.labels[handler.target]]
+        if first.name == "CALL_INTRINSIC_1" and getattr(first.arg, "name", None) == "INTRINSIC_STOPITERATION_ERROR":
+            return None
+        return handler
+
     def in_loop(self, index: int) -> bool:
         """Whether instruction ``index`` is inside a loop: a jump at or after it goes back to
         it or before it (a ``for``'s or a ``while``'s back edge). A comprehension's own loop

@@ -25,6 +25,12 @@ comprehensions                          own code object     inlined (PEP 709)   
 inspect.signature's partialmethod mark  _partialmethod      _partialmethod      __partialmethod__
 a generator's stack where its code      one value           one value           empty (RETURN_GENERATOR
   starts (as ``bytecode`` counts it)                                            pushes it)
+a generator's whole body                no handler          in a PEP 479        in a PEP 479
+                                                            handler (intrinsic  handler (intrinsic
+                                                            STOPITERATION_      STOPITERATION_
+                                                            ERROR; see          ERROR; see
+                                                            ``Program.user_     ``Program.user_
+                                                            handler``)          handler``)
 ======================================  ==================  ==================  =======================
 """
 

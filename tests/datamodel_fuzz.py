@@ -166,6 +166,25 @@ def hook_off():
 
 ORDER = collections.OrderedDict(a=1, b=2, c=3)
 lin = torch.nn.Linear(3, 3)
+
+class Slots:
+    __slots__ = ("p", "q")
+    def __init__(self):
+        self.p = 1
+
+class TS(torch.Tensor):
+    pass
+
+import contextlib
+@contextlib.contextmanager
+def swallow(kind):
+    LOG.append("enter")
+    try:
+        yield
+    except kind:
+        LOG.append("caught")
+    finally:
+        LOG.append("exit")
 '''
 
 # -- values: Python expressions evaluated in a world (W is the world module) ------------------
@@ -179,8 +198,9 @@ CONTAINERS = ["(1, 2)", "(1, 2.0)", "(True, -0.0)", "W.Tup((1, 2))", "[1, 2]", "
               "W.Dct(a=1)", "collections.OrderedDict(a=1, b=2)", "W.OD(b=1, a=2)", "{True, 2}", "{1, 2}",
               "{-0.0}", "{0.0}", "frozenset({1.0})", "frozenset({True})"]
 OBJECTS = ["W.Box()", "W.Box(5)", "W.Lazy()", "W.Color.RED", "W.Color.BLUE", "W.Seqish()", "None",
-           "W.Times(W.add, 1)", "functools.partial(W.add, 2)", "W.lin"]
-TENSORS = ["torch.ones(3)", "torch.arange(3.)", "torch.randn(3, requires_grad=True)", "torch.zeros(3, dtype=torch.float64)"]
+           "W.Times(W.add, 1)", "functools.partial(W.add, 2)", "W.lin", "W.Slots()", "W.ORDER"]
+TENSORS = ["torch.ones(3)", "torch.arange(3.)", "torch.randn(3, requires_grad=True)", "torch.zeros(3, dtype=torch.float64)",
+           "torch.ones(3).as_subclass(W.TS)", "torch.ones(6)[::2]", "torch.arange(3)"]
 
 
 @dataclass(frozen=True)
@@ -244,11 +264,21 @@ FRAGMENTS = {
                   "for v in W.chatty(5):\n    if v == 1:\n        break\nout.append(list(W.LOG))",
                   "acc = []\nacc.extend(map(lambda v: len(acc), range(3)))\nout.append(acc)",
                   "out.append(list(a) if isinstance(a, W.Seqish) else None)"],
+    "attributes": ["if hasattr(a, '__dict__') and not isinstance(a, type):\n    a.w = 3\n    out.append(a.w)\n    del a.w",
+                   "out.append(getattr(a, 'p', None))\nif isinstance(a, W.Slots):\n    a.q = 2\n    out.append(a.q)",
+                   "if isinstance(a, W.Box):\n    a.v = a.v + 1\nout.append(getattr(a, 'v', None))",
+                   "if isinstance(a, W.Box) and hasattr(a, 'v'):\n    del a.v\nout.append(hasattr(a, 'v'))"],
+    "exceptions": ["with W.swallow(ValueError):\n    out.append(x + 1)\n    raise ValueError('v')\nout.append(list(W.LOG))",
+                   "try:\n    out.append(a[0])\nexcept (TypeError, IndexError, KeyError) as e:\n    out.append(type(e).__name__)",
+                   "try:\n    out.append(a.missing)\nexcept AttributeError as e:\n    out.append(str(e))"],
     "tensors": ["y = x * 2\nout.append(y)", "x.add_(1)\nout.append(x)",
                 "out.append(x is b)", "out.append(x.new(torch.Size([2, 2])).shape)",
                 "if isinstance(b, torch.Tensor):\n    b.mul_(2)\nout.append(x)",
                 "out.append(W.lin(x.detach().reshape(1, 3).float()).shape if x.numel() == 3 else None)",
-                "out.append(torch.is_grad_enabled())", "out.append(torch.get_default_dtype())"],
+                "out.append(torch.is_grad_enabled())", "out.append(torch.get_default_dtype())",
+                "v = x[1:]\nv.mul_(3)\nout.append(x)", "out.append(type(x).__name__)\nout.append(x * 2)",
+                "out.append(W.lin(torch.ones(1, 3)))", "out.append(x.sum() if x.is_floating_point() else x.float().sum())",
+                "out.append((x @ x) if x.dim() == 1 and x.is_floating_point() else None)"],
 }
 CONTEXTS = [None, "torch.no_grad()", "torch.enable_grad()", "torch.autocast('cpu', dtype=torch.bfloat16)",
             "torch.inference_mode()"]
@@ -259,6 +289,9 @@ MUTATIONS = [
     "W.Box.__call__ = lambda self: 1", "W.Lazy.__getattr__ = lambda self, name: 0 if name.startswith('_') else 5",
     "del W.LOG[:]", "torch.set_default_dtype(torch.float64)", "torch.set_default_dtype(torch.float32)",
     "W.note = lambda v: W.LOG.append(-1) or v",
+    "W.Box.scaled = property(lambda self: 99)", "del W.Box.level", "W.Box.level = 1", "W.Int.__eq__ = lambda s, o: False",
+    "W.lin.weight.data.mul_(2)", "W.lin.register_forward_hook(lambda m, i, o: o + 1)",
+    "W.ORDER.move_to_end('c', last=False)",
 ]
 KINDS = sorted(FRAGMENTS)
 
@@ -271,7 +304,7 @@ def _value_pool(kinds: list[str]) -> list[str]:
         pool += NUMBERS[13:17] + STRINGS + ["W.Color.RED"]
     if "containers" in kinds or "ordered" in kinds or "protocols" in kinds:
         pool += CONTAINERS
-    if "descriptors" in kinds or "protocols" in kinds:
+    if "descriptors" in kinds or "protocols" in kinds or "attributes" in kinds or "exceptions" in kinds:
         pool += OBJECTS
     return pool
 
@@ -466,7 +499,9 @@ def run_sequence(program: Program, dynamic: bool | None, steps: list) -> None:
                 raise Finding("differs", str(e), step_no) from None
             # (Where the graph raises, the Python side effects traced before it are not replayed:
             # a known limit, as under torch.compile; the LOG is compared where eager returned.)
-            if eager.exc is None and eager_world.LOG != compiled_world.LOG:
+            if eager_world.LOG != compiled_world.LOG:
+                if eager.exc is not None:
+                    break  # (the worlds differ from here on, by that limit)
                 raise Finding("world-differs", f"LOG: eager {eager_world.LOG}, compiled {compiled_world.LOG}", step_no)
     finally:
         for world in (eager_world, compiled_world):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from ..exc import Unsupported
+from ..exc import TracedException, Unsupported
 from ..variables import BuiltinVariable, TupleVariable
 from .registry import instruction
 
@@ -15,8 +15,10 @@ from .registry import instruction
 def _stop_iteration_error(tx: Any, exception: Any) -> Any:
     # A generator's body is wrapped in a handler that turns a StopIteration escaping it into
     # RuntimeError (PEP 479) and lets any other exception through.
-    if issubclass(exception.python_type(), (StopIteration, StopAsyncIteration)):
-        raise Unsupported("a generator raising StopIteration (CPython turns it into RuntimeError)")
+    if issubclass(exception.python_type(), StopIteration):
+        raise TracedException(RuntimeError("generator raised StopIteration"))
+    if issubclass(exception.python_type(), StopAsyncIteration):
+        raise Unsupported("an async generator raising StopAsyncIteration")
     return exception
 
 

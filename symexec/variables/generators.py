@@ -101,7 +101,7 @@ class GeneratorVariable(IteratorVariable):
         """Whether closing it now would run its code: suspended inside a ``try`` or ``with``
         (CPython throws GeneratorExit in at the yield when the generator is collected)."""
         frame = self.frame
-        return self.started and not self.exhausted and frame.program.handlers[frame.ip - 1] is not None
+        return self.started and not self.exhausted and frame.program.user_handler(frame.ip - 1) is not None
 
     def subvalues(self) -> list[Any]:
         frame = self.frame

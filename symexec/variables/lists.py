@@ -290,7 +290,10 @@ class RangeVariable(BaseListVariable):
         return self.value
 
     def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
-        return wrap_constant(self.value[index.as_python_constant()])
+        try:
+            return wrap_constant(self.value[index.as_python_constant()])
+        except (IndexError, TypeError) as e:
+            raise TracedException(e) from e
 
     def reconstruct(self, cg: Any) -> None:
         cg.load_const(self.value)

@@ -68,6 +68,10 @@ def _global_hooks(tx: Any) -> bool:
     return any(dicts)
 
 
+_CONTAINER_GETITEMS = {cls.__getitem__ for cls in (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict,
+                                                     torch.nn.ParameterList, torch.nn.ParameterDict)}
+
+
 class NNModuleVariable(UserDefinedObjectVariable):
     def describe(self) -> str:
         return f"the module {self.source.name if self.source else ''} ({self.cls.__qualname__})"
@@ -265,7 +269,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
     def _guard_children(self, tx: Any) -> None:
         """The container's children, as the trace enumerates them: their names, in order
         (a ModuleList appended to later retraces)."""
-        store = "_parameters" if isinstance(self.module, torch.nn.ParameterList) else "_modules"
+        store = "_parameters" if isinstance(self.module, (torch.nn.ParameterList, torch.nn.ParameterDict)) else "_modules"
         if self.source is not None:
             tx.guards.keys_match(AttrSource(self.source, store), list(getattr(self.module, store)))
 
@@ -275,6 +279,11 @@ class NNModuleVariable(UserDefinedObjectVariable):
             self._guard_children(tx)
             return ConstantVariable(len(mod))
         if name == "__getitem__" and len(args) == 1:
+            getitem = class_static(tx, self.cls, "__getitem__")
+            if getitem is None:
+                raise TracedException(TypeError(f"'{self.cls.__name__}' object is not subscriptable"))
+            if getitem not in _CONTAINER_GETITEMS:  # the class's own, traced as in eager
+                return super().call_method(tx, name, args, kwargs)
             key = args[0].as_python_constant()
             if isinstance(key, slice):  # a new container of the children in that slice
                 if not isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList)) or \
@@ -284,9 +293,14 @@ class NNModuleVariable(UserDefinedObjectVariable):
                 keys = list(mod._modules)
                 return SlicedContainerVariable(self.cls, [(keys[i], tx.wrap(mod[i], self._child_source(tx, i)))
                                                           for i in range(len(mod))[key]])
-            if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
-                key = range(len(mod))[key]  # a negative index, as the source of the child
-            return tx.wrap(mod[key], self._child_source(tx, key))
+            try:
+                if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
+                    key = range(len(mod))[key]  # a negative index, as the source of the child
+                child = mod[key]
+            except (IndexError, KeyError, TypeError) as e:  # (torch's own __getitem__: no user code)
+                self._guard_children(tx)
+                raise TracedException(e) from e
+            return tx.wrap(child, self._child_source(tx, key))
         if name in ("items", "keys", "values") and isinstance(mod, torch.nn.ModuleDict) and not args:
             children = self._children(tx)
             if name == "keys":
