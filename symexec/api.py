@@ -14,6 +14,7 @@ import functools
 import inspect
 import threading
 import types
+import weakref
 import warnings
 from typing import Any, Callable
 
@@ -34,12 +35,15 @@ class _Compiled:
     """Everything a compiled function knows besides its hot path."""
 
     def __init__(self, fn: types.FunctionType, backend: Callable[..., Any], fullgraph: bool, dynamic: bool | None,
-                 callees: Callees | None = None) -> None:
-        self.fn = fn
+                 callees: Callees | None = None, weak: bool = False) -> None:
+        # A callee's (a user function run at a graph break) is held weakly: the cache must not
+        # keep a lambda passed in alive, as Dynamo's does not. It is alive whenever it is called.
+        self.weak = weak
+        self._fn: Callable[[], Any] = weakref.ref(fn) if weak else (lambda: fn)
         self.backend = backend
         self.fullgraph = fullgraph
         self.dynamic = dynamic
-        self.cache = FunctionCache(fn)
+        self.cache = FunctionCache()
         ALL_CACHES.add(self.cache)
         # Compiled wrappers of what this function's graph breaks call: continuations and the
         # callees run at a break, one per function, so their caches persist. Shared by the
@@ -53,17 +57,21 @@ class _Compiled:
             self.callees = callees
 
     @property
-    def related(self) -> dict[Any, Callable[..., Any]]:
-        return self.callees.wrappers
+    def fn(self) -> types.FunctionType:
+        return self._fn()
 
-    def _compile_new(self, fn: types.FunctionType) -> Callable[..., Any]:
+    @property
+    def related(self) -> dict[Any, Callable[..., Any]]:
+        return self.callees.all_wrappers()
+
+    def _compile_new(self, fn: types.FunctionType, weak: bool = False) -> Callable[..., Any]:
         if fn.__code__.co_flags & _NOT_TRACED_FLAGS:
-            return _untraced(fn)
+            return fn if weak else _untraced(fn)  # (a callee: called as it is)
         # Depth-capped: a recursive user function run at a break calls its wrapper once per
         # level, two frames each (wrapper, replacement) where eager spends one; past the cap
         # the rest runs as plain Python, so deep recursion that works eagerly does not hit the
         # interpreter's recursion limit.
-        return _wrap(_Compiled(fn, self.backend, self.fullgraph, self.dynamic, self.callees),
+        return _wrap(_Compiled(fn, self.backend, self.fullgraph, self.dynamic, self.callees, weak=weak),
                      max_depth=config.max_resume_depth)
 
     def miss(self, args: tuple, kwargs: dict) -> Any:
@@ -213,13 +221,13 @@ def _untraced(fn: types.FunctionType) -> Callable[..., Any]:
 
 
 def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
-    """The function users call: the hot path over the cache, nothing else."""
+    """The function users call: the hot path over the cache, nothing else. (A callee's is
+    only called by generated code: it holds its function weakly, as ``state`` does.)"""
     fn = state.fn
     hot = state.cache.hot
     miss = state.miss
 
     if max_depth is None:
-        @functools.wraps(fn)
         def compiled(*args: Any, **kwargs: Any) -> Any:
             for entry in hot:  # guards and replacement in one generated function
                 try:
@@ -238,12 +246,12 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
         # interpreter's recursion limit is near.
         # The depth is per thread: two threads running the loop do not share a count.
         local = threading.local()
+        original = state._fn
 
-        @functools.wraps(fn)
         def compiled(*args: Any, **kwargs: Any) -> Any:
             depth = getattr(local, "depth", 0)
             if depth >= max_depth:
-                return fn(*args, **kwargs)
+                return original()(*args, **kwargs)
             local.depth = depth + 1
             try:
                 for entry in hot:  # called by generated code: the signature fits
@@ -255,7 +263,11 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
                 local.depth = depth
 
     compiled._symexec = state  # type: ignore[attr-defined]
-    compiled._symexec_original = fn  # type: ignore[attr-defined]
+    if state.weak:
+        compiled.__name__, compiled.__qualname__ = fn.__name__, fn.__qualname__
+    else:
+        functools.update_wrapper(compiled, fn)
+        compiled._symexec_original = fn  # type: ignore[attr-defined]
     return compiled
 
 

@@ -56,7 +56,6 @@ _NOT_FITTING = Guard(GuardKind.ID_MATCH, "the call fits the parameters as traced
 class FunctionCache:
     """The entries of one compiled function. ``hot`` is the hit path's view."""
 
-    fn: types.FunctionType
     entries: list[CacheEntry] = field(default_factory=list)
     hot: list[Callable[..., Any]] = field(default_factory=list)  # entry functions, newest first
     recompile_reasons: list[str] = field(default_factory=list)

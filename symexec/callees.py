@@ -25,6 +25,7 @@ import os
 import sysconfig
 import threading
 import types
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -76,30 +77,39 @@ class Callees:
     """The compiled stand-ins of one family's callees. ``compile_new(fn)`` makes the compiled
     wrapper of a function (``api.py``); each is made once, then found here."""
 
-    def __init__(self, compile_new: Callable[[types.FunctionType], Callable[..., Any]], closures_per_code: int) -> None:
+    def __init__(self, compile_new: Callable[..., Callable[..., Any]], closures_per_code: int) -> None:
         self._compile_new = compile_new
         # Wrappers by function (a continuation: by code, a new function object each time).
         self.wrappers: dict[Any, Callable[..., Any]] = {}
+        # A user function's, held weakly (so is the function in its wrapper): a lambda passed
+        # in and called at a break dies when the user drops it.
+        self.callee_wrappers: "weakref.WeakKeyDictionary[types.FunctionType, Callable[..., Any]]" = \
+            weakref.WeakKeyDictionary()
         # A closure is a new function object each time its maker runs; past this many of one
         # code, the others run as they are instead of each being traced (and kept) anew.
         self.closures_per_code = closures_per_code
         self._closures: dict[types.CodeType, int] = {}
-        self._fallback_copies: dict[types.FunctionType, tuple[tuple, types.FunctionType]] = {}
+        self._fallback_copies: "weakref.WeakKeyDictionary[types.FunctionType, tuple[tuple, types.FunctionType]]" = \
+            weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def __call__(self, fn: types.FunctionType) -> Callable[..., Any]:
         """The compiled wrapper of ``fn`` (or ``fn`` itself, where it runs as is)."""
         key: Any = fn
-        if fn.__code__.co_name.startswith("__resume_at_"):
+        wrappers: Any = self.callee_wrappers
+        if fn in self.wrappers:  # the family's root, called from itself
+            wrappers = self.wrappers
+        elif fn.__code__.co_name.startswith("__resume_at_"):
             # A continuation is a new function object each time: one wrapper per code. But the
             # replacement traced from one runs over that one's closure cells, so a continuation
             # of a closure (a callee made anew by each call of its maker) has one per closure.
             key = (fn.__code__, *map(id, fn.__closure__)) if fn.__closure__ else fn.__code__
-        wrapper = self.wrappers.get(key)
+            wrappers = self.wrappers
+        wrapper = wrappers.get(key)
         if wrapper is not None:
             return wrapper
         with self._lock:  # (called when generated code runs: two threads make one wrapper)
-            wrapper = self.wrappers.get(key)
+            wrapper = wrappers.get(key)
             if wrapper is not None:
                 return wrapper
             if key is not fn.__code__ and fn.__closure__:
@@ -107,8 +117,14 @@ class Callees:
                 if made >= self.closures_per_code:
                     return fn
                 self._closures[fn.__code__] = made + 1
-            wrapper = self.wrappers[key] = self._compile_new(fn)
+            wrapper = self._compile_new(fn, wrappers is self.callee_wrappers)
+            if wrapper is not fn:
+                wrappers[key] = wrapper
         return wrapper
+
+    def all_wrappers(self) -> dict[Any, Callable[..., Any]]:
+        """Every compiled wrapper of the family: continuations' and callees'."""
+        return {**self.wrappers, **self.callee_wrappers}
 
     # -- run time: what the code generated at a break calls --------------------------------------
     def value(self, callee: Any) -> Any:

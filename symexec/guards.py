@@ -504,13 +504,15 @@ class GuardSet:
         part of the entry only where the call took one: an entry traced from a call that passed
         every argument takes none (its guard and replacement have no defaults: a call that
         omits an argument does not fit it, and misses), so nothing about them is guarded.
-        (Each of these reads is an audit event: every audit hook of the process runs.)"""
+        (Each of these reads is an audit event: every audit hook of the process runs.) The
+        function is reached weakly: an entry of a callee does not keep it alive (it is alive
+        whenever its entries are consulted: they are consulted when it is called)."""
         takes = _takes_defaults(fn, args, kwargs)
         self.parameters = (fn.__code__, fn.__defaults__ if takes else None, fn.__kwdefaults__ if takes else None)
         name = fn.__qualname__
         for attr in ("__code__", "__defaults__", "__kwdefaults__") if takes else ("__code__",):
             self.add(GuardKind.ID_MATCH, f"{name}.{attr} is <as traced>",
-                     f"{self._const(fn)}.{attr} is {self._const(getattr(fn, attr))}")
+                     f"{self._weak(fn)}().{attr} is {self._const(getattr(fn, attr))}")
 
     def not_identical(self, source: Source, other: Source) -> None:
         """Two sources reach different objects (the trace decided ``a is b`` is False)."""

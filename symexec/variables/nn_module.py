@@ -294,12 +294,12 @@ class NNModuleVariable(UserDefinedObjectVariable):
                 return SlicedContainerVariable(self.cls, [(keys[i], tx.wrap(mod[i], self._child_source(tx, i)))
                                                           for i in range(len(mod))[key]])
             try:
-                if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
-                    key = range(len(mod))[key]  # a negative index, as the source of the child
                 child = mod[key]
             except (IndexError, KeyError, TypeError) as e:  # (torch's own __getitem__: no user code)
                 self._guard_children(tx)
                 raise TracedException(e) from e
+            if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
+                key = range(len(mod))[key]  # a negative index, as the source of the child
             return tx.wrap(child, self._child_source(tx, key))
         if name in ("items", "keys", "values") and isinstance(mod, torch.nn.ModuleDict) and not args:
             children = self._children(tx)

@@ -151,7 +151,13 @@ def _make_binary(fn: Any) -> Handler:
         if fn in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
             if isinstance(a, (SetVariable, DictViewVariable)) or isinstance(b, (SetVariable, DictViewVariable)):
                 return None  # a set equals a frozenset, dict_keys a set: by value, or unsupported
-            if type(a) is not type(b) and not (isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable)):
+            if type(a) is not type(b) and not any(isinstance(a, family) and isinstance(b, family)
+                                                  for family in (BaseListVariable, ConstDictVariable)):
+                for operand in (a, b):
+                    if isinstance(operand, ObjectVariableBase) and \
+                            class_static(tx, operand.python_type(), "__eq__") is not object.__eq__:
+                        # A builtin base's == (a tuple subclass equals the tuple it holds)
+                        raise Unsupported(f"== of a {operand.python_type().__qualname__}, its base's")
                 # Different families never compare equal (tensors were handled above).
                 return ConstantVariable(fn is operator.ne)
         return None
