@@ -262,7 +262,7 @@ class GuardSet:
             self.id_match(source, value)
             return
         self.type_match(source, value)
-        shown = "nan" if _inexact(value) and value != value else display(value)
+        shown = "nan" if _inexact(value) and value != value and type(value) is not float else display(value)
         self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {shown}", self.exactly(source.expr(), value), source)
 
     def exactly(self, expr: str, value: Any) -> str:

@@ -413,6 +413,8 @@ def display(value: Any) -> str:
     if text is not None:
         return text
     cls = type(value)
+    if cls is float and value != value:
+        return "-nan" if math.copysign(1.0, value) < 0 else "nan"  # (the guard tells the two apart)
     if cls in (float, complex, range, torch.device, torch.dtype):
         return repr(value)
     if cls is tuple:

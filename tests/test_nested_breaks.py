@@ -118,12 +118,18 @@ def test_a_closure_made_per_call_is_compiled_a_bounded_number_of_times():
         return f(x + 1) * 2
 
     compiled = symexec.compile(fn)
+    closures = [_make_closure(k) for k in range(20)]  # (alive: a callee's wrapper dies with it)
     for k in range(20):
         x = _t()
-        assert torch.allclose(compiled(x, _make_closure(k)), fn(x, _make_closure(k)))
+        assert torch.allclose(compiled(x, closures[k]), fn(x, _make_closure(k)))
     callees = compiled._symexec.callees
-    made = [key for key in callees.wrappers if getattr(key, "__code__", None) is scaled_by_3.__code__]
+    made = [key for key in callees.callee_wrappers if key.__code__ is scaled_by_3.__code__]
     assert len(made) == symexec.config.cache_size_limit  # the rest ran as they are
+    del closures, made
+    for k in range(5):  # closures made later, the first ones gone: still not compiled anew
+        x = _t()
+        assert torch.allclose(compiled(x, _make_closure(k)), fn(x, _make_closure(k)))
+    assert not [key for key in callees.callee_wrappers if key.__code__ is scaled_by_3.__code__]
 
 
 def test_bound_method():

@@ -710,3 +710,9 @@ def test_a_builtin_and_its_subclass_compare_by_value():
     for a, b in [((1, 2), _Tup((1, 2))), ((1, 2), _Tup((1, 3))), ([1], _Lst([1])), ({1: 2}, _Dct({1: 2})),
                  ({1: 2}, _Dct({1: 3})), ({1: 2}, collections.OrderedDict({1: 2})), (1, _Tup((1,)))]:
         check(f, a, b, torch.ones(1), expect_traced=False)  # (it may break where the base's == runs)
+
+
+def test_the_fields_of_a_range_argument():
+    check_sequence(lambda r, x: (r.start, r.stop, r.step, x + r.step), [range(0, 5, 2), torch.ones(1)],
+                   [range(0, 5, 3), torch.ones(1)], [range(1, 5, 2), torch.ones(1)], [range(0, 6, 2), torch.ones(1)])
+    check(lambda x: (range(3).step, x + 1), torch.ones(1))

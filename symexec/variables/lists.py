@@ -289,6 +289,13 @@ class RangeVariable(BaseListVariable):
     def as_proxy(self) -> Any:
         return self.value
 
+    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+        if name in ("start", "stop", "step"):  # (a range from a source is guarded by its fields)
+            return ConstantVariable(getattr(self.value, name))
+        if class_static(tx, range, name) is None:
+            raise _no_attribute(range, name)
+        return super().var_getattr(tx, name)
+
     def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
         try:
             return wrap_constant(self.value[index.as_python_constant()])
