@@ -212,7 +212,7 @@ def test_callee_recompiles_on_a_new_shape():
         compiled_dynamo(copy_args(x))
     torch._dynamo.reset()
     assert ours.op_counts() == dynamo.op_counts()
-    leaf_wrapper = compiled_ours._symexec.callees.wrappers[leaf]
+    leaf_wrapper = compiled_ours._symexec.callees.callee_wrappers[leaf]
     assert len(symexec.recompile_reasons(leaf_wrapper)) == 1  # 4 then 8: one retrace, dynamic from there
 
 
