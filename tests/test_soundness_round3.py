@@ -716,3 +716,46 @@ def test_the_fields_of_a_range_argument():
     check_sequence(lambda r, x: (r.start, r.stop, r.step, x + r.step), [range(0, 5, 2), torch.ones(1)],
                    [range(0, 5, 3), torch.ones(1)], [range(1, 5, 2), torch.ones(1)], [range(0, 6, 2), torch.ones(1)])
     check(lambda x: (range(3).step, x + 1), torch.ones(1))
+
+
+# -- 7. global state and hooks under call sequences ---------------------------------------------
+
+def _autocast_matmul(x, w):
+    return (x @ w).dtype, x @ w
+
+
+def test_autocast_entered_outside_with_different_dtypes_in_sequence():
+    w = torch.ones(3, 3)
+    compiled = symexec.compile(_autocast_matmul, backend="eager")
+    for dtype in (torch.bfloat16, torch.float16, None, torch.bfloat16, torch.float16):
+        x = torch.ones(2, 3)
+        if dtype is None:
+            expected, actual = _autocast_matmul(x, w), compiled(x, w)
+        else:
+            with torch.autocast("cpu", dtype=dtype):
+                expected = _autocast_matmul(x, w)
+            with torch.autocast("cpu", dtype=dtype):
+                actual = compiled(x, w)
+        assert expected[0] == actual[0] and torch.equal(expected[1], actual[1]), dtype
+
+
+def test_a_global_module_forward_hook_registered_and_removed_between_calls():
+    lin = torch.nn.Linear(2, 2)
+    handles = []
+    check_sequence(lambda x: lin(x), [torch.ones(2)],
+                   lambda: handles.append(torch.nn.modules.module.register_module_forward_hook(
+                       lambda m, i, o: o * 10)),
+                   [torch.ones(2)], lambda: handles.pop().remove(), [torch.ones(2)])
+
+
+class _Plainish:
+    def __init__(self):
+        self.a = 1
+
+
+def test_attributes_added_and_deleted_between_calls():
+    o, m = _Plainish(), torch.nn.Linear(2, 2)
+    f = lambda o, m, x: (getattr(o, "b", 0), hasattr(m, "extra"), m(x) * getattr(m, "extra", 1))  # noqa: E731
+    check_sequence(f, [o, m, torch.ones(2)], lambda: setattr(o, "b", 2), [o, m, torch.ones(2)],
+                   lambda: setattr(m, "extra", 3.0), [o, m, torch.ones(2)], lambda: delattr(o, "b"),
+                   [o, m, torch.ones(2)], lambda: delattr(m, "extra"), [o, m, torch.ones(2)])
