@@ -31,13 +31,21 @@ class CacheEntry:
     fallback_reason: str | None = None
     break_reason: Any = None  # the Unsupported that ended this graph in a break, if one did
     replacement_code: types.CodeType | None = None
-    readable_code: str = ""  # the replacement as Python-like text (rendering.py)
+    # The replacement as Python-like text (rendering.py), rendered on first read: ``readable_code``
+    render_readable: Callable[[], str] | None = None
     trace_seconds: float = 0.0
     compile_seconds: float = 0.0
     serial: int = field(default_factory=lambda: next(_serials))  # creation order, across functions
     # The one-call form: the guards spliced in front of the replacement, returning MISS when
     # they fail (codegen.guarded_function); None where they could not be, or for a fallback.
     merged: Callable[..., Any] | None = None
+
+    @property
+    def readable_code(self) -> str:
+        if self.render_readable is not None:
+            self._readable = self.render_readable()
+            self.render_readable = None
+        return getattr(self, "_readable", "")
 
     def failed_guard(self, args: tuple, kwargs: dict) -> Guard | None:
         try:

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
+from . import assembler
 from .versions import V, attr_arg, attr_name, call_instrs, global_null_order
 
 _NULL, _VALUE = "null", "value"
@@ -48,7 +49,7 @@ def with_mapped_callables(code: types.CodeType, mapping: Callable[[Any], Any]) -
         out.append(item)
     bytecode.clear()
     bytecode.extend(out)
-    return bytecode.to_code()
+    return assembler.reassemble(bytecode)
 
 
 def _plain_attribute_load(item: Any) -> list[Any]:

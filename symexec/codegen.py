@@ -11,36 +11,20 @@ version spells what we emit is in ``versions.py``; this module asks it and nowhe
 from __future__ import annotations
 
 import copy
+import functools
 import dis
 import types
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import torch.fx
-from bytecode import Bytecode, FreeVar, Instr, TryBegin, TryEnd
-from bytecode import concrete as bytecode_concrete
-from bytecode import instr as bytecode_instr
+from bytecode import FreeVar, Instr, TryBegin, TryEnd
 
-from . import versions
+from . import assembler, versions
 from .exc import InternalError
 from .rendering import Renderer
 from .splice import splice_guards
 from .variables import VariableTracker
 
-def _constant_key(obj: Any) -> Any:
-    """How ``bytecode`` tells two constants of one code object apart. Its own key is the
-    marshal dump, which merges EQUAL objects: two empty dicts, or a guard's constant list with
-    another equal list, would become one constant and an ``is`` guard on the other one would
-    fail on every call (the spliced guards of an entry then always missed). Only immutable
-    literals, compared by value, may share a constant; any other object is itself."""
-    if type(obj) in _LITERAL_TYPES or isinstance(obj, types.CodeType):
-        return bytecode_instr.const_key(obj)
-    if type(obj) in (tuple, frozenset) and all(type(x) in _LITERAL_TYPES for x in obj):
-        return bytecode_instr.const_key(obj)
-    return (type(obj), id(obj))
-
-
-_LITERAL_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes, type(Ellipsis)})
-bytecode_concrete.const_key = _constant_key  # (the converter to concrete bytecode looks it up here)
 
 # Flags a replacement keeps from the original code: how arguments are received.
 _KEPT_FLAGS = 0x01 | 0x02 | 0x04 | 0x08 | 0x10  # OPTIMIZED, NEWLOCALS, VARARGS, VARKEYWORDS, NESTED
@@ -57,7 +41,9 @@ class PyCodegen:
         # tracker is one object (a list passed to a call and then returned stays the same).
         self._built: dict[int, str] = {}
         self._temps = 0
-        self.renderer = Renderer()  # the readable form, written as the code is
+        # What the readable form is rendered from, when someone asks (``readable``): each
+        # instruction with its note, each label, handler and named constant, in order.
+        self.events: list[tuple[Any, ...]] = []
 
     def new_temp(self) -> str:
         self._temps += 1
@@ -74,26 +60,27 @@ class PyCodegen:
 
     def append(self, instr: Instr, note: str = "") -> None:
         self.instructions.append(instr)
-        self.renderer.feed(instr.name, instr.arg if instr.require_arg() or instr.name == "LOAD_CONST" else None, note)
+        self.events.append(("feed", instr.name, instr.arg if instr.require_arg() or instr.name == "LOAD_CONST" else None,
+                            note))
 
     def label(self, label: Any) -> None:
         self.instructions.append(label)
-        self.renderer.label(label)
+        self.events.append(("label", label))
 
     def try_begin(self, handler: Any, push_lasti: bool, depth: int) -> TryBegin:
         begin = TryBegin(handler, push_lasti, depth)
         self.instructions.append(begin)
-        self.renderer.lines.append(f"# an exception from here on goes to {self.renderer.label_name(handler)}")
+        self.events.append(("handler", handler))
         return begin
 
     def try_end(self, begin: TryBegin) -> None:
         self.instructions.append(TryEnd(begin))
 
-    def readable(self, header: str, other: "PyCodegen | None" = None) -> str:
-        """The code as Python-like text: ``header`` (the def line), then this code's lines."""
-        lines = (other.renderer.lines if other is not None else []) + self.renderer.lines
-        return header + "\n" + "\n".join(("" if line.endswith(":") and line.startswith("label_") else "    ") + line
-                                          for line in lines)
+    def readable(self, header: str, other: "PyCodegen | None" = None) -> Callable[[], str]:
+        """The code as Python-like text, rendered when called: ``header`` (the def line), then
+        ``other``'s lines (the code before this one), then this code's. (Only the events are
+        kept, not the codegen.)"""
+        return functools.partial(render, header, [*(other.events if other is not None else []), *self.events])
 
     # -- loads (the LoadEmitter protocol of source.py) ---------------------------------------
     def load_fast(self, name: str) -> None:
@@ -111,7 +98,7 @@ class PyCodegen:
     def load_const(self, value: Any, name: str | None = None) -> None:
         """``name``: how the readable rendering shows the constant (a compiled graph...)."""
         if name is not None:
-            self.renderer.name_const(value, name)
+            self.events.append(("name", value, name))
         self.emit("LOAD_CONST", value)
 
     def load_private(self, obj: Any) -> None:
@@ -227,33 +214,33 @@ class PyCodegen:
 
     # -- the code object ----------------------------------------------------------------------
     def assemble(self, template: types.CodeType, name: str, body: Iterable[Instr] | None = None) -> types.CodeType:
-        """A code object with ``template``'s signature, free variables and flags, running our instructions."""
+        """A code object with ``template``'s signature, free variables and flags, running our
+        instructions (``assembler.py``: checked; its handlers keep the depths we wrote, the
+        original handler's depth where a break is inside a try block)."""
         from . import faults; faults.hit("codegen")  # noqa: E702 - fault injection (tests)
-        prologue = []
-        if template.co_freevars:
-            prologue.append(Instr("COPY_FREE_VARS", len(template.co_freevars), lineno=self.lineno))
-        prologue.append(Instr("RESUME", 0, lineno=self.lineno))
-        bc = Bytecode([*prologue, *(body if body is not None else self.instructions)])
-        bc.argnames = parameter_names(template)
-        bc.argcount = template.co_argcount
-        bc.posonlyargcount = template.co_posonlyargcount
-        bc.kwonlyargcount = template.co_kwonlyargcount
-        bc.name = name
-        bc.qualname = name
-        bc.filename = template.co_filename
-        bc.first_lineno = template.co_firstlineno
-        bc.freevars = list(template.co_freevars)
-        bc.cellvars = []
-        bc.flags = template.co_flags & _KEPT_FLAGS
-        try:
-            stacksize = bc.compute_stacksize(check_pre_and_post=False)
-        except Exception as e:
-            raise InternalError(f"generated code for {name} is malformed: {e}") from e
-        if stacksize < 0:
-            raise InternalError(f"generated code for {name} has a negative stack size")
-        # A handler we set up (a break inside a try block) has the original handler's depth,
-        # which is not the depth where our region starts: keep the depths we wrote.
-        return bc.to_code(stacksize=stacksize, compute_exception_stack_depths=False)
+        signature = assembler.Signature(
+            name=name, argnames=tuple(parameter_names(template)), argcount=template.co_argcount,
+            posonlyargcount=template.co_posonlyargcount, kwonlyargcount=template.co_kwonlyargcount,
+            freevars=template.co_freevars, cellvars=(), flags=template.co_flags & _KEPT_FLAGS,
+            filename=template.co_filename, first_lineno=template.co_firstlineno)
+        items = [*assembler.prologue(template.co_freevars, self.lineno), *(body if body is not None else self.instructions)]
+        return assembler.assemble(items, signature)
+
+
+def render(header: str, events: list[tuple[Any, ...]]) -> str:
+    """What ``PyCodegen.readable`` renders: the events replayed through a ``Renderer``."""
+    renderer = Renderer()
+    for kind, *rest in events:
+        if kind == "feed":
+            renderer.feed(*rest)
+        elif kind == "label":
+            renderer.label(rest[0])
+        elif kind == "handler":
+            renderer.lines.append(f"# an exception from here on goes to {renderer.label_name(rest[0])}")
+        else:  # "name"
+            renderer.name_const(*rest)
+    return header + "\n" + "\n".join(("" if line.endswith(":") and line.startswith("label_") else "    ") + line
+                                      for line in renderer.lines)
 
 
 def parameter_names(code: types.CodeType) -> list[str]:

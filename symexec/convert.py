@@ -389,7 +389,7 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm, merged=merged,
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
                        compile_seconds=time.perf_counter() - compile_start, break_reason=reason,
-                       readable_code=readable)
+                       render_readable=readable)
     _log_entry(fn, entry)
     return entry
 

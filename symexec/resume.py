@@ -20,6 +20,7 @@ from typing import Any
 
 from bytecode import Bytecode, Instr, Label, TryBegin
 
+from . import assembler
 from .exc import Unsupported
 from .versions import split_superinstruction
 
@@ -135,30 +136,22 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
         else:
             items.append(item)
     lineno = code.co_firstlineno
-    prologue: list[Any] = []
-    if code.co_freevars:
-        prologue.append(Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=lineno))
-    prologue.append(Instr("RESUME", 0, lineno=lineno))
+    prologue: list[Any] = assembler.prologue(code.co_freevars, lineno)
     prologue += [Instr("PUSH_NULL", lineno=lineno) if null else Instr("LOAD_FAST", f"___stack{i}", lineno=lineno)
                  for i, null in enumerate(nulls)]
     prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
-    bc = Bytecode(prologue + items)
     # Cell variables come last, as the cells themselves: the prologue skips the original's
     # MAKE_CELL, so their slots hold the cells the caller made (and shared with inner functions).
-    bc.argnames = [f"___stack{i}" for i, null in enumerate(nulls) if not null] + list(live) + list(code.co_cellvars)
-    bc.argcount = len(bc.argnames)
-    bc.posonlyargcount = 0
-    bc.kwonlyargcount = 0
-    bc.name = f"__resume_at_{offsets(code)[target]}_{len(made) + 1}"
-    bc.qualname = bc.name
-    bc.filename = code.co_filename
-    bc.first_lineno = code.co_firstlineno
-    bc.freevars = list(code.co_freevars)
-    bc.cellvars = list(code.co_cellvars)
-    bc.flags = code.co_flags & (0x01 | 0x02 | 0x10)  # OPTIMIZED, NEWLOCALS, NESTED
+    argnames = (*[f"___stack{i}" for i, null in enumerate(nulls) if not null], *live, *code.co_cellvars)
+    name = f"__resume_at_{offsets(code)[target]}_{len(made) + 1}"
+    signature = assembler.Signature(
+        name=name, argnames=argnames, argcount=len(argnames), posonlyargcount=0, kwonlyargcount=0,
+        freevars=code.co_freevars, cellvars=code.co_cellvars,
+        flags=code.co_flags & (0x01 | 0x02 | 0x10),  # OPTIMIZED, NEWLOCALS, NESTED
+        filename=code.co_filename, first_lineno=code.co_firstlineno)
     # The stack never runs deeper than in the original code, and the handlers' depths are the
     # original ones: the flow analysis of bytecode, entering mid-block, could miss both.
-    new = bc.to_code(stacksize=code.co_stacksize, compute_exception_stack_depths=False)
+    new = assembler.assemble(prologue + items, signature, stacksize=code.co_stacksize)
     made[key] = new
     _origin[new] = (code, [None] * len(prologue) + positions)
     return new

@@ -44,7 +44,7 @@ from typing import Any
 
 from bytecode import ConcreteInstr
 
-from . import versions
+from . import assembler, versions
 
 _OP = dis.opmap
 _NAME = dis.opname
@@ -488,7 +488,7 @@ def splice_guards(guard: types.CodeType, replacement: types.CodeType, namespace:
     pos = body.pos[resume]  # (the guards report the line of the replacement's RESUME)
     runs = [*_runs(body.pos, offsets, 0, resume + 1), (pos, inserted),
             *_runs(body.pos, offsets, resume + 1, len(body.ops))]
-    return replacement.replace(
+    return assembler.checked(replacement.replace(
         co_code=body_code[:2 * prologue] + bytes(compacted.code) + glue.code + body_code[2 * prologue:],
         co_consts=tuple(tables.consts),
         co_names=tuple(tables.names),
@@ -497,4 +497,4 @@ def splice_guards(guard: types.CodeType, replacement: types.CodeType, namespace:
         co_stacksize=max(replacement.co_stacksize, guard.co_stacksize, 1),
         co_linetable=_location_table(runs, replacement.co_firstlineno),
         co_exceptiontable=_exception_bytes(entries),
-    )
+    ))
