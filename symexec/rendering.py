@@ -1,6 +1,7 @@
-"""A readable, Python-like rendering of the code symexec generates, kept as it is generated.
+"""A readable, Python-like rendering of the code symexec generates, made when someone reads it.
 
-``PyCodegen`` feeds every instruction it emits to a ``Renderer``, which keeps a stack of
+``PyCodegen`` records every instruction it emits; when the readable form is first asked for
+(``entry.readable_code``, ``explain``), ``codegen.render`` feeds them to a ``Renderer``, which keeps a stack of
 expression texts beside the real stack and writes a line where the instruction is a
 statement (a store, a return, an expression whose value is dropped). symexec only emits a
 small vocabulary of instructions, so this is a running commentary, not a decompiler; the

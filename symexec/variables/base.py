@@ -38,6 +38,25 @@ class TracingContext(Protocol):
 _asking = threading.local()  # (is_python_constant, per tracing thread)
 
 
+class Registry(dict):
+    """A table of what handles what (a callable's handler, a type's wrapper), filled as the
+    families are imported: a key registered twice is a bug (the second silently replacing the
+    first made behaviour depend on import order), refused."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key in self:
+            raise ValueError(f"{self.name}: {key!r} is registered twice")
+        super().__setitem__(key, value)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # (through __setitem__, checked)
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+
 def only_asking() -> bool:
     """Whether ``as_python_constant`` is running for ``is_python_constant``, which must not
     specialise a symbolic value."""

@@ -32,12 +32,12 @@ from .functions import UserFunctionVariable, UserMethodVariable
 from .misc import SetVariable
 from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
-from .base import class_static, reachable, subclass_check
+from .base import Registry, class_static, reachable, subclass_check
 from .builtin_subclasses import SubclassInstance
 from .user_objects import ObjectVariableBase, SuperVariable
 
 Handler = Callable[..., "VariableTracker | None"]
-HANDLERS: dict[Any, Handler] = {}
+HANDLERS: dict[Any, Handler] = Registry("builtins.HANDLERS")
 # (builtin class, name) -> one instance of that class method (``dict.fromkeys``), a key of HANDLERS.
 CLASS_METHODS: dict[tuple[type, str], Any] = {}
 

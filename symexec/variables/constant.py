@@ -21,7 +21,7 @@ import torch
 
 from ..exc import AttributeMissing, Unsupported
 from ..source import Source
-from .base import BoundMethodVariable, VariableTracker, class_static
+from .base import BoundMethodVariable, Registry, VariableTracker, class_static
 
 # Types whose instances are immutable values that may live in the graph and in generated code.
 LITERAL_TYPES: tuple[type, ...] = (
@@ -182,7 +182,7 @@ def _constant_argument(tx: Any, arg: VariableTracker) -> Any:
 
 # Container families register how to wrap a computed value of their type (lists.py, dicts.py,
 # misc.py); a registry keeps this module below them.
-COMPUTED_WRAPPERS: dict[type, Callable[[Any], VariableTracker]] = {}
+COMPUTED_WRAPPERS: dict[type, Callable[[Any], VariableTracker]] = Registry("constant.COMPUTED_WRAPPERS")
 
 
 def wrap_constant(value: Any) -> VariableTracker:

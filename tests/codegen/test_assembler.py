@@ -128,3 +128,4 @@ def test_the_readable_form_is_rendered_only_when_read(monkeypatch):
     assert fed and "print" in text and text.startswith("def __symexec_f_0(x):")
     assert entry.readable_code == text  # rendered once
     assert codegen.render("def g():", []) == "def g():\n"
+
