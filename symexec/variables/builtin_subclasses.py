@@ -21,7 +21,8 @@ from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable
-from .lists import CLASS_ATTRIBUTE, ListVariable
+from .lists import ListVariable
+from .object_protocol import class_attribute
 
 # What a container tracker models of its type; a subclass that overrides one in Python (or
 # with any callable that is not a builtin's method) is an object.
@@ -114,7 +115,7 @@ class SubclassInstance(VariableTracker):
         static = class_static(tx, cls, name)
         if hasattr(static, "__set__") or hasattr(static, "__delete__"):  # a data descriptor comes first
             if isinstance(static, property):
-                return CLASS_ATTRIBUTE[0](tx, self, cls, name)
+                return class_attribute(tx, self, cls, name)
             raise Unsupported(f"reading {name!r} of {self.describe()}, a {type(static).__name__}")
         own = self._own_attribute(tx, name)
         if own is not None:
@@ -122,7 +123,7 @@ class SubclassInstance(VariableTracker):
         if isinstance(static, _METHOD_TYPES):  # call_method runs it (a Python override, or the builtin's)
             return BoundMethodVariable(self, name)
         if static is not None:
-            return CLASS_ATTRIBUTE[0](tx, self, cls, name)
+            return class_attribute(tx, self, cls, name)
         return self._missing(tx, name)
 
     def _own_attribute(self, tx: Any, name: str) -> VariableTracker | None:

@@ -17,6 +17,7 @@ from ..callees import disabled_by_torch
 from ..exc import Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, Source
 from .base import VariableTracker
+from .object_protocol import DESCRIPTORS
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .dicts import ConstDictVariable
 from .lists import TupleVariable
@@ -502,3 +503,43 @@ def _state_fingerprint(tx: Any) -> tuple:
                 for key, var in effects.containers.items()]
     return (tx.output.call_node_count(), contents, [(k, id(v[2])) for k, v in effects.attributes.items()],
             [(k, id(v)) for k, v in effects.globals.items()], [(k, id(v[1])) for k, v in effects.cells.items()])
+
+
+# -- how functions found on a class bind (object_protocol.class_attribute) ---------------------
+
+def _class_function(fn: types.FunctionType) -> UserFunctionVariable:
+    # The function itself, a constant: the lookup that found it is guarded (the class's MRO,
+    # the dict that holds it, the classes before it), so every instance of the class shares
+    # its reads (its globals are one dict, guarded once).
+    return UserFunctionVariable(fn, ConstSource.of(fn))
+
+
+def _bind_function(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+                   class_source: Source | None) -> VariableTracker | None:
+    fn = _class_function(static)
+    return fn if obj is None else UserMethodVariable(fn, obj)
+
+
+def _bind_staticmethod(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+                       class_source: Source | None) -> VariableTracker | None:
+    return _class_function(static.__func__) if isinstance(static.__func__, types.FunctionType) else None
+
+
+def _bind_classmethod(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+                      class_source: Source | None) -> VariableTracker | None:
+    if not isinstance(static.__func__, types.FunctionType):
+        return None
+    return UserMethodVariable(_class_function(static.__func__), tx.wrap(cls, class_source))
+
+
+def _bind_property(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+                   class_source: Source | None) -> VariableTracker | None:
+    if obj is None:
+        return None  # (the property object itself, through its __get__)
+    if not isinstance(static.fget, types.FunctionType):
+        raise Unsupported(f"the property {cls.__qualname__}.{name} has no Python getter")
+    return _class_function(static.fget).call_function(tx, [obj], {})
+
+
+DESCRIPTORS.update({types.FunctionType: _bind_function, staticmethod: _bind_staticmethod,
+                    classmethod: _bind_classmethod, property: _bind_property})

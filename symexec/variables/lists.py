@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import operator
 import types
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -19,6 +19,7 @@ from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
 from .base import VariableTracker, as_proxy, class_static, find_on_class
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
+from .object_protocol import class_attribute
 
 
 def sort_keys(tx: Any, items: list[VariableTracker], key: VariableTracker | None) -> list[Any]:
@@ -144,11 +145,6 @@ class SizeVariable(TupleVariable):
 
 _TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)  # a namedtuple's field descriptor
 
-# How an attribute a class defines is read on an instance (user_objects.class_attribute, a
-# higher layer, registers it): a namedtuple subclass's methods and properties.
-CLASS_ATTRIBUTE: list[Callable[..., VariableTracker]] = []
-
-
 class NamedTupleVariable(TupleVariable):
     """A named tuple or a torch structseq (``torch.return_types.max``): items plus field names."""
 
@@ -188,7 +184,7 @@ class NamedTupleVariable(TupleVariable):
             return wrap_constant(value)
         # What the namedtuple or a subclass defines (_replace, _asdict, methods, properties):
         # looked up as on any object, so it runs as its Python code does.
-        return CLASS_ATTRIBUTE[0](tx, self, self.cls, name)
+        return class_attribute(tx, self, self.cls, name)
 
     def as_python_constant(self) -> Any:
         values = [item.as_python_constant() for item in self.items]

@@ -15,15 +15,16 @@ import collections
 import types
 from typing import Any, Callable
 
-from .. import versions
 from ..exc import AttributeMissing, TracedException, Unsupported
-from ..source import AttrSource, ConstSource, GetItemSource, ObjectAttrSource, PrivateObjectSource, Source
+from ..source import AttrSource, ConstSource, ObjectAttrSource, PrivateObjectSource, Source
 from .base import DELETED, VariableTracker, class_static, find_on_class, is_data_descriptor
 from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import CLASS_ATTRIBUTE, ListVariable, NamedTupleVariable, TupleVariable
+from .lists import ListVariable, NamedTupleVariable, TupleVariable
+from .object_protocol import (DESCRIPTORS, class_attribute, generic_access, is_slot, lookup_on_class,  # noqa: F401
+                              no_attribute, tp_name, unset_slot)
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -40,101 +41,6 @@ def _instance_dict(value: Any) -> dict | None:
         return object.__getattribute__(value, "__dict__")
     except AttributeError:
         return None
-
-
-def lookup_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type, Any]:
-    """``find_on_class``, where a missing name is an AttributeError."""
-    klass, static = find_on_class(tx, cls, name, start_after)
-    if klass is None:
-        raise AttributeMissing(f"AttributeError: {cls.__qualname__} has no attribute {name!r}")
-    return klass, static
-
-
-def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, start_after: type | None = None,
-                    class_source: Source | None = None) -> VariableTracker:
-    """``name`` looked up on ``cls`` (after ``start_after`` in its MRO, for super()), bound to
-    ``obj`` when it is an instance attribute access."""
-    try:
-        klass, static = lookup_on_class(tx, cls, name, start_after)
-    except AttributeMissing:
-        if obj is None or start_after is not None or class_static(tx, cls, "__getattr__") is not None or \
-                not generic_access(tx, cls, "__getattribute__"):
-            raise
-        raise AttributeMissing.exactly(no_attribute(cls, name)) from None
-    # `type(obj).name` re-fetches it through the MRO; without a source for the class, the
-    # class that holds it is a constant of the trace.
-    if class_source is not None and start_after is None:
-        source: Source = AttrSource(class_source, name)
-    else:
-        source = AttrSource(ConstSource.of(klass), name)
-    if isinstance(static, staticmethod) and isinstance(static.__func__, types.FunctionType):
-        return _function(static.__func__, None)
-    if isinstance(static, classmethod) and isinstance(static.__func__, types.FunctionType):
-        return UserMethodVariable(_function(static.__func__, None), tx.wrap(cls, class_source))
-    if isinstance(static, types.FunctionType):
-        # The function itself, a constant: the lookup that found it is guarded (the class's MRO,
-        # the dict that holds it, the classes before it), so every instance of the class
-        # shares its reads (its globals are one dict, guarded once).
-        fn = _function(static, None)
-        return fn if obj is None else UserMethodVariable(fn, obj)
-    if isinstance(static, property) and obj is not None:
-        if not isinstance(static.fget, types.FunctionType):
-            raise Unsupported(f"the property {cls.__qualname__}.{name} has no Python getter")
-        return _function(static.fget, None).call_function(tx, [obj], {})
-    if obj is None and isinstance(static, (types.WrapperDescriptorType, types.MethodDescriptorType)):
-        return NativeDescriptorVariable(static)  # ``object.__setattr__``, called with the object
-    if hasattr(static, "__get__") and not isinstance(static, type):
-        getter = class_static(tx, type(static), "__get__")
-        if not isinstance(getter, types.FunctionType):
-            raise Unsupported(f"reading {cls.__qualname__}.{name}, a {type(static).__name__} descriptor")
-        # A descriptor written in Python (a lazy property): its __get__ runs, inlined. It is
-        # read from the class's __dict__ (reading it as an attribute would run __get__ again).
-        descriptor = tx.wrap(static, GetItemSource(AttrSource(ConstSource.of(klass), "__dict__"), name))
-        owner = tx.wrap(cls, class_source)
-        return _function(getter, None).call_function(tx, [descriptor, obj if obj is not None else ConstantVariable(None), owner], {})
-    return tx.wrap(static, source)
-
-
-CLASS_ATTRIBUTE.append(class_attribute)
-
-# C classes whose __getattribute__/__setattr__ slots are CPython's generic ones, set explicitly.
-_GENERIC_ACCESS = frozenset({types.SimpleNamespace})
-
-
-def tp_name(cls: type) -> str:
-    """How CPython's messages name a class: its C-level name, with the module of a static type."""
-    heap_type = cls.__flags__ & (1 << 9)  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
-    return cls.__name__ if heap_type or cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
-
-
-def no_attribute(cls: type, name: str) -> AttributeError:
-    """The AttributeError CPython raises for a missing attribute of a ``cls`` instance."""
-    return AttributeError(f"'{tp_name(cls)}' object has no attribute '{name}'")
-
-
-def unset_slot(cls: type, name: str) -> AttributeError:
-    """The AttributeError CPython raises for a ``__slots__`` member of a ``cls`` instance never
-    set: 3.13 names a class made by a class statement by its module and qualified name."""
-    if not versions.V.slot_error_qualified or not cls.__flags__ & (1 << 9):
-        return no_attribute(cls, name)
-    module = cls.__module__
-    qualified = cls.__qualname__ if module in ("builtins", "__main__") or not isinstance(module, str) \
-        else f"{module}.{cls.__qualname__}"
-    return AttributeError(f"'{qualified}' object has no attribute '{name}'")
-
-
-def is_slot(static: Any, name: str) -> bool:
-    """Whether a class attribute is the descriptor of one of the class's ``__slots__``, which
-    stores the value in the object as an attribute would."""
-    return type(static) is types.MemberDescriptorType and name not in ("__dict__", "__weakref__")
-
-
-def generic_access(tx: Any, cls: type, name: str) -> bool:
-    """Whether ``cls``'s ``name`` (``__getattribute__`` or ``__setattr__``) is object's own
-    behaviour (the class lookup guarded)."""
-    static = class_static(tx, cls, name)
-    return static is getattr(object, name) or (
-        type(static) is types.WrapperDescriptorType and static.__objclass__ in _GENERIC_ACCESS)
 
 
 # Binary operators and the dunder methods that implement them for user objects.
@@ -699,6 +605,15 @@ class NativeDescriptorVariable(VariableTracker):
             raise Unsupported(f"calling {owner.__name__}.{self.descriptor.__name__} without a {owner.__name__}")
         return NativeMethodVariable(args[0], self.descriptor.__name__).call_function(tx, args[1:], kwargs)
 
+
+
+def _bind_native_descriptor(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+                            class_source: Source | None) -> VariableTracker | None:
+    # ``object.__setattr__`` read from the class, called with the object; on an instance: as it is
+    return NativeDescriptorVariable(static) if obj is None else None
+
+
+DESCRIPTORS[types.WrapperDescriptorType] = DESCRIPTORS[types.MethodDescriptorType] = _bind_native_descriptor
 
 class SuperVariable(VariableTracker):
     """``super()`` inside a method: attribute lookups start after ``cls`` in the MRO of ``obj``."""

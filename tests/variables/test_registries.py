@@ -13,3 +13,21 @@ def test_a_handler_registered_twice_is_refused():
         HANDLERS[len] = lambda tx, obj: None
     with pytest.raises(ValueError, match="registered twice"):
         COMPUTED_WRAPPERS.update({dict: lambda v: None})
+
+
+def test_the_object_protocol_sits_below_the_families():
+    # object_protocol.py imports no tracker family but base and constant; the families register
+    # how their kinds of class attribute bind, and lower families call it directly (no slot
+    # filled at import time by a higher one)
+    import ast
+    import pathlib
+    import types
+
+    from symexec.variables import object_protocol
+    tree = ast.parse(pathlib.Path(object_protocol.__file__).read_text())
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level == 1}
+    assert imported <= {"base", "constant"}, imported
+    assert {types.FunctionType, staticmethod, classmethod, property, types.WrapperDescriptorType,
+            types.MethodDescriptorType} <= set(object_protocol.DESCRIPTORS)
+    import symexec.variables.lists as lists
+    assert not hasattr(lists, "CLASS_ATTRIBUTE")
