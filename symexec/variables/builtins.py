@@ -85,6 +85,13 @@ def in_graph(value: VariableTracker) -> bool:
 
 
 class BuiltinVariable(VariableTracker):
+    """A builtin function or type (``len``, ``isinstance``, ``list``, ``operator.add``...), or a
+    Python function symexec models itself (``copy.deepcopy``, ``inspect.signature``): called
+    through ``HANDLERS``, one handler per callable. One without a handler, or whose handler
+    declines (returns None), is folded only where every argument is a constant and the callable
+    is one of the pure builtins (``FOLDABLE``), or run for real on the trace's own objects;
+    else the graph breaks (``print`` always does)."""
+
     # False for a builtin bound to an object whose identity the guards do not pin (one made per
     # call): no call of it may run while tracing (it would run on the traced object).
     owner_pinned = True

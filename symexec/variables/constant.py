@@ -59,6 +59,12 @@ def is_literal(value: Any) -> bool:
 
 
 class ConstantVariable(VariableTracker):
+    """A Python value the trace treats as known: None, bools, numbers, strings, bytes, tuples and
+    frozensets of those, enum members, and instances of user subclasses of int/float/str
+    (``is_object_constant``: their attributes read through the real object). One from a
+    source is guarded lazily: by exact type and value (``GuardSet.exactly``) when the trace
+    first uses it, by readability when it is only returned. Not modelled: anything mutable."""
+
     def __init__(self, value: Any, source: Source | None = None, guards: Any = None) -> None:
         super().__init__(source)
         self._value = value

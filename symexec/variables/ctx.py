@@ -126,6 +126,9 @@ class AutocastVariable(VariableTracker):
 
 
 class AutocastExitVariable(VariableTracker):
+    """The ``__exit__`` of a ``torch.autocast`` block entered inside the graph: records the exit
+    node and leaves the real autocast state as it was before the block."""
+
     def __init__(self, node: Any, real: Any) -> None:
         super().__init__()
         self.node, self.real = node, real
@@ -156,6 +159,9 @@ class GradModeExit:
 
 
 class GradModeExitVariable(VariableTracker):
+    """The ``__exit__`` of a grad-mode block (``no_grad``, ``enable_grad``, ``set_grad_enabled``):
+    restores the grad mode the block found (``prev``), in the graph and while tracing."""
+
     def __init__(self, prev: bool, source: Source | None = None) -> None:
         super().__init__(source)
         self.prev = prev
@@ -227,6 +233,9 @@ def record_function_exit(*exc_info: Any) -> None:
 
 
 class RecordFunctionExitVariable(VariableTracker):
+    """The ``__exit__`` of a ``record_function`` block traced as a no-op (no profiler records):
+    does nothing."""
+
     def python_type(self) -> type:
         return type(record_function_exit)
 

@@ -26,6 +26,12 @@ from .tensor import TensorVariable
 
 
 class ConstDictVariable(VariableTracker):
+    """A ``dict`` (also an ``OrderedDict``, a ``defaultdict``: ``user_cls``) whose keys are
+    known: constants, tensors (by identity) or objects hashed by identity; the values are
+    trackers. Made inside, or read from an input (keys and order guarded); mutations of one
+    that existed before the call are side effects, replayed after the graph; one whose change
+    cannot be written back says why in ``not_replayable``."""
+
     built_once = True
     not_replayable: str | None = None  # why a change of this dict cannot be written back, if it cannot
 

@@ -114,6 +114,10 @@ def real_cell(tx: Any, cell: types.CellType, source: Source | None, store: "Call
 
 
 class BaseUserFunctionVariable(VariableTracker):
+    """A Python function (``types.FunctionType``) that the trace inlines when it is called: its
+    code, globals, closure and defaults. Generators, coroutines and functions marked
+    ``symexec.disable`` are not inlined (``check_inlinable``)."""
+
     code: types.CodeType
     f_globals: dict[str, Any]
     global_source: Source | None = None  # how generated code reaches those globals, if known

@@ -105,10 +105,15 @@ class BaseListVariable(VariableTracker):
 
 
 class TupleVariable(BaseListVariable):
+    """A ``tuple`` whose items are trackers (a named tuple is ``NamedTupleVariable``)."""
+
     python_cls = tuple
 
 
 class SizeVariable(TupleVariable):
+    """A ``torch.Size``: its items are ints or symbolic ints (a symbolic shape); slicing and
+    ``+``/``*`` with tuples give a Size, as torch's own methods do."""
+
     python_cls = torch.Size
 
     def as_proxy(self) -> Any:
@@ -209,6 +214,11 @@ class NamedTupleVariable(TupleVariable):
 
 
 class ListVariable(BaseListVariable):
+    """A ``list`` whose items are trackers. Mutating methods (``append``, ``extend`` one item at
+    a time, ``sort`` of known items...) change the items; on a list that existed before the
+    call the change is a side effect, replayed after the graph. A subclass that keeps list's
+    protocol is ``ListSubclassVariable``."""
+
     python_cls = list
     built_once = True
 
@@ -303,6 +313,9 @@ class RangeVariable(BaseListVariable):
 
 
 class SliceVariable(VariableTracker):
+    """A ``slice`` built by the trace (``BUILD_SLICE``, ``x[a:b]``): its three parts are trackers,
+    symbolic ints allowed (a symbolic slice of a tensor)."""
+
     def __init__(self, start: VariableTracker, stop: VariableTracker, step: VariableTracker) -> None:
         super().__init__()
         self.parts = (start, stop, step)

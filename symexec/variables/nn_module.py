@@ -73,6 +73,14 @@ _CONTAINER_GETITEMS = {cls.__getitem__ for cls in (torch.nn.Sequential, torch.nn
 
 
 class NNModuleVariable(UserDefinedObjectVariable):
+    """An ``nn.Module`` that existed before the call: its parameters, buffers and submodules are
+    read from the dict that holds them (guarded by where torch's lookup looks), its
+    ``__call__`` (hooks included) and ``forward`` are traced, containers (``Sequential``,
+    ``ModuleList``, ``ModuleDict``) are indexed, sliced, iterated. Attribute writes follow
+    ``nn.Module.__setattr__`` and are replayed after the graph. A class's own ``__getitem__`` or
+    ``__call__`` is traced as the user's code; slicing a container other than ``Sequential`` and
+    ``ModuleList`` breaks the graph."""
+
     def describe(self) -> str:
         return f"the module {self.source.name if self.source else ''} ({self.cls.__qualname__})"
 
