@@ -368,6 +368,28 @@ def _describe_entries(compiled):
     return "\n".join(lines) or "  (no cache entries)"
 
 
+def _entry_report(compiled, limit=6000):
+    """The newest cache entry as a failing test shows it: its guards, its readable code and its
+    graph (what symexec ran instead of the function)."""
+    entries = symexec.cache_entries(compiled)
+    if not entries:
+        return "(symexec made no cache entry)"
+    entry = entries[0]
+    parts = [f"newest of {len(entries)} entries; fallback_reason={entry.fallback_reason!r}",
+             "guards:", *(f"  {g.text}" for g in entry.guards),
+             "code:", entry.readable_code or "  (runs the original function)",
+             "graph:", entry.graph.code.strip() if entry.graph is not None else "  (none)"]
+    text = "\n".join(parts)
+    return text if len(text) <= limit else text[:limit] + "\n  ..."
+
+
+def _compare_reporting(compiled, expected, actual, number):
+    try:
+        _compare(expected, actual, number)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- what symexec ran ---\n{_entry_report(compiled)}") from None
+
+
 def check(fn, *args, backend="eager", expect_traced=True, calls=2, expect_reuse=True,
           **kwargs):
     """Run `fn(*args, **kwargs)` eagerly and compiled by symexec; assert they behave the same.
@@ -385,7 +407,7 @@ def check(fn, *args, backend="eager", expect_traced=True, calls=2, expect_reuse=
         compiled_args, compiled_kwargs = copy_args((list(args), kwargs))
         eager = _run(fn, eager_args, eager_kwargs)
         actual = _run(compiled, compiled_args, compiled_kwargs)
-        _compare(eager, actual, round_no)
+        _compare_reporting(compiled, eager, actual, round_no)
         if round_no == 1:
             entries = symexec.cache_entries(compiled)
             entries_after_first = len(entries)
@@ -478,7 +500,7 @@ def check_sequence(fn, *steps, dynamic=None, backend="eager"):
             continue
         eager_args, _ = copy_args((list(step), {}))
         compiled_args, _ = copy_args((list(step), {}))
-        _compare(_run(fn, eager_args, {}), _run(compiled, compiled_args, {}), number)
+        _compare_reporting(compiled, _run(fn, eager_args, {}), _run(compiled, compiled_args, {}), number)
     return compiled
 
 

@@ -21,7 +21,7 @@ from ..source import AttrSource, DictItemSource, Source
 from .base import DELETED, Identity, VariableTracker, class_static, hash_key, subclass_check
 from .builtin_subclasses import SubclassInstance, overrides_protocol, own_method_call, python_override, run_python
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
-from .lists import TupleVariable
+from .lists import IteratorVariable, TupleVariable
 from .tensor import TensorVariable
 
 
@@ -276,7 +276,6 @@ class DictViewVariable(VariableTracker):
         if name == "__len__" and not args and not kwargs:
             return ConstantVariable(len(self.dict_var.items))
         if name == "__iter__" and not args and not kwargs:
-            from .lists import IteratorVariable
             return IteratorVariable(self.unpack(tx), self.iterator_type())
         if name == "__contains__" and len(args) == 1 and not kwargs:
             if self.kind == "keys":

@@ -129,3 +129,13 @@ def test_the_readable_form_is_rendered_only_when_read(monkeypatch):
     assert entry.readable_code == text  # rendered once
     assert codegen.render("def g():", []) == "def g():\n"
 
+
+
+def test_a_failing_differential_test_shows_what_symexec_ran():
+    import helpers
+    compiled = symexec.compile(lambda x: x * 2, backend="eager")
+    compiled(torch.ones(1))
+    with pytest.raises(AssertionError) as failure:
+        helpers._compare_reporting(compiled, helpers._run(lambda: 1, [], {}), helpers._run(lambda: 2, [], {}), 1)
+    text = str(failure.value)
+    assert "eager 1, compiled 2" in text and "guards:" in text and "__compiled_fn_" in text and "mul = " in text
