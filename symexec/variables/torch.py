@@ -10,13 +10,13 @@ while tracing, unless it changes global state, which is unsupported.
 from __future__ import annotations
 
 import types
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, CallSource, ConstSource, Source
-from .base import VariableTracker, as_proxy, class_static, subclass_check
+from .base import Registry, VariableTracker, as_proxy, class_static, subclass_check
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
 from .functions import UserFunctionVariable
@@ -149,22 +149,15 @@ class TorchVariable(VariableTracker):
                               f"functionalize it)", hint="the graph breaks; CPython runs it")
         if _qualified_name(fn) in _COMPILING_FLAGS:
             return ConstantVariable(True)  # code that asks takes its compile-friendly path
-        if fn is torch.jit.annotate and len(args) == 2 and not kwargs:
-            return args[1]  # a type hint for TorchScript: the value itself, as under torch.compile
-        if fn is torch.is_tensor and len(args) == 1 and not kwargs:  # isinstance(obj, torch.Tensor)
-            return ConstantVariable(subclass_check(tx, args[0].python_type(), torch.Tensor))
-        if fn is torch.is_grad_enabled:
-            return ConstantVariable(tx.output.grad_enabled)  # every entry guards the mode at entry
+        special = _SPECIAL_CALLS.get(fn)  # (fn is hashable: it was looked up in _STATEFUL)
+        if special is not None:
+            result = special(tx, fn, args, kwargs)
+            if result is not None:
+                return result
         if isinstance(fn, type):
             if issubclass(fn, _VALUE_CLASSES):
                 value = fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
                 return _Opaque(value) if isinstance(value, (torch.finfo, torch.iinfo)) else wrap_constant(value)
-            if fn in (torch.no_grad, torch.enable_grad, torch.set_grad_enabled):
-                return GradModeVariable.create(tx, fn, args)
-            if fn is torch.autocast or fn is torch.amp.autocast:
-                return AutocastVariable.create(tx, args, kwargs)
-            if fn is torch.autograd.profiler.record_function:
-                return RecordFunctionVariable.create(tx, args, kwargs)
             if issubclass(fn, _UNSUPPORTED_CLASSES):
                 raise Unsupported(f"using {fn.__qualname__} inside a compiled function")
             if issubclass(fn, torch.nn.Module):
@@ -201,6 +194,36 @@ class TorchVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+def _annotate(tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    # a type hint for TorchScript: the value itself, as under torch.compile
+    return args[1] if len(args) == 2 and not kwargs else None
+
+
+def _is_tensor(tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    # isinstance(obj, torch.Tensor)
+    if len(args) != 1 or kwargs:
+        return None
+    return ConstantVariable(subclass_check(tx, args[0].python_type(), torch.Tensor))
+
+
+# torch callables the trace answers itself, each by one handler ``(tx, fn, args, kwargs)``
+# (None: not this call, the general rules apply). Asked after the checks for what never goes in
+# a graph (global state changes, fused kernels), before torch's classes and functions are made
+# or recorded.
+_SPECIAL_CALLS: dict[Any, Callable[..., VariableTracker | None]] = Registry("torch._SPECIAL_CALLS")
+_SPECIAL_CALLS.update({
+    torch.jit.annotate: _annotate,
+    torch.is_tensor: _is_tensor,
+    # every entry guards the mode at entry
+    torch.is_grad_enabled: lambda tx, fn, args, kwargs: ConstantVariable(tx.output.grad_enabled),
+    **dict.fromkeys((torch.no_grad, torch.enable_grad, torch.set_grad_enabled),
+                    lambda tx, fn, args, kwargs: GradModeVariable.create(tx, fn, args)),
+    **dict.fromkeys({torch.autocast, torch.amp.autocast},
+                    lambda tx, fn, args, kwargs: AutocastVariable.create(tx, args, kwargs)),
+    torch.autograd.profiler.record_function: lambda tx, fn, args, kwargs: RecordFunctionVariable.create(tx, args, kwargs),
+})
 
 
 def _plain_python_class(tx: Any, cls: type) -> bool:

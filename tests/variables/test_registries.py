@@ -31,3 +31,14 @@ def test_the_object_protocol_sits_below_the_families():
             types.MethodDescriptorType} <= set(object_protocol.DESCRIPTORS)
     import symexec.variables.lists as lists
     assert not hasattr(lists, "CLASS_ATTRIBUTE")
+
+
+def test_torch_callables_the_trace_answers_are_one_table():
+    import torch
+
+    from symexec.variables import torch as torch_variables
+    from symexec.variables.base import Registry
+    table = torch_variables._SPECIAL_CALLS
+    assert isinstance(table, Registry)
+    assert {torch.jit.annotate, torch.is_tensor, torch.is_grad_enabled, torch.no_grad, torch.enable_grad,
+            torch.set_grad_enabled, torch.autocast, torch.autograd.profiler.record_function} <= set(table)
