@@ -30,7 +30,8 @@ from .cache import CacheEntry
 from .codegen import PyCodegen, disassemble, guarded_function
 from .config import Config
 from .exc import BackendCompilerFailed, InternalError, SymexecWarning, Unsupported
-from .guards import GuardSet, compile_guards, signature_text
+from .guard_compile import compile_guards, signature_text
+from .guards import GuardSet
 from .output_graph import OutputGraph
 from .source import PrivateObjectSource
 from .breaks import BreakPlan

@@ -446,7 +446,7 @@ class _Constants:
 
     An object stays here while a source that names it is alive (the source holds its box),
     and no longer: a compiled guard function copies what its text names into a dict of its
-    own, freed with its cache entry (``guards.compile_guards``).
+    own, freed with its cache entry (``guard_compile.compile_guards``).
     """
 
     def __init__(self) -> None:

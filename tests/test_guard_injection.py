@@ -382,7 +382,7 @@ def test_dynamic_shapes_under_odd_keys_and_attributes():
 
 
 def test_shared_size_calls_define_before_use_and_skip_literals():
-    from symexec.guards import _shared_size_calls
+    from symexec.guard_compile import _shared_size_calls
 
     shared = _shared_size_calls(["x['a'].size()[1] == x['a'].size()[0]", "o.s == 'x.size()' and x.size()[0] == 1",
                                  "d[___const[12]].size()[0] == 2", "2 <= d[___const[12]].size()[0]"])

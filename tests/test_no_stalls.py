@@ -13,7 +13,7 @@ import symexec
 from helpers import assert_same, check, check_sequence
 from symexec import codegen, splice
 from symexec.codegen import MISS
-from symexec.guards import CompiledGuards
+from symexec.guard_compile import CompiledGuards
 
 X = torch.arange(6.0)
 
