@@ -130,7 +130,7 @@ class _Compiled:
         return convert_frame(self.fn, args, kwargs, backend=self.backend, fullgraph=self.fullgraph,
                               config=config, index=len(cache.entries),
                               policy=DynamicPolicy(self.dynamic, cache.frame_state),
-                              compile_fn=self.callees)
+                              compile_fn=self.callees, hold_weakly=self.weak)
 
 
 _compile_lock = threading.RLock()  # re-entrant: a backend may call compiled code that misses

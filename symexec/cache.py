@@ -33,6 +33,7 @@ class CacheEntry:
     replacement_code: types.CodeType | None = None
     # The replacement as Python-like text (rendering.py), rendered on first read: ``readable_code``
     render_readable: Callable[[], str] | None = None
+    _readable: str = field(default="", init=False, repr=False)
     trace_seconds: float = 0.0
     compile_seconds: float = 0.0
     serial: int = field(default_factory=lambda: next(_serials))  # creation order, across functions
@@ -45,7 +46,7 @@ class CacheEntry:
         if self.render_readable is not None:
             self._readable = self.render_readable()
             self.render_readable = None
-        return getattr(self, "_readable", "")
+        return self._readable
 
     def failed_guard(self, args: tuple, kwargs: dict) -> Guard | None:
         try:

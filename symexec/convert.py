@@ -54,8 +54,9 @@ _warned: "weakref.WeakSet[types.FunctionType]" = weakref.WeakSet()  # warned onc
 
 def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend: Callable[..., Any],
                   fullgraph: bool, config: Config, index: int, policy: DynamicPolicy,
-                  compile_fn: CompileFn) -> CacheEntry:
-    """Trace ``fn`` on these arguments into a cache entry.
+                  compile_fn: CompileFn, hold_weakly: bool = False) -> CacheEntry:
+    """Trace ``fn`` on these arguments into a cache entry. (``hold_weakly``: the entry reaches
+    ``fn`` through a weak reference: a callee's cache must not keep it alive.)
 
     Where the trace meets what it cannot model, it is run again and stopped just before that
     instruction (a clean state: nothing half-done by an inlined callee), and the entry becomes
@@ -73,7 +74,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     try:
         try:
             return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
-                                  policy=policy, compile_fn=compile_fn)
+                                  policy=policy, compile_fn=compile_fn, hold_weakly=hold_weakly)
         except BackendCompilerFailed:
             if policy.static_floats or not policy.symbolic_floats:
                 raise
@@ -83,7 +84,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
             # refuses a float that became a constant as a graph output.
             policy.static_floats = True
             return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
-                                  policy=policy, compile_fn=compile_fn)
+                                  policy=policy, compile_fn=compile_fn, hold_weakly=hold_weakly)
     finally:
         if collecting:
             gc.enable()
@@ -92,7 +93,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
 
 def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend: Callable[..., Any],
                    fullgraph: bool, config: Config, index: int, policy: DynamicPolicy,
-                   compile_fn: CompileFn) -> CacheEntry:
+                   compile_fn: CompileFn, hold_weakly: bool = False) -> CacheEntry:
     start = time.perf_counter()
     break_at: tuple[int, int] | None = None
     reason: Unsupported | None = None
@@ -101,7 +102,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
     for attempt in range(2):
         guards = GuardSet()
         guards.global_state(state)
-        guards.function_match(fn, args, kwargs)
+        guards.function_match(fn, args, kwargs, weak=hold_weakly)
         if reason is not None and getattr(reason, "break_guards", None) is not None:
             reason.break_guards(guards)
         output = OutputGraph(guards, policy)

@@ -494,21 +494,22 @@ class GuardSet:
         expr = f"not {source.expr()}" if exact_dict and not keys else self.items_match(held, keys)
         self.add(kind, f"{text.format(source.name)} == {shown}", expr, source)
 
-    def function_match(self, fn: types.FunctionType, args: tuple, kwargs: dict) -> None:
+    def function_match(self, fn: types.FunctionType, args: tuple, kwargs: dict, weak: bool = False) -> None:
         """The compiled function's own code and defaults: what its entries were traced from
         (``%autoreload`` assigns ``__code__``; a user may assign ``__defaults__``). Defaults are
         part of the entry only where the call took one: an entry traced from a call that passed
         every argument takes none (its guard and replacement have no defaults: a call that
         omits an argument does not fit it, and misses), so nothing about them is guarded.
-        (Each of these reads is an audit event: every audit hook of the process runs.) The
-        function is reached weakly: an entry of a callee does not keep it alive (it is alive
-        whenever its entries are consulted: they are consulted when it is called)."""
+        (Each of these reads is an audit event: every audit hook of the process runs.) With
+        ``weak``, the function is reached through a weak reference: an entry of a callee does not
+        keep it alive (it is alive whenever its entries are consulted: when it is called); the
+        function a user compiled is held by its wrapper anyway, and its hits skip the dereference."""
         takes = _takes_defaults(fn, args, kwargs)
         self.parameters = (fn.__code__, fn.__defaults__ if takes else None, fn.__kwdefaults__ if takes else None)
         name = fn.__qualname__
         for attr in ("__code__", "__defaults__", "__kwdefaults__") if takes else ("__code__",):
             self.add(GuardKind.ID_MATCH, f"{name}.{attr} is <as traced>",
-                     f"{self._weak(fn)}().{attr} is {self._const(getattr(fn, attr))}")
+                     f"{self._weak(fn) + '()' if weak else self._const(fn)}.{attr} is {self._const(getattr(fn, attr))}")
 
     def not_identical(self, source: Source, other: Source) -> None:
         """Two sources reach different objects (the trace decided ``a is b`` is False)."""

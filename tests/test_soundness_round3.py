@@ -759,3 +759,16 @@ def test_attributes_added_and_deleted_between_calls():
     check_sequence(f, [o, m, torch.ones(2)], lambda: setattr(o, "b", 2), [o, m, torch.ones(2)],
                    lambda: setattr(m, "extra", 3.0), [o, m, torch.ones(2)], lambda: delattr(o, "b"),
                    [o, m, torch.ones(2)], lambda: delattr(m, "extra"), [o, m, torch.ones(2)])
+
+
+def test_a_parameter_dict_key_added_after_a_missing_subscript_retraces():
+    # (the KeyError's entry is guarded on the dict's _parameters keys, where it keeps them)
+    pd = torch.nn.ParameterDict({"a": torch.nn.Parameter(torch.ones(1))})
+
+    def f(d, x):
+        try:
+            return x * d["b"]
+        except (KeyError, AttributeError) as e:  # (torch's ParameterDict raises the second)
+            return str(e), x + 1
+    check_sequence(f, [pd, torch.ones(1)], lambda: pd.__setitem__("b", torch.nn.Parameter(torch.full((1,), 3.0))),
+                   [pd, torch.ones(1)])

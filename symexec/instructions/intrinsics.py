@@ -7,8 +7,9 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from ..exc import TracedException, Unsupported
+from ..exc import Unsupported
 from ..variables import BuiltinVariable, TupleVariable
+from ..variables.generators import stop_iteration_error
 from .registry import instruction
 
 
@@ -16,7 +17,7 @@ def _stop_iteration_error(tx: Any, exception: Any) -> Any:
     # A generator's body is wrapped in a handler that turns a StopIteration escaping it into
     # RuntimeError (PEP 479) and lets any other exception through.
     if issubclass(exception.python_type(), StopIteration):
-        raise TracedException(RuntimeError("generator raised StopIteration"))
+        raise stop_iteration_error()
     if issubclass(exception.python_type(), StopAsyncIteration):
         raise Unsupported("an async generator raising StopAsyncIteration")
     return exception

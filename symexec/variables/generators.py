@@ -26,6 +26,13 @@ def _call(fn: Any, args: tuple, kwargs: dict) -> Any:
     return fn(*args, **kwargs)
 
 
+def stop_iteration_error() -> TracedException:
+    """PEP 479: a ``StopIteration`` escaping a generator's frame, as CPython raises it instead
+    (3.11 turns it at the frame's edge, ``GeneratorVariable``; 3.12+ in the frame's own handler,
+    ``CALL_INTRINSIC_1 INTRINSIC_STOPITERATION_ERROR``)."""
+    return TracedException(RuntimeError("generator raised StopIteration"))
+
+
 class Suspended(BaseException):
     """A ``yield``: the generator's frame stops there (not an Exception: the translator's
     handlers, which turn errors into internal errors, let it through)."""
@@ -79,7 +86,7 @@ class GeneratorVariable(IteratorVariable):
         except TracedException as e:
             self.exhausted = True
             if isinstance(e.exception, ExceptionVariable) and issubclass(e.exception.python_type(), StopIteration):
-                raise TracedException(RuntimeError("generator raised StopIteration")) from None
+                raise stop_iteration_error() from None
             raise
         finally:
             self.running = False

@@ -21,7 +21,7 @@ from ..source import AttrSource, GetItemSource, ModuleMemberSource
 from .base import DELETED, BoundMethodVariable, VariableTracker, class_static, is_data_descriptor
 from .constant import ConstantVariable
 from .lists import IteratorVariable, ListVariable, TupleVariable
-from .user_objects import InstanceDictVariable, UserDefinedObjectVariable, class_attribute, lookup_on_class
+from .user_objects import InstanceDictVariable, UserDefinedObjectVariable, class_attribute, lookup_on_class, tp_name
 
 # What Module.__setattr__ changes besides the name itself: stale until the writes are replayed.
 _INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
@@ -289,7 +289,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
         if name == "__getitem__" and len(args) == 1:
             getitem = class_static(tx, self.cls, "__getitem__")
             if getitem is None:
-                raise TracedException(TypeError(f"'{self.cls.__name__}' object is not subscriptable"))
+                raise TracedException(TypeError(f"'{tp_name(self.cls)}' object is not subscriptable"))
             if getitem not in _CONTAINER_GETITEMS:  # the class's own, traced as in eager
                 return super().call_method(tx, name, args, kwargs)
             key = args[0].as_python_constant()
@@ -303,7 +303,8 @@ class NNModuleVariable(UserDefinedObjectVariable):
                                                           for i in range(len(mod))[key]])
             try:
                 child = mod[key]
-            except (IndexError, KeyError, TypeError) as e:  # (torch's own __getitem__: no user code)
+            except (IndexError, KeyError, TypeError, AttributeError) as e:  # (torch's own __getitem__: no user code;
+                # a ParameterDict's missing key is an AttributeError)
                 self._guard_children(tx)
                 raise TracedException(e) from e
             if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
