@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable
 import torch.fx
 from bytecode import FreeVar, Instr, TryBegin, TryEnd
 
-from . import assembler, versions
+from . import assembler, faults, versions
 from .exc import InternalError
 from .rendering import Renderer
 from .splice import splice_guards
@@ -217,7 +217,7 @@ class PyCodegen:
         """A code object with ``template``'s signature, free variables and flags, running our
         instructions (``assembler.py``: checked; its handlers keep the depths we wrote, the
         original handler's depth where a break is inside a try block)."""
-        from . import faults; faults.hit("codegen")  # noqa: E702 - fault injection (tests)
+        faults.hit("codegen")  # fault injection (tests)
         signature = assembler.Signature(
             name=name, argnames=tuple(parameter_names(template)), argcount=template.co_argcount,
             posonlyargcount=template.co_posonlyargcount, kwonlyargcount=template.co_kwonlyargcount,

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from . import faults
 from .guards import Guard, GuardSet, exact_key, exact_keys
 from .source import _CONSTANTS, Source, peek, remaining, safe_name
 
@@ -209,7 +210,7 @@ def _entry_constants(guards: list[Guard], text: str) -> dict[int, Any]:
 
 def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuards:
     """Compile every guard into one function with ``fn``'s signature, plus its explainer."""
-    from . import faults; faults.hit("guards")  # noqa: E702 - fault injection (tests)
+    faults.hit("guards")  # fault injection (tests)
     guards = guard_set.guards
     params = signature_text(fn.__code__)
     shared = _shared_subexpressions(guards)

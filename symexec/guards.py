@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import torch
 
-from .source import (AttrSource, ObjectAttrSource, PrivateObjectSource, Source, display)
+from .source import (AttrSource, ObjectAttrSource, PrivateObjectSource, Source, display, literal)
 
 
 class GuardKind(enum.Enum):
@@ -89,8 +89,6 @@ class _Grown:
 def _literal(value: Any) -> str | None:
     """A repr that evaluates back to an equal value of the same type, or None (exact
     builtin types only: the repr of a subclass is the user's code)."""
-    from .source import literal
-
     return literal(value)
 
 

@@ -15,7 +15,8 @@ TRACING_CODE = sorted([*ROOT.glob("variables/*.py"), *ROOT.glob("instructions/*.
 
 # (file, function) -> why that read is guarded or cannot change.
 ALLOWED = {
-    ("variables/new_modules.py", "<module>"): "torch's containers' own __init__, read once at import",
+    ("variables/nn_module.py", "<module>"): "torch's containers' own __init__, read once at import",
+    ("variables/object_protocol.py", "type_is_callable"): "a builtin class's MRO and attributes: they cannot change",
     ("variables/nn_module.py", "SlicedContainerVariable._torch_method"):
         "torch's own Sequential/ModuleList method, compared with what the guarded lookup found",
     ("variables/builder.py", "_wrap_partial"): "the MRO of functools.partial itself (immutable)",
@@ -61,7 +62,7 @@ ALLOWED = {
     ("variables/model_output.py", "_from_model_output"): "the index of ModelOutput in the (guarded) MRO",
     ("variables/builtin_subclasses.py", "SubclassInstance._own_attribute"):
         "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
-    ("variables/user_objects.py", "_instance_dict"):
+    ("variables/object_protocol.py", "_instance_dict"):
         "for generic_getattr: values wrapped with their source; a class attribute's shadowing is guarded "
         "(not_in_instance_dict)",
     ("variables/user_objects.py", "InstanceDictVariable._lookup"):

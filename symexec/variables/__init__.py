@@ -1,4 +1,6 @@
-"""Trackers: one module per family of Python values (see base.py for the shared protocol)."""
+"""Trackers: one module per family of Python values (see base.py for the shared protocol,
+object_protocol.py for the generic lookup every family builds on). ``builder.py`` imports every
+family, so importing this package registers everything the families register."""
 
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable
 from .base import NULL, BoundMethodVariable, NullVariable, VariableTracker
@@ -9,10 +11,7 @@ from .dicts import ConstDictVariable
 from .functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
 from .lists import BaseListVariable, IteratorVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
 from .misc import SetVariable
-from .operators import identical  # (registers the operator handlers)
-from . import stdlib  # noqa: F401 - registers the itertools and operator handlers
-from . import numbers  # noqa: F401 - registers min, max, sum, pow, int, float... handlers
-from . import pytree  # noqa: F401 - registers the torch.utils._pytree handlers
+from .operators import identical
 from .tensor import TensorVariable, record_call
 
 __all__ = [

@@ -127,6 +127,22 @@ class VariableTracker:
         """The trackers this one holds (items, attributes...): where graph outputs are found."""
         return []
 
+    def own_call(self, tx: TracingContext, fn: Any, args: list["VariableTracker"],
+                 kwargs: dict[str, "VariableTracker"]) -> "VariableTracker | None":
+        """A Python function called with this value as its first argument (``args[0]``), where
+        the family models that call itself instead of inlining the function (torch's
+        ``nn.Module.__init__`` on a module the trace made): the call's result, or None."""
+        return None
+
+    def is_callable(self, tx: TracingContext) -> bool | None:
+        """``callable(value)``. CPython asks the value's type for ``__call__`` (an instance's own
+        does not count): families that know their Python type answer so, through
+        ``object_protocol.type_is_callable``. None: a constant, answered from its value. Any
+        other tracker answers by whether it models being called."""
+        if self.is_python_constant():
+            return None
+        return type(self).call_function is not VariableTracker.call_function
+
     def truth(self, tx: TracingContext) -> bool:
         """``bool(value)`` when it is known while tracing."""
         return bool(self.as_python_constant())

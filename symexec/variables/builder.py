@@ -28,7 +28,7 @@ from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_
 from .base import VariableTracker, find_on_class
 from .builtin_subclasses import ListSubclassVariable, overrides_protocol
 from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
-from .constant import LITERAL_TYPES, ConstantVariable, is_literal
+from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
 from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base, wrap_tensor_keyed_dict
 from .functions import LruCacheVariable, UserFunctionVariable, UserMethodVariable
@@ -39,8 +39,12 @@ from . import numpy_ufuncs
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
 from .stdlib import EnvironVariable, operator_callable
-from .user_objects import UserDefinedObjectVariable
+from .user_objects import ObjectConstantVariable, UserDefinedObjectVariable
 from .tensor import tensor_method
+# The families that only register what they model (handlers of builtins, operators and torch
+# functions, constructors): imported here, the one module that sees every family, so that
+# what is registered does not depend on which module happened to import which.
+from . import functorch, generators, new_modules, numbers, operators, pytree  # noqa: F401
 from .torch import TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
 
 Wrapper = Callable[["VariableBuilder", Any, "Source | None"], VariableTracker]
@@ -148,7 +152,11 @@ def _wrap_literal(b: VariableBuilder, value: Any, source: Source | None) -> Vari
             symbolic = add(value, source)
             if symbolic is not None:
                 return symbolic
-    return ConstantVariable(value, source, b.guards if source is not None else None)
+    if source is None:
+        return ConstantVariable(value)
+    if is_object_constant(value):  # (its attributes are read from the object)
+        return ObjectConstantVariable(value, source, b.guards)
+    return ConstantVariable(value, source, b.guards)
 
 
 def _of_a_plain_object(b: VariableBuilder, source: Source) -> bool:

@@ -35,11 +35,10 @@ from .tensor import SymNodeVariable, TensorVariable
 from .base import Registry, class_static, reachable, subclass_check
 from .builtin_subclasses import SubclassInstance
 from .user_objects import ObjectVariableBase, SuperVariable
+from .object_protocol import HANDLERS, Handler  # noqa: F401 - (the families register in it through here)
 
-Handler = Callable[..., "VariableTracker | None"]
-HANDLERS: dict[Any, Handler] = Registry("builtins.HANDLERS")
 # (builtin class, name) -> one instance of that class method (``dict.fromkeys``), a key of HANDLERS.
-CLASS_METHODS: dict[tuple[type, str], Any] = {}
+CLASS_METHODS: dict[tuple[type, str], Any] = Registry("builtins.CLASS_METHODS")
 
 # Operators that compute on tensors as graph nodes.
 BINARY_OPERATORS = (
@@ -52,7 +51,7 @@ INPLACE_OPERATORS = {
     operator.itruediv: operator.truediv, operator.ifloordiv: operator.floordiv, operator.imod: operator.mod,
     operator.ipow: operator.pow, operator.imatmul: operator.matmul, operator.ilshift: operator.lshift,
     operator.irshift: operator.rshift, operator.iand: operator.and_, operator.ior: operator.or_,
-    operator.ixor: operator.xor,
+    operator.ixor: operator.xor, operator.iconcat: operator.concat,
 }
 UNARY_OPERATORS = (operator.neg, operator.pos, operator.invert, operator.abs, abs)
 
@@ -647,16 +646,8 @@ HANDLERS[frozenset] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) 
 
 @handler(callable)
 def _callable(tx: Any, obj: VariableTracker) -> VariableTracker | None:
-    if is_tensor(obj):
-        return ConstantVariable(False)
-    if isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
-        cls = obj.python_type()  # (a subclass's instances may have a __call__: LogitsProcessorList)
-        return ConstantVariable(cls.__module__ != "builtins" and class_static(tx, cls, "__call__") is not None)
-    if isinstance(obj, ObjectVariableBase):  # CPython asks the type for __call__ (an instance's own does not count)
-        return ConstantVariable(class_static(tx, obj.cls, "__call__") is not None)
-    if obj.is_python_constant():
-        return None
-    return ConstantVariable(hasattr(obj, "call_function") and type(obj).call_function is not VariableTracker.call_function)
+    answer = obj.is_callable(tx)
+    return None if answer is None else ConstantVariable(answer)  # (None: a constant, folded)
 
 
 @handler(sorted)

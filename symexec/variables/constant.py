@@ -111,11 +111,9 @@ class ConstantVariable(VariableTracker):
 
     def _object_attribute(self, tx: Any, name: str) -> VariableTracker:
         """``value.name`` of an instance of a subclass of a builtin type, or of an enum member:
-        as CPython's generic lookup finds it (its class's data descriptor, its own ``__dict__``,
-        its class), each read guarded; a builtin method of its base runs on the value (a
-        constant). An enum member's ``name`` and ``value`` are fixed (Enum forbids assigning them)."""
-        from .user_objects import UserDefinedObjectVariable
-
+        a builtin method of its base runs on the value (a constant). An enum member's ``name``
+        and ``value`` are fixed (Enum forbids assigning them). Anything else is read from the
+        real object (``instance_attribute``)."""
         value = self._value
         cls = self.python_type()
         static = class_static(tx, cls, name)
@@ -124,9 +122,13 @@ class ConstantVariable(VariableTracker):
             return wrap_constant(getattr(value, name))
         if isinstance(static, _BUILTIN_METHODS):
             return BoundMethodVariable(self, name)  # (call_method runs it on the value)
-        if self.source is None:
-            raise Unsupported(f"reading {name!r} of a {cls.__qualname__} made by the trace")
-        return UserDefinedObjectVariable(value, self.source, receiver=self).var_getattr(tx, name)
+        return self.instance_attribute(tx, name)
+
+    def instance_attribute(self, tx: Any, name: str) -> VariableTracker:
+        """``value.name`` read from the object itself, as CPython's generic lookup finds it.
+        Only a constant read from a source has the real object to read: the builder wraps
+        those as ``user_objects.ObjectConstantVariable``; one the trace made is unsupported."""
+        raise Unsupported(f"reading {name!r} of a {type(self._value).__qualname__} made by the trace")
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if is_object_constant(self._value):

@@ -20,6 +20,7 @@ from ..guards import GuardKind
 from ..source import AttrSource, DictItemSource, Source
 from .base import DELETED, Identity, VariableTracker, class_static, hash_key, subclass_check
 from .builtin_subclasses import SubclassInstance, overrides_protocol, own_method_call, python_override, run_python
+from .object_protocol import type_is_callable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .lists import IteratorVariable, TupleVariable
 from .tensor import TensorVariable
@@ -67,6 +68,9 @@ class ConstDictVariable(VariableTracker):
 
     def subvalues(self) -> list[VariableTracker]:
         return list(self.items.values())
+
+    def is_callable(self, tx: Any) -> bool:
+        return type_is_callable(tx, self.python_type())  # (a subclass may have a __call__: LogitsProcessorList)
 
     def truth(self, tx: Any) -> bool:
         return bool(self.items)

@@ -26,14 +26,6 @@ _FUNCTION_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__"
                              "__kwdefaults__", "__wrapped__", "__globals__", "__annotations__"})
 _NOT_INLINABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
-# Calls a tracker family models itself instead of inlining the function's code: each hook
-# returns the call's result, or None when the call is not its own (``new_modules`` registers
-# torch's ``nn.Module.__init__`` run on a module the trace made). A list filled by the family,
-# so this module need not import it.
-CALL_HOOKS: list[Callable[[Any, types.FunctionType, list[VariableTracker], dict[str, VariableTracker]],
-                          VariableTracker | None]] = []
-
-
 class CellVariable(VariableTracker):
     """A closure cell. ``contents`` is the tracker inside, or None while the cell is empty.
 
@@ -242,8 +234,8 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             return inner.call_function(tx, args, kwargs)
         if is_marked_constant(self.fn) and not getattr(self.fn, "_symexec_disabled", False):
             return call_marked_constant(self.fn, args, kwargs)
-        for hook in CALL_HOOKS:
-            result = hook(tx, self.fn, args, kwargs)
+        if args:
+            result = args[0].own_call(tx, self.fn, args, kwargs)
             if result is not None:
                 return result
         return super().call_function(tx, args, kwargs)

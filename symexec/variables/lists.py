@@ -19,7 +19,7 @@ from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
 from .base import VariableTracker, as_proxy, class_static, find_on_class
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
-from .object_protocol import class_attribute
+from .object_protocol import call_operator, class_attribute, type_is_callable
 
 
 def sort_keys(tx: Any, items: list[VariableTracker], key: VariableTracker | None) -> list[Any]:
@@ -68,6 +68,9 @@ class BaseListVariable(VariableTracker):
 
     def subvalues(self) -> list[VariableTracker]:
         return [] if isinstance(self, RangeVariable) else list(self.items)
+
+    def is_callable(self, tx: Any) -> bool:
+        return type_is_callable(tx, self.python_type())  # (a subclass may have a __call__: LogitsProcessorList)
 
     def truth(self, tx: Any) -> bool:
         return bool(self.items)
@@ -129,10 +132,9 @@ class SizeVariable(TupleVariable):
         if name == "numel" and not args and all(item.is_python_constant() for item in self.items):
             return ConstantVariable(self.as_python_constant().numel())
         if name == "numel" and not args:  # symbolic sizes: their product, recorded
-            from .builtins import BuiltinVariable
             product: VariableTracker = ConstantVariable(1)
             for item in self.items:
-                product = BuiltinVariable(operator.mul).call_function(tx, [product, item], {})
+                product = call_operator(tx, operator.mul, product, item)
             return product
         return super().call_method(tx, name, args, kwargs)
 

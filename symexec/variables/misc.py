@@ -18,9 +18,13 @@ from ..source import AttrSource, ConstSource, Source
 from ..guards import GuardKind
 from .base import BoundMethodVariable, Identity, VariableTracker, class_static, find_on_class, hash_key, subclass_check
 from .lists import ListVariable
+from .object_protocol import type_is_callable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
 from .new_modules import construct_user_module
-from .user_objects import call_getattr_hook, class_attribute, construct, tp_name
+from .model_output import construct_model_output, is_model_output_class
+from . import user_objects
+from .object_protocol import class_attribute, tp_name
+from .user_objects import call_getattr_hook
 
 
 # What ``type`` holds of every class, plain data.
@@ -46,6 +50,15 @@ COMPUTED_ALIAS_TYPES = frozenset(type(alias) for alias in (
 for _alias_type in COMPUTED_ALIAS_TYPES:
     COMPUTED_WRAPPERS[_alias_type] = ConstantVariable
 
+
+
+def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a Python class, while tracing: a class whose instances a
+    family models (transformers' ``ModelOutput``) is made by that family; any other by
+    ``user_objects.construct``, as CPython's ``type.__call__`` makes an object."""
+    if is_model_output_class(tx, cls):
+        return construct_model_output(tx, cls, args, kwargs)
+    return user_objects.construct(tx, cls, args, kwargs)
 
 class UserDefinedClassVariable(VariableTracker):
     """A class: ``isinstance`` targets, ``type(x)`` results, class attribute reads."""
@@ -209,6 +222,9 @@ class SetVariable(VariableTracker):
             raise Unsupported("iterating over a set of tensors (its order follows their addresses)")
         real = {(k.obj if isinstance(k, Identity) else k): k for k in self.items}
         return [self.items[real[v]] for v in self.python_type()(real)]
+
+    def is_callable(self, tx: Any) -> bool:
+        return type_is_callable(tx, self.python_type())  # (a subclass may have a __call__: LogitsProcessorList)
 
     def truth(self, tx: Any) -> bool:
         return bool(self.items)

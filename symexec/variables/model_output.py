@@ -23,7 +23,8 @@ from .constant import ConstantVariable, is_literal
 from .dicts import ConstDictVariable, DictViewVariable
 from .lists import TupleVariable
 from .tensor import TensorVariable
-from .user_objects import SPECIAL_CONSTRUCTORS, ObjectVariableBase, class_attribute
+from .object_protocol import class_attribute
+from .user_objects import ObjectVariableBase
 
 
 def model_output_base() -> type | None:
@@ -341,10 +342,8 @@ def wrap_model_output(b: Any, value: Any, source: Source | None) -> VariableTrac
 
 
 def construct_model_output(tx: Any, cls: type, args: list[VariableTracker],
-                           kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
-    """``cls(*args, **kwargs)`` for a ModelOutput class (None for other classes)."""
-    if not is_model_output_class(tx, cls):
-        return None
+                           kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``cls(*args, **kwargs)`` for a ModelOutput class (``is_model_output_class``)."""
     fields = [f for f in dataclasses.fields(cls) if f.init]
     names = {f.name for f in fields}
     if len(args) > len(fields) or set(kwargs) - names:
@@ -364,5 +363,3 @@ def construct_model_output(tx: Any, cls: type, args: list[VariableTracker],
                           f"ModelOutput unpacks it as key/value pairs")
     return ModelOutputVariable(cls, values)
 
-
-SPECIAL_CONSTRUCTORS.append(construct_model_output)

@@ -19,7 +19,6 @@ generated code hands out, as for any module.
 
 from __future__ import annotations
 
-import collections
 from typing import Any
 
 import torch
@@ -27,17 +26,9 @@ import torch
 from ..exc import Unsupported
 from ..source import AttrSource, PrivateObjectSource
 from .base import VariableTracker, class_static
-from .constant import ConstantVariable, is_literal
-from .dicts import ConstDictVariable
-from .lists import ListVariable, TupleVariable
-from .functions import CALL_HOOKS
-from .nn_module import NNModuleVariable
-from .user_objects import class_attribute
-
-# torch's nn.Module.__init__ as symexec found it (torch._dynamo, once imported, replaces it on
-# the class with a wrapper that calls this one and then tags the module for its own use).
-_MODULE_INIT = torch.nn.Module.__init__
-
+from .constant import is_literal
+from .nn_module import NNModuleVariable, has_writes
+from .object_protocol import class_attribute
 
 def construct_torch_module(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     if not cls.__module__.startswith("torch.nn.modules."):
@@ -89,7 +80,7 @@ class NewModuleVariable(NNModuleVariable):
         """Whether ``module.name = value`` may run now: a constant, set by torch's own
         ``__setattr__`` as a plain attribute (no descriptor, no parameter, buffer or submodule
         of that name), with no traced write to the module waiting (replayed after, it would win)."""
-        if not value.is_python_constant() or not is_literal(value.as_python_constant()) or _has_writes(tx, self):
+        if not value.is_python_constant() or not is_literal(value.as_python_constant()) or has_writes(tx, self):
             return False
         if class_static(tx, self.cls, "__setattr__") is not torch.nn.Module.__setattr__ or \
                 hasattr(class_static(tx, self.cls, name), "__set__"):
@@ -98,55 +89,3 @@ class NewModuleVariable(NNModuleVariable):
 
     def __repr__(self) -> str:
         return f"NewModuleVariable({self.cls.__qualname__})"
-
-
-def _has_writes(tx: Any, var: VariableTracker) -> bool:
-    return any(obj is var for obj, _, _ in tx.output.side_effects.attributes.values())
-
-
-# torch's containers' own __init__, which only register the modules given (no parameters made):
-# run for real on a container the trace made, with modules the trace made too.
-_CONTAINER_INITS = {cls.__dict__["__init__"]: cls for cls in (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)}
-
-
-def _real_argument(var: VariableTracker) -> Any:
-    """The real value of an argument of a constructor run for real: a constant, an object the
-    trace made (a module), or a list, tuple or dict of those; anything else cannot be."""
-    source = var.source
-    if isinstance(source, PrivateObjectSource):
-        return source.value
-    if var.is_python_constant() and isinstance(var, ConstantVariable):
-        return var.as_python_constant()
-    if isinstance(var, (ListVariable, TupleVariable)) and var.source is None:
-        return var.python_type()(_real_argument(item) for item in var.items)
-    if isinstance(var, ConstDictVariable) and var.source is None and var.user_cls in (dict, collections.OrderedDict):
-        return var.user_cls((k, _real_argument(v)) for k, v in var.items.items())
-    raise Unsupported(f"{var.describe()} is not known while tracing")
-
-
-def _run_module_init(tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
-    """torch's ``nn.Module.__init__`` (or what now stands for it on the class), or a torch
-    container's (``Sequential``'s...), called on a module the trace made: run for real, before
-    any traced write to the module (a write it would overwrite must not win)."""
-    source = args[0].source if args else None
-    if not isinstance(source, PrivateObjectSource) or not isinstance(source.value, torch.nn.Module):
-        return None
-    if fn is not _MODULE_INIT and fn is not class_static(tx, torch.nn.Module, "__init__") and \
-            not isinstance(source.value, _CONTAINER_INITS.get(fn, ())):
-        return None
-    module = source.value
-    if _has_writes(tx, args[0]):
-        raise Unsupported(f"nn.Module.__init__ on a {type(module).__qualname__} the trace already wrote to")
-    try:
-        const_args = [_real_argument(a) for a in args[1:]]
-        const_kwargs = {k: _real_argument(v) for k, v in kwargs.items()}
-    except Unsupported:
-        raise Unsupported("nn.Module.__init__ with values not known while tracing") from None
-    try:
-        fn(module, *const_args, **const_kwargs)
-    except Exception as e:  # (CPython raises it, at the break)
-        raise Unsupported(f"nn.Module.__init__ raises {type(e).__name__}: {e}") from e
-    return ConstantVariable(None)
-
-
-CALL_HOOKS.append(_run_module_init)

@@ -17,11 +17,13 @@ import torch
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, GetItemSource, ModuleMemberSource
+from ..source import AttrSource, GetItemSource, ModuleMemberSource, PrivateObjectSource
 from .base import DELETED, BoundMethodVariable, VariableTracker, class_static, is_data_descriptor
+from .dicts import ConstDictVariable
 from .constant import ConstantVariable
 from .lists import IteratorVariable, ListVariable, TupleVariable
-from .user_objects import InstanceDictVariable, UserDefinedObjectVariable, class_attribute, lookup_on_class, tp_name
+from .object_protocol import class_attribute, lookup_on_class, tp_name
+from .user_objects import InstanceDictVariable, UserDefinedObjectVariable
 
 # What Module.__setattr__ changes besides the name itself: stale until the writes are replayed.
 _INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
@@ -72,6 +74,34 @@ _CONTAINER_GETITEMS = {cls.__getitem__ for cls in (torch.nn.Sequential, torch.nn
                                                      torch.nn.ParameterList, torch.nn.ParameterDict)}
 
 
+# torch's nn.Module.__init__ as symexec found it (torch._dynamo, once imported, replaces it on
+# the class with a wrapper that calls this one and then tags the module for its own use).
+_MODULE_INIT = torch.nn.Module.__init__
+# torch's containers' own __init__, which only register the modules given (no parameters made):
+# run for real on a container the trace made, with modules the trace made too.
+_CONTAINER_INITS = {cls.__dict__["__init__"]: cls for cls in (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)}
+
+
+def has_writes(tx: Any, var: VariableTracker) -> bool:
+    """Whether the trace wrote an attribute of ``var`` (a write replayed after the graph)."""
+    return any(obj is var for obj, _, _ in tx.output.side_effects.attributes.values())
+
+
+def _real_argument(var: VariableTracker) -> Any:
+    """The real value of an argument of a constructor run for real: a constant, an object the
+    trace made (a module), or a list, tuple or dict of those; anything else cannot be."""
+    source = var.source
+    if isinstance(source, PrivateObjectSource):
+        return source.value
+    if var.is_python_constant() and isinstance(var, ConstantVariable):
+        return var.as_python_constant()
+    if isinstance(var, (ListVariable, TupleVariable)) and var.source is None:
+        return var.python_type()(_real_argument(item) for item in var.items)
+    if isinstance(var, ConstDictVariable) and var.source is None and var.user_cls in (dict, collections.OrderedDict):
+        return var.user_cls((k, _real_argument(v)) for k, v in var.items.items())
+    raise Unsupported(f"{var.describe()} is not known while tracing")
+
+
 class NNModuleVariable(UserDefinedObjectVariable):
     """An ``nn.Module`` that existed before the call: its parameters, buffers and submodules are
     read from the dict that holds them (guarded by where torch's lookup looks), its
@@ -87,6 +117,30 @@ class NNModuleVariable(UserDefinedObjectVariable):
     @property
     def module(self) -> torch.nn.Module:
         return self.value
+
+    def own_call(self, tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        """torch's ``nn.Module.__init__`` (or what now stands for it on the class), or a torch
+        container's (``Sequential``'s...), called on a module the trace made: run for real, before
+        any traced write to the module (a write it would overwrite must not win)."""
+        source = self.source
+        if not isinstance(source, PrivateObjectSource) or not isinstance(source.value, torch.nn.Module):
+            return None
+        if fn is not _MODULE_INIT and fn is not class_static(tx, torch.nn.Module, "__init__") and \
+                not isinstance(source.value, _CONTAINER_INITS.get(fn, ())):
+            return None
+        module = source.value
+        if has_writes(tx, self):
+            raise Unsupported(f"nn.Module.__init__ on a {type(module).__qualname__} the trace already wrote to")
+        try:
+            const_args = [_real_argument(a) for a in args[1:]]
+            const_kwargs = {k: _real_argument(v) for k, v in kwargs.items()}
+        except Unsupported:
+            raise Unsupported("nn.Module.__init__ with values not known while tracing") from None
+        try:
+            fn(module, *const_args, **const_kwargs)
+        except Exception as e:  # (CPython raises it, at the break)
+            raise Unsupported(f"nn.Module.__init__ raises {type(e).__name__}: {e}") from e
+        return ConstantVariable(None)
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         written = self.written_attribute(tx, name)

@@ -17,18 +17,45 @@ A descriptor written in Python (its class's ``__get__`` a Python function) has t
 from __future__ import annotations
 
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from .. import versions
 from ..exc import AttributeMissing, Unsupported
-from ..source import AttrSource, ConstSource, GetItemSource, Source
-from .base import Registry, VariableTracker, class_static, find_on_class
+from ..source import AttrSource, ConstSource, GetItemSource, ObjectAttrSource, Source
+from .base import Registry, VariableTracker, class_static, find_on_class, is_data_descriptor
 from .constant import ConstantVariable
+
+# What a builtin callable or an operator does over trackers (``len``, ``operator.mul``...), one
+# handler per callable, registered by the families that model it (``builtins``, ``operators``,
+# ``numbers``, ``stdlib``, ``pytree``). A handler returns the result, or None: not this way
+# (``BuiltinVariable`` then folds constants, or the graph breaks).
+Handler = Callable[..., "VariableTracker | None"]
+HANDLERS: dict[Any, Handler] = Registry("object_protocol.HANDLERS")
 
 # A kind of class attribute -> how it binds: ``bind(tx, static, obj, cls, name, class_source)`` gives
 # the tracker of ``obj.name`` (``cls.name`` when ``obj`` is None), or None: not this way.
 Binder = Callable[[Any, Any, "VariableTracker | None", type, str, "Source | None"], "VariableTracker | None"]
 DESCRIPTORS: dict[type, Binder] = Registry("object_protocol.DESCRIPTORS")
+
+
+def call_operator(tx: Any, fn: Any, *operands: VariableTracker) -> VariableTracker:
+    """``fn(*operands)`` for an operator ``HANDLERS`` models (``operator.mul`` of symbolic
+    sizes): its handler's answer, or the value folded where every operand is a constant."""
+    handled = HANDLERS[fn](tx, *operands)
+    if handled is not None:
+        return handled
+    if not all(operand.is_python_constant() for operand in operands):
+        raise Unsupported(f"{fn.__name__} of {', '.join(operand.describe() for operand in operands)}")
+    return ConstantVariable(fn(*[operand.as_python_constant() for operand in operands]))
+
+
+def type_is_callable(tx: Any, cls: type) -> bool:
+    """Whether instances of ``cls`` are callable: whether the class has ``__call__`` (a builtin
+    class's answer is fixed; a user class's lookup is guarded, as a ``__call__`` may be added
+    or removed)."""
+    if cls.__module__ == "builtins":  # (along the MRO: ``hasattr(list, "__call__")`` finds type's)
+        return any("__call__" in klass.__dict__ for klass in cls.__mro__)
+    return class_static(tx, cls, "__call__") is not None
 
 
 def python_function(fn: types.FunctionType) -> VariableTracker:
@@ -79,6 +106,64 @@ def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, 
         owner = tx.wrap(cls, class_source)
         return python_function(getter).call_function(tx, [descriptor, obj if obj is not None else ConstantVariable(None), owner], {})
     return tx.wrap(static, source)
+
+
+class RealInstance(Protocol):
+    """What ``generic_getattr`` uses of the tracker of an object that existed before the call."""
+
+    value: Any  # the object
+    cls: type
+    source: Source
+
+    @property
+    def receiver(self) -> VariableTracker: ...  # what its methods get as ``self``
+    def written_attribute(self, tx: Any, name: str) -> VariableTracker | None: ...  # the trace's own write
+    def dict_variable(self, tx: Any, native: bool) -> VariableTracker: ...  # ``obj.__dict__``
+    def missing_attribute(self, tx: Any, name: str) -> VariableTracker: ...  # ``__getattr__``, or AttributeError
+    def _class_source(self) -> Source | None: ...
+
+
+def generic_getattr(tx: Any, obj: RealInstance, name: str, native: bool = False) -> VariableTracker:
+    """``object.__getattribute__(obj, name)`` (CPython's ``PyObject_GenericGetAttr``) for an
+    object that existed before the call: a data descriptor of its class, else its own
+    ``__dict__``, else its class's attribute (bound), else ``__getattr__``. What is read from
+    the object is wrapped with its source (guarded, re-fetched); what was found absent is
+    guarded absent. ``native``: called as such by the class's own ``__getattribute__``
+    (``super().__getattribute__``), so values are re-read through ``object.__getattribute__``
+    too, not the class's."""
+    written = obj.written_attribute(tx, name)
+    if written is not None:
+        return written
+    cls = obj.cls
+    attr_source = ObjectAttrSource(obj.source, name) if native else AttrSource(obj.source, name)
+    if name == "__dict__":
+        return obj.dict_variable(tx, native)
+    static = class_static(tx, cls, name)
+    if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
+        return tx.wrap(object.__getattribute__(obj.value, name), attr_source)
+    data_descriptor = is_data_descriptor(static)
+    if data_descriptor and not isinstance(static, property):
+        raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name}")
+    instance_dict = _instance_dict(obj.value)
+    if instance_dict is not None and name in instance_dict and not data_descriptor:
+        return tx.wrap(instance_dict[name], attr_source)
+    if static is None:
+        if native or class_static(tx, cls, "__getattr__") is None:  # (the class lookup guarded it absent)
+            if instance_dict is not None:
+                tx.guards.not_in_instance_dict(obj.source, name, native)
+            raise AttributeMissing.exactly(no_attribute(cls, name), guarded=True)
+        return obj.missing_attribute(tx, name)
+    if instance_dict is not None and not data_descriptor:  # an instance attribute set later shadows it
+        tx.guards.not_in_instance_dict(obj.source, name, native)
+    return class_attribute(tx, obj.receiver, cls, name, class_source=obj._class_source())
+
+
+def _instance_dict(value: Any) -> dict | None:
+    """The object's own ``__dict__`` as the generic lookup reads it, or None (slots only)."""
+    try:
+        return object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return None
 
 
 # C classes whose __getattribute__/__setattr__ slots are CPython's generic ones, set explicitly.

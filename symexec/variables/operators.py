@@ -26,7 +26,8 @@ from .functions import UserFunctionVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
 from .misc import COMPUTED_ALIAS_TYPES, SetVariable, UserDefinedClassVariable
 from .tensor import SymNodeVariable, record_call
-from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase, class_static
+from .base import class_static
+from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase
 
 def _type_value(tx: Any, var: VariableTracker) -> Any:
     """The type, alias or union ``var`` stands for (``int``, ``list[int]``, ``typing.Optional``,
@@ -210,7 +211,6 @@ def _make_inplace(inplace: Any, plain: Any) -> Handler:
 
 _SET_INPLACE = {operator.ior: "update", operator.iand: "intersection_update", operator.isub: "difference_update",
                 operator.ixor: "symmetric_difference_update"}
-INPLACE_OPERATORS[operator.iconcat] = operator.concat
 for _inplace, _plain in INPLACE_OPERATORS.items():
     HANDLERS[_inplace] = _make_inplace(_inplace, _plain)
 

@@ -108,6 +108,9 @@ class TensorVariable(VariableTracker):
     def as_proxy(self) -> torch.fx.Node:
         return self.node
 
+    def is_callable(self, tx: Any) -> bool:
+        return False
+
     def truth(self, tx: Any) -> bool:
         raise Unsupported(
             "data-dependent control flow: the branch depends on a tensor's value",

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import collections
 import types
-from typing import Any, Callable
+from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, ObjectAttrSource, PrivateObjectSource, Source
-from .base import DELETED, VariableTracker, class_static, find_on_class, is_data_descriptor
+from .base import DELETED, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, NamedTupleVariable, TupleVariable
-from .object_protocol import (DESCRIPTORS, class_attribute, generic_access, is_slot, lookup_on_class,  # noqa: F401
-                              no_attribute, tp_name, unset_slot)
+from .object_protocol import (DESCRIPTORS, class_attribute, generic_access, generic_getattr, is_slot, no_attribute,
+                              type_is_callable, unset_slot)
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -33,14 +33,6 @@ def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVari
 
 def _qualname_of(fn: types.FunctionType) -> str:
     return fn.__qualname__ if type(fn.__qualname__) is str else "__getattribute__"
-
-
-def _instance_dict(value: Any) -> dict | None:
-    """The object's own ``__dict__`` as the generic lookup reads it, or None (slots only)."""
-    try:
-        return object.__getattribute__(value, "__dict__")
-    except AttributeError:
-        return None
 
 
 # Binary operators and the dunder methods that implement them for user objects.
@@ -84,6 +76,9 @@ class ObjectVariableBase(VariableTracker):
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.call_method(tx, "__call__", args, kwargs)
+
+    def is_callable(self, tx: Any) -> bool:
+        return type_is_callable(tx, self.cls)
 
     def truth(self, tx: Any) -> bool:
         if self.has_python_method(tx, "__bool__"):
@@ -197,34 +192,11 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         return self._read_for_real(tx, name)
 
     def generic_getattr(self, tx: Any, name: str, native: bool = False) -> VariableTracker:
-        """``object.__getattribute__(obj, name)``: data descriptor, instance dict, class. ``native``:
-        called as such by the class's own ``__getattribute__`` (``super().__getattribute__``),
-        so the values are re-read through ``object.__getattribute__`` too, not the class's."""
-        written = self.written_attribute(tx, name)
-        if written is not None:
-            return written
-        cls = self.cls
-        attr_source = ObjectAttrSource(self.source, name) if native else AttrSource(self.source, name)
-        if name == "__dict__":
-            return InstanceDictVariable.of(tx, self, native)
-        static = class_static(tx, cls, name)
-        if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
-            return tx.wrap(object.__getattribute__(self.value, name), attr_source)
-        data_descriptor = is_data_descriptor(static)
-        if data_descriptor and not isinstance(static, property):
-            raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name}")
-        instance_dict = _instance_dict(self.value)
-        if instance_dict is not None and name in instance_dict and not data_descriptor:
-            return tx.wrap(instance_dict[name], attr_source)
-        if static is None:
-            if native or class_static(tx, cls, "__getattr__") is None:  # (the class lookup guarded it absent)
-                if instance_dict is not None:
-                    tx.guards.not_in_instance_dict(self.source, name, native)
-                raise AttributeMissing.exactly(no_attribute(cls, name), guarded=True)
-            return self.missing_attribute(tx, name)
-        if instance_dict is not None and not data_descriptor:  # an instance attribute set later shadows it
-            tx.guards.not_in_instance_dict(self.source, name, native)
-        return class_attribute(tx, self.receiver, cls, name, class_source=self._class_source())
+        """``object.__getattribute__(obj, name)`` (``object_protocol.generic_getattr``)."""
+        return generic_getattr(tx, self, name, native)
+
+    def dict_variable(self, tx: Any, native: bool) -> VariableTracker:
+        return InstanceDictVariable.of(tx, self, native)
 
     def _through_getattribute(self, tx: Any, name: str) -> VariableTracker | None:
         """``obj.name`` where the class's ``__getattribute__`` is a Python function (a config
@@ -307,6 +279,17 @@ class UserDefinedObjectVariable(ObjectVariableBase):
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({self.cls.__qualname__})"
+
+
+class ObjectConstantVariable(ConstantVariable):
+    """An instance of a user subclass of a builtin value type (an int, a str...), or an enum
+    member, read from a source: a constant (``constant.is_object_constant``) that is an object
+    too. Its attributes other than its base's methods are read as CPython's generic lookup
+    finds them on the real object (its class's data descriptor, its own ``__dict__``, its
+    class), each read guarded, with this constant as the ``self`` of its methods."""
+
+    def instance_attribute(self, tx: Any, name: str) -> VariableTracker:
+        return UserDefinedObjectVariable(self.peek(), self.source, receiver=self).var_getattr(tx, name)
 
 
 def call_getattr_hook(tx: Any, hook: VariableTracker, name: str) -> VariableTracker:
@@ -522,17 +505,9 @@ class ExceptionVariable(VariableTracker):
         return list(self.args)
 
 
-# Constructors of class families modelled elsewhere (model_output.py registers ModelOutput's):
-# each returns the new object's tracker, or None when ``cls`` is not of its family.
-SPECIAL_CONSTRUCTORS: list[Callable[[Any, type, list[VariableTracker], dict[str, VariableTracker]], VariableTracker | None]] = []
-
-
 def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """``cls(*args, **kwargs)`` for a user class, while tracing."""
-    for special in SPECIAL_CONSTRUCTORS:
-        made = special(tx, cls, args, kwargs)
-        if made is not None:
-            return made
+    """``cls(*args, **kwargs)`` for a user class, while tracing (``misc.construct`` first gives
+    the classes that a higher family models, ModelOutput's, to that family)."""
     if issubclass(cls, BaseException) and not kwargs and not any(
             isinstance(class_static(tx, cls, m), (types.FunctionType, staticmethod)) for m in ("__init__", "__new__")):
         return ExceptionVariable(cls, list(args))
