@@ -14,7 +14,7 @@ Trackers reach the graph, the guards and the builder through ``tx``, the running
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 import torch
 
@@ -55,6 +55,54 @@ class Registry(dict):
     def update(self, *args: Any, **kwargs: Any) -> None:  # (through __setitem__, checked)
         for key, value in dict(*args, **kwargs).items():
             self[key] = value
+
+
+Method = Callable[["VariableTracker", Any, str, list["VariableTracker"], dict[str, "VariableTracker"]],
+                  "VariableTracker | None"]
+
+
+class Methods(Registry):
+    """The methods of its Python type that a tracker family models, by name: ``name ->
+    method(obj, tx, name, args, kwargs)``, which returns the call's result, or None where it
+    does not model the call as made (its arguments). Then the table this one ``extends`` is
+    asked (a subclass's table extends its base's); past the last one, the family decides
+    (usually the graph breaks). A name registered twice in one table is refused. Filled in
+    the class body, as a decorator::
+
+        class ListVariable(BaseListVariable):
+            methods = Methods("list", extends=BaseListVariable.methods)
+
+            @methods("append")
+            def _append(self, tx, name, args, kwargs): ...
+    """
+
+    def __init__(self, name: str, extends: "Methods | None" = None) -> None:
+        super().__init__(name)
+        self.extends = extends
+
+    def __call__(self, *names: str) -> Callable[[Method], Method]:
+        def register(method: Method) -> Method:
+            for name in names:
+                self[name] = method
+            return method
+        return register
+
+    def call(self, obj: "VariableTracker", tx: Any, name: str, args: list["VariableTracker"],
+             kwargs: dict[str, "VariableTracker"]) -> "VariableTracker | None":
+        """The call's result from the first table along ``extends`` that models it, or None."""
+        table: Methods | None = self
+        while table is not None:
+            method = dict.get(table, name)
+            if method is not None:
+                result = method(obj, tx, name, args, kwargs)
+                if result is not None:
+                    return result
+            table = table.extends
+        return None
+
+    def names(self) -> set[str]:
+        """Every name modelled here or in the tables this one extends."""
+        return set(self) | (self.extends.names() if self.extends is not None else set())
 
 
 def only_asking() -> bool:

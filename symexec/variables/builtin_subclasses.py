@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, Source
-from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class
+from .base import BoundMethodVariable, Methods, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable
 from .lists import ListVariable
 from .object_protocol import class_attribute
@@ -250,11 +250,18 @@ class ListSubclassVariable(SubclassInstance, ListVariable):
         """The method of list itself (also what ``super().append(...)`` reaches)."""
         if self.native_setattr(tx, name, args, kwargs):
             return ConstantVariable(None)
-        if name == "__init__" and len(args) <= 1 and not kwargs:  # list.__init__: clear, then extend
-            tx.output.side_effects.mutate(self)
-            self.items[:] = args[0].unpack(tx) if args else []
-            return ConstantVariable(None)
         return ListVariable.call_method(self, tx, name, args, kwargs)
+
+    methods = Methods("list, for a subclass", extends=ListVariable.methods)
+
+    @methods("__init__")
+    def _init(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        """``list.__init__``: clear, then extend."""
+        if len(args) > 1 or kwargs:
+            return None
+        tx.output.side_effects.mutate(self)
+        self.items[:] = args[0].unpack(tx) if args else []
+        return ConstantVariable(None)
 
     def push_contents(self, cg: Any) -> int:
         cg.load_const(self.user_cls)

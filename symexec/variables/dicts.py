@@ -18,7 +18,7 @@ import torch
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, DictItemSource, Source
-from .base import DELETED, Identity, VariableTracker, class_static, hash_key, subclass_check
+from .base import DELETED, Identity, Methods, VariableTracker, class_static, hash_key, subclass_check
 from .builtin_subclasses import SubclassInstance, overrides_protocol, own_method_call, python_override, run_python
 from .object_protocol import type_is_callable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
@@ -100,29 +100,139 @@ class ConstDictVariable(VariableTracker):
 
     def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """The method of dict itself (also what ``super().get(...)`` reaches in a subclass)."""
-        items = self.items
-        if name == "__getitem__" and len(args) == 1:
-            return self.getitem(tx, args[0])
-        if name == "__len__":
-            return ConstantVariable(self.length(tx))
-        if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(_key(args[0], tx) in items)
-        if name == "get" and 1 <= len(args) <= 2:
-            default = args[1] if len(args) == 2 else ConstantVariable(None)
-            return items.get(_key(args[0], tx), default)
-        if name in ("keys", "values", "items") and not args and not kwargs:
-            return DictViewVariable(self, name)  # live: it sees later changes of the dict
-        if name == "copy" and not args and not kwargs:
-            if self.user_cls not in (dict, collections.OrderedDict, collections.defaultdict):
-                if issubclass(self.user_cls, (collections.OrderedDict, collections.defaultdict)):
-                    raise Unsupported(f"{self.user_cls.__qualname__}.copy() calls the subclass")
-                return ConstDictVariable(items)  # dict.copy of a subclass: a plain dict
-            return ConstDictVariable(items, user_cls=self.user_cls, default_factory=self.default_factory)
-        if name == "__init__":  # dict.__init__ (reached through super()): update's arguments
-            return self.native_call_method(tx, "update", args, kwargs)
-        ordered = issubclass(self.user_cls, collections.OrderedDict)
-        if name == "move_to_end" and not ordered:
+        result = self.methods.call(self, tx, name, args, kwargs)
+        if result is None:
             raise Unsupported(f"method {name!r} of {self.describe()}")
+        return result
+
+    # dict's, OrderedDict's and defaultdict's methods. One that changes the dict checks that
+    # the change can be replayed and marks it changed first (on a dict passed in, the change
+    # is replayed after the graph).
+    methods = Methods("dict")
+
+    @methods("__getitem__")
+    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return self.getitem(tx, args[0]) if len(args) == 1 else None
+
+    @methods("__len__")
+    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return ConstantVariable(self.length(tx))
+
+    @methods("__contains__")
+    def _contains(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return ConstantVariable(_key(args[0], tx) in self.items) if len(args) == 1 else None
+
+    @methods("get")
+    def _get(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not 1 <= len(args) <= 2:
+            return None
+        return self.items.get(_key(args[0], tx), args[1] if len(args) == 2 else ConstantVariable(None))
+
+    @methods("keys", "values", "items")
+    def _view(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return None if args or kwargs else DictViewVariable(self, name)  # live: it sees later changes of the dict
+
+    @methods("copy")
+    def _copy(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if args or kwargs:
+            return None
+        if self.user_cls not in (dict, collections.OrderedDict, collections.defaultdict):
+            if issubclass(self.user_cls, (collections.OrderedDict, collections.defaultdict)):
+                raise Unsupported(f"{self.user_cls.__qualname__}.copy() calls the subclass")
+            return ConstDictVariable(self.items)  # dict.copy of a subclass: a plain dict
+        return ConstDictVariable(self.items, user_cls=self.user_cls, default_factory=self.default_factory)
+
+    @methods("__init__")
+    def _init(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        """``dict.__init__`` (reached through ``super()``): update's arguments."""
+        return self.native_call_method(tx, "update", args, kwargs)
+
+    def _changing(self, tx: Any) -> dict[Any, VariableTracker]:
+        """The items, before a change: checked replayable, and the dict marked changed."""
+        self.check_replayable(tx)
+        tx.output.side_effects.mutate(self)
+        return self.items
+
+    @methods("__setitem__")
+    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        self._changing(tx)[_key(args[0], tx)] = args[1]
+        return ConstantVariable(None)
+
+    @methods("update")
+    def _update(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        items = self._changing(tx)
+        for other in args:
+            if isinstance(other, ConstDictVariable):
+                items.update(other.items)
+            else:  # pairs
+                for pair in other.unpack(tx):
+                    key, value = pair.unpack(tx)
+                    items[_key(key, tx)] = value
+        for k, v in kwargs.items():
+            items[k] = v
+        return ConstantVariable(None)
+
+    @methods("pop")
+    def _pop(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        items = self._changing(tx)
+        k = _key(args[0], tx)
+        if k in items:
+            return items.pop(k)
+        if len(args) == 2:
+            return args[1]
+        raise TracedException(KeyError(k))
+
+    @methods("setdefault")
+    def _setdefault(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        items = self._changing(tx)
+        k = _key(args[0], tx)
+        if k not in items:
+            items[k] = args[1] if len(args) > 1 else ConstantVariable(None)
+        return items[k]
+
+    @methods("__delitem__")
+    def _delitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        del self._changing(tx)[_key(args[0], tx)]
+        return ConstantVariable(None)
+
+    @methods("clear")
+    def _clear(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        self._changing(tx).clear()
+        return ConstantVariable(None)
+
+    @methods("move_to_end")
+    def _move_to_end(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        """OrderedDict's: to the end, or (``last=False``) to the front."""
+        if not issubclass(self.user_cls, collections.OrderedDict):
+            return None
+        items = self._changing(tx)
+        bound = _bind(tx, ("key", "last"), (True,), args, kwargs, "move_to_end")
+        k = _key(bound[0], tx)
+        if k not in items:
+            raise TracedException(KeyError(k))
+        value = items.pop(k)
+        if bound[1].truth(tx):
+            items[k] = value
+        else:
+            rest = dict(items)
+            items.clear()
+            items[k] = value
+            items.update(rest)
+        return ConstantVariable(None)
+
+    @methods("popitem")
+    def _popitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        """The last item (OrderedDict's, with ``last=False``, the first)."""
+        items = self._changing(tx)
+        ordered = issubclass(self.user_cls, collections.OrderedDict)
+        last = _bind(tx, ("last",), (True,), args, kwargs, "popitem")[0].truth(tx) if ordered else True
+        if args and not ordered:
+            raise Unsupported("dict.popitem() takes no arguments")
+        if not items:
+            raise TracedException(KeyError("dictionary is empty" if ordered else "popitem(): dictionary is empty"))
+        k = next(reversed(items)) if last else next(iter(items))
+        value = items.pop(k)
+        return TupleVariable([k.var if isinstance(k, Identity) else ConstantVariable(k), value])
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear", "popitem", "move_to_end"):
             self.check_replayable(tx)
             tx.output.side_effects.mutate(self)

@@ -11,13 +11,13 @@ from __future__ import annotations
 import collections
 import operator
 import types
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
-from .base import VariableTracker, as_proxy, class_static, find_on_class
+from .base import Methods, VariableTracker, as_proxy, class_static, find_on_class
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .object_protocol import call_operator, class_attribute, type_is_callable
 
@@ -84,15 +84,29 @@ class BaseListVariable(VariableTracker):
         except IndexError as e:
             raise TracedException(e) from e
 
+    # The methods of tuple and list that read (``ListVariable.methods`` adds list's others).
+    methods = Methods("tuple and list")
+
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "__getitem__" and len(args) == 1:
-            return self.getitem(tx, args[0])
-        if name == "__len__" and not args:
-            return ConstantVariable(len(self.items))
-        if name in ("index", "count") and not kwargs:
-            # Equality of items must be known: constants only.
-            return ConstantVariable(getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args]))
-        raise Unsupported(f"method {name!r} of {self.describe()}")
+        result = self.methods.call(self, tx, name, args, kwargs)
+        if result is None:
+            raise Unsupported(f"method {name!r} of {self.describe()}")
+        return result
+
+    @methods("__getitem__")
+    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return self.getitem(tx, args[0]) if len(args) == 1 else None
+
+    @methods("__len__")
+    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return None if args else ConstantVariable(len(self.items))
+
+    @methods("index", "count")
+    def _search(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if kwargs:
+            return None
+        # Equality of items must be known: constants only.
+        return ConstantVariable(getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args]))
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
@@ -128,15 +142,18 @@ class SizeVariable(TupleVariable):
             return SizeVariable(self.items[key])
         return super().getitem(tx, index)
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "numel" and not args and all(item.is_python_constant() for item in self.items):
+    methods = Methods("torch.Size", extends=BaseListVariable.methods)
+
+    @methods("numel")
+    def _numel(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if args:
+            return None
+        if all(item.is_python_constant() for item in self.items):
             return ConstantVariable(self.as_python_constant().numel())
-        if name == "numel" and not args:  # symbolic sizes: their product, recorded
-            product: VariableTracker = ConstantVariable(1)
-            for item in self.items:
-                product = call_operator(tx, operator.mul, product, item)
-            return product
-        return super().call_method(tx, name, args, kwargs)
+        product: VariableTracker = ConstantVariable(1)  # symbolic sizes: their product, recorded
+        for item in self.items:
+            product = call_operator(tx, operator.mul, product, item)
+        return product
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is None and all(item.is_python_constant() for item in self.items):
@@ -224,53 +241,99 @@ class ListVariable(BaseListVariable):
     python_cls = list
     built_once = True
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        items = self.items
-        if name in ("append", "extend", "insert", "pop", "clear", "reverse", "remove", "__setitem__", "__delitem__", "sort", "__iadd__",
-                    "__imul__"):
-            tx.output.side_effects.mutate(self)
-        if kwargs and name != "sort":
-            return super().call_method(tx, name, args, kwargs)
-        if name == "append" and len(args) == 1:
-            items.append(args[0])
-        elif name in ("extend", "__iadd__") and len(args) == 1:
-            if args[0] is self:
-                items.extend(list(items))
-            else:  # (appended as they come, as CPython's list_extend does: a lazy map sees each)
-                for item in items_one_by_one(tx, args[0]):
-                    items.append(item)
-            return self if name == "__iadd__" else ConstantVariable(None)
-        elif name == "__imul__" and len(args) == 1:
-            items[:] = items * operator.index(args[0].as_python_constant())
-            return self
-        elif name == "insert" and len(args) == 2:
-            items.insert(args[0].as_python_constant(), args[1])
-        elif name == "pop" and len(args) <= 1:
-            index = args[0].as_python_constant() if args else -1
-            return items.pop(index)
-        elif name == "clear" and not args:
-            items.clear()
-        elif name == "reverse" and not args:
-            items.reverse()
-        elif name == "remove" and len(args) == 1:
-            del items[self.as_python_constant().index(args[0].as_python_constant())]
-        elif name == "sort" and not args and not set(kwargs) - {"key", "reverse"}:
-            keys = sort_keys(tx, items, kwargs.get("key"))
-            reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
-            items[:] = [items[i] for i in sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)]
-        elif name == "__setitem__" and len(args) == 2:
-            key = args[0].as_python_constant()
-            if isinstance(key, slice):
-                items[key] = args[1].unpack(tx)
-            else:
-                items[key] = args[1]
-        elif name == "__delitem__" and len(args) == 1:
-            del items[args[0].as_python_constant()]
-        elif name == "copy" and not args:
-            return ListVariable(list(items))
-        else:
-            return super().call_method(tx, name, args, kwargs)
+    # list's own methods. Each that changes the list marks it changed first (on a list passed
+    # in, the change is replayed after the graph); a call with arguments not modelled is None.
+    methods = Methods("list", extends=BaseListVariable.methods)
+
+    def _changing(self, tx: Any, arity: Callable[[int], bool], args: list[VariableTracker],
+                  kwargs: dict[str, VariableTracker]) -> bool:
+        """Whether a changing method's call is modelled (no keywords, as many arguments as it
+        takes); if so the list is marked changed."""
+        if kwargs or not arity(len(args)):
+            return False
+        tx.output.side_effects.mutate(self)
+        return True
+
+    @methods("append")
+    def _append(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not self._changing(tx, lambda n: n == 1, args, kwargs):
+            return None
+        self.items.append(args[0])
         return ConstantVariable(None)
+
+    @methods("extend", "__iadd__")
+    def _extend(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not self._changing(tx, lambda n: n == 1, args, kwargs):
+            return None
+        if args[0] is self:
+            self.items.extend(list(self.items))
+        else:  # (appended as they come, as CPython's list_extend does: a lazy map sees each)
+            for item in items_one_by_one(tx, args[0]):
+                self.items.append(item)
+        return self if name == "__iadd__" else ConstantVariable(None)
+
+    @methods("__imul__")
+    def _imul(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not self._changing(tx, lambda n: n == 1, args, kwargs):
+            return None
+        self.items[:] = self.items * operator.index(args[0].as_python_constant())
+        return self
+
+    @methods("insert")
+    def _insert(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not self._changing(tx, lambda n: n == 2, args, kwargs):
+            return None
+        self.items.insert(args[0].as_python_constant(), args[1])
+        return ConstantVariable(None)
+
+    @methods("pop")
+    def _pop(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not self._changing(tx, lambda n: n <= 1, args, kwargs):
+            return None
+        return self.items.pop(args[0].as_python_constant() if args else -1)
+
+    @methods("clear", "reverse")
+    def _clear_or_reverse(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not self._changing(tx, lambda n: n == 0, args, kwargs):
+            return None
+        getattr(self.items, name)()
+        return ConstantVariable(None)
+
+    @methods("remove")
+    def _remove(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not self._changing(tx, lambda n: n == 1, args, kwargs):
+            return None
+        del self.items[self.as_python_constant().index(args[0].as_python_constant())]
+        return ConstantVariable(None)
+
+    @methods("sort")
+    def _sort(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if args or set(kwargs) - {"key", "reverse"}:
+            return None
+        tx.output.side_effects.mutate(self)
+        keys = sort_keys(tx, self.items, kwargs.get("key"))
+        reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
+        self.items[:] = [self.items[i] for i in sorted(range(len(self.items)), key=keys.__getitem__, reverse=reverse)]
+        return ConstantVariable(None)
+
+    @methods("__setitem__")
+    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not self._changing(tx, lambda n: n == 2, args, kwargs):
+            return None
+        key = args[0].as_python_constant()
+        self.items[key] = args[1].unpack(tx) if isinstance(key, slice) else args[1]
+        return ConstantVariable(None)
+
+    @methods("__delitem__")
+    def _delitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not self._changing(tx, lambda n: n == 1, args, kwargs):
+            return None
+        del self.items[args[0].as_python_constant()]
+        return ConstantVariable(None)
+
+    @methods("copy")
+    def _copy(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return None if args or kwargs else ListVariable(list(self.items))
 
 
 class RangeVariable(BaseListVariable):

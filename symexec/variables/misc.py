@@ -16,7 +16,7 @@ import torch
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from ..guards import GuardKind
-from .base import BoundMethodVariable, Identity, VariableTracker, class_static, find_on_class, hash_key, subclass_check
+from .base import BoundMethodVariable, Identity, Methods, VariableTracker, class_static, find_on_class, hash_key, subclass_check
 from .lists import ListVariable
 from .object_protocol import type_is_callable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
@@ -188,6 +188,10 @@ class PythonModuleVariable(VariableTracker):
         return f"PythonModuleVariable({self.module.__name__})"
 
 
+_SET_CHANGING = frozenset({"add", "update", "remove", "discard", "pop", "clear", "intersection_update",
+                           "difference_update", "symmetric_difference_update"})
+
+
 class SetVariable(VariableTracker):
     """A set (or frozenset) of constants, built while tracing."""
 
@@ -229,51 +233,84 @@ class SetVariable(VariableTracker):
     def truth(self, tx: Any) -> bool:
         return bool(self.items)
 
+    # set's and frozenset's methods. One that changes the set marks it changed first (on a set
+    # passed in, the change is replayed after the graph); a frozenset has none of them.
+    methods = Methods("set and frozenset")
+
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name in ("add", "update", "remove", "discard", "pop", "clear", "intersection_update", "difference_update",
-                    "symmetric_difference_update") and not self.frozen:
+        if name in _SET_CHANGING and not self.frozen:
             tx.output.side_effects.mutate(self)
-        if name in ("intersection_update", "difference_update", "symmetric_difference_update") and not self.frozen \
-                and len(args) == 1 and isinstance(args[0], SetVariable) and not kwargs:
-            other = args[0].items
-            if name == "intersection_update":
-                keep = {k: v for k, v in self.items.items() if k in other}
-            elif name == "difference_update":
-                keep = {k: v for k, v in self.items.items() if k not in other}
-            else:
-                keep = {k: v for k, v in self.items.items() if k not in other}
-                keep.update((k, v) for k, v in other.items() if k not in self.items)
-            self.items.clear()
-            self.items.update(keep)
-            return ConstantVariable(None)
-        if name == "add" and len(args) == 1 and not self.frozen:
-            self.add(args[0], tx)
-            return ConstantVariable(None)
-        if name == "update" and not self.frozen:
-            for arg in args:
-                for item in arg.unpack(tx):
-                    self.add(item, tx)
-            return ConstantVariable(None)
-        if name in ("remove", "discard") and len(args) == 1 and not self.frozen:
-            key = hash_key(args[0], tx)
-            if key not in self.items and name == "remove":
-                if isinstance(key, Identity):
-                    raise Unsupported("the KeyError of an object missing from a set (its repr)")
-                raise TracedException(KeyError(key))
-            self.items.pop(key, None)
-            return ConstantVariable(None)
-        if name == "clear" and not args and not self.frozen:
-            self.items.clear()
-            return ConstantVariable(None)
-        if name == "__contains__" and len(args) == 1:
-            return ConstantVariable(hash_key(args[0], tx) in self.items)
-        if name == "__len__" and not args and not kwargs:
+        result = self.methods.call(self, tx, name, args, kwargs)
+        if result is None:
+            raise Unsupported(f"method {name!r} of a set")
+        return result
+
+    @methods("intersection_update", "difference_update", "symmetric_difference_update")
+    def _update_by(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if self.frozen or len(args) != 1 or not isinstance(args[0], SetVariable) or kwargs:
+            return None
+        other = args[0].items
+        if name == "intersection_update":
+            keep = {k: v for k, v in self.items.items() if k in other}
+        elif name == "difference_update":
+            keep = {k: v for k, v in self.items.items() if k not in other}
+        else:
+            keep = {k: v for k, v in self.items.items() if k not in other}
+            keep.update((k, v) for k, v in other.items() if k not in self.items)
+        self.items.clear()
+        self.items.update(keep)
+        return ConstantVariable(None)
+
+    @methods("add")
+    def _add(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) != 1 or self.frozen:
+            return None
+        self.add(args[0], tx)
+        return ConstantVariable(None)
+
+    @methods("update")
+    def _update(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if self.frozen:
+            return None
+        for arg in args:
+            for item in arg.unpack(tx):
+                self.add(item, tx)
+        return ConstantVariable(None)
+
+    @methods("remove", "discard")
+    def _remove(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) != 1 or self.frozen:
+            return None
+        key = hash_key(args[0], tx)
+        if key not in self.items and name == "remove":
+            if isinstance(key, Identity):
+                raise Unsupported("the KeyError of an object missing from a set (its repr)")
+            raise TracedException(KeyError(key))
+        self.items.pop(key, None)
+        return ConstantVariable(None)
+
+    @methods("clear")
+    def _clear(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if args or self.frozen:
+            return None
+        self.items.clear()
+        return ConstantVariable(None)
+
+    @methods("__contains__")
+    def _contains(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return ConstantVariable(hash_key(args[0], tx) in self.items) if len(args) == 1 else None
+
+    @methods("__len__")
+    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not args and not kwargs:
             return ConstantVariable(len(self.items))
-        if name in ("union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset",
-                    "isdisjoint", "__len__", "copy"):
-            result = getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args])
-            return wrap_other_constant(result) if isinstance(result, (set, frozenset)) else ConstantVariable(result)
-        raise Unsupported(f"method {name!r} of a set")
+        return self._run_on_constants(tx, name, args, kwargs)
+
+    @methods("union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset", "isdisjoint", "copy")
+    def _run_on_constants(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        """Methods that make a new value: run on the constants (items and arguments)."""
+        result = getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args])
+        return wrap_other_constant(result) if isinstance(result, (set, frozenset)) else ConstantVariable(result)
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
