@@ -72,6 +72,8 @@ def is_apply_method(value: Any) -> bool:
 class AutogradFunctionVariable(UserDefinedClassVariable):
     """A ``torch.autograd.Function`` subclass: ``apply`` is captured, other reads as any class."""
 
+    models = type  # a user's autograd.Function class (the class itself)
+
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         if name == "apply" and find_on_class(tx, self.cls, "apply")[1] is _BASE_APPLY:
             return AutogradApplyVariable(self.cls, self.source or ConstSource.of(self.cls))
@@ -83,6 +85,8 @@ class AutogradFunctionVariable(UserDefinedClassVariable):
 
 class AutogradApplyVariable(VariableTracker):
     """``MyFn.apply``: calling it records one node that runs the real ``apply``."""
+
+    models = types.MethodType  # ``Function.apply`` of such a class
 
     def __init__(self, cls: type, class_source: Source, source: Source | None = None) -> None:
         super().__init__(source or AttrSource(class_source, "apply"))
@@ -269,6 +273,8 @@ class AutogradCtxVariable(VariableTracker):
     """The ctx ``forward`` / ``setup_context`` receive, while they are traced: attributes set
     on it, ``needs_input_grad``, and the methods that only declare things for autograd. It
     never leaves the speculative trace (the real ctx is made by the real ``apply``)."""
+
+    models = BackwardCFunction
 
     _DECLARATIONS = frozenset({"save_for_backward", "save_for_forward", "mark_non_differentiable",
                                "set_materialize_grads"})

@@ -14,7 +14,8 @@ Trackers reach the graph, the guards and the builder through ``tx``, the running
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
+import types
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Protocol, Sequence
 
 import torch
 
@@ -112,7 +113,15 @@ def only_asking() -> bool:
 
 
 class VariableTracker:
-    """Base of all trackers. ``source`` says how to re-fetch the value at entry (or None)."""
+    """Base of all trackers. ``source`` says how to re-fetch the value at entry (or None).
+
+    Every tracker class names the Python type it models (``models``) and says in its
+    docstring what of it is not modelled (where the graph breaks)."""
+
+    # The Python type, or types, of the values a tracker class models (``python_type()`` of one
+    # of its trackers is a subclass of it): ``object`` for instances of any user class, None for
+    # no Python value. Each tracker class declares its own.
+    models: ClassVar[type | tuple[type, ...] | None] = None
 
     # A mutable object the trace made: generated code builds it once and reloads it from a
     # temporary, so that every use of one tracker is one object (codegen.reconstruct).
@@ -209,6 +218,8 @@ class VariableTracker:
 class NullVariable(VariableTracker):
     """CPython's NULL stack slot (PUSH_NULL, the method/NULL pair of LOAD_METHOD)."""
 
+    models = None  # no Python value: the NULL CPython pushes beside a callable
+
     def describe(self) -> str:
         return "NULL"
 
@@ -265,6 +276,8 @@ def hash_key(var: VariableTracker, tx: "TracingContext | None" = None) -> Any:
 
 class BoundMethodVariable(VariableTracker):
     """``obj.name`` read as an attribute where ``obj`` handles the call itself (``call_method``)."""
+
+    models = (types.BuiltinMethodType, types.MethodType)  # a method bound to a value a tracker holds
 
     def __init__(self, obj: VariableTracker, name: str, source: Source | None = None) -> None:
         super().__init__(source)

@@ -86,6 +86,8 @@ class SubclassInstance(VariableTracker):
     rebuilt object. A subclass sets ``user_cls``, ``instance`` and ``attributes``, and names its
     builtin ``base`` and the builtin classes whose methods it models (``native_classes``)."""
 
+    models = (list, dict)  # (user subclasses of)
+
     user_cls: type
     base: type
     instance: Any
@@ -224,6 +226,8 @@ class ListSubclassVariable(SubclassInstance, ListVariable):
     ``ListVariable``'s, and an object's attributes (``SubclassInstance``). Its Python methods
     run inlined; list's own run natively. Slicing, ``+`` and ``*`` give plain lists, as in
     CPython. One passed in is guarded on its type and length, its items through ``x[i]``."""
+
+    models = list  # (user subclasses of)
 
     base = list
     native_classes = (list,)

@@ -91,6 +91,8 @@ class BuiltinVariable(VariableTracker):
     is one of the pure builtins (``FOLDABLE``), or run for real on the trace's own objects;
     else the graph breaks (``print`` always does)."""
 
+    models = (types.BuiltinFunctionType, type, types.FunctionType)  # builtins, and Python functions symexec models itself
+
     # False for a builtin bound to an object whose identity the guards do not pin (one made per
     # call): no call of it may run while tracing (it would run on the traced object).
     owner_pinned = True
@@ -201,6 +203,8 @@ class PartialVariable(VariableTracker):
     """``functools.partial(fn, *args, **kwargs)``: made while tracing (``cls`` is then
     functools.partial), or passed in (then it has a source, and generated code re-fetches the
     object itself, whatever subclass of partial it is)."""
+
+    models = functools.partial
 
     def __init__(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
                  source: Source | None = None, cls: type | None = None) -> None:
@@ -677,6 +681,8 @@ class LazyIteratorVariable(IteratorVariable):
     (``fn`` is then None, or enumerate's start): lazy, as in CPython. ``fn`` runs when an item
     is asked for, so what it does (appending to a list...) happens when eager does it, and an
     iterator passed in gives up its items only then."""
+
+    models = (map, filter, zip, enumerate)
 
     def __init__(self, tx: Any, cls: type, fn: VariableTracker, sources: list[IteratorVariable],
                  shared: bool = False) -> None:

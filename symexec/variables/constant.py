@@ -65,6 +65,8 @@ class ConstantVariable(VariableTracker):
     source is guarded lazily: by exact type and value (``GuardSet.exactly``) when the trace
     first uses it, by readability when it is only returned. Not modelled: anything mutable."""
 
+    models = (*LITERAL_TYPES, tuple, frozenset, slice)  # immutable values; tuples and frozensets of them
+
     def __init__(self, value: Any, source: Source | None = None, guards: Any = None) -> None:
         super().__init__(source)
         self._value = value

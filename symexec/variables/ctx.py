@@ -10,6 +10,7 @@ managers go through BEFORE_WITH unsupported, which graph-breaks: CPython enters 
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any
 
 import torch
@@ -32,6 +33,8 @@ def set_grad_mode(tx: Any, enabled: bool) -> None:
 class GradModeVariable(VariableTracker):
     """``torch.no_grad()`` and friends: ``target`` is the mode inside the block; for
     ``set_grad_enabled`` the mode is set when the object is made, as torch does."""
+
+    models = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled)
 
     def __init__(self, target: bool, cls: type, prev: bool | None = None) -> None:
         super().__init__()
@@ -73,6 +76,8 @@ class AutocastVariable(VariableTracker):
     """``torch.autocast(device_type, dtype=..., enabled=..., cache_enabled=...)``: entered in the
     graph (``torch.amp.autocast_mode._enter_autocast``) and for real while tracing, so fake
     tensors get the dtypes autocast gives."""
+
+    models = torch.autocast
 
     def __init__(self, values: tuple, source: Source | None = None) -> None:
         super().__init__(source)
@@ -129,6 +134,8 @@ class AutocastExitVariable(VariableTracker):
     """The ``__exit__`` of a ``torch.autocast`` block entered inside the graph: records the exit
     node and leaves the real autocast state as it was before the block."""
 
+    models = types.MethodType  # the block's bound ``__exit__``
+
     def __init__(self, node: Any, real: Any) -> None:
         super().__init__()
         self.node, self.real = node, real
@@ -161,6 +168,8 @@ class GradModeExit:
 class GradModeExitVariable(VariableTracker):
     """The ``__exit__`` of a grad-mode block (``no_grad``, ``enable_grad``, ``set_grad_enabled``):
     restores the grad mode the block found (``prev``), in the graph and while tracing."""
+
+    models = GradModeExit
 
     def __init__(self, prev: bool, source: Source | None = None) -> None:
         super().__init__(source)
@@ -200,6 +209,8 @@ class RecordFunctionVariable(VariableTracker):
     The entry is guarded on nothing recording; with a profiler on, the graph breaks and CPython
     makes the object."""
 
+    models = torch.autograd.profiler.record_function
+
     @classmethod
     def create(cls, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> "RecordFunctionVariable":
         bound = inspect.signature(torch.autograd.profiler.record_function.__init__).bind(
@@ -235,6 +246,8 @@ def record_function_exit(*exc_info: Any) -> None:
 class RecordFunctionExitVariable(VariableTracker):
     """The ``__exit__`` of a ``record_function`` block traced as a no-op (no profiler records):
     does nothing."""
+
+    models = types.FunctionType  # the block's ``__exit__``
 
     def python_type(self) -> type:
         return type(record_function_exit)

@@ -33,6 +33,8 @@ class ConstDictVariable(VariableTracker):
     that existed before the call are side effects, replayed after the graph; one whose change
     cannot be written back says why in ``not_replayable``."""
 
+    models = dict  # dict, OrderedDict, defaultdict
+
     built_once = True
     not_replayable: str | None = None  # why a change of this dict cannot be written back, if it cannot
 
@@ -327,6 +329,8 @@ class DictViewVariable(VariableTracker):
     (it reads the dict's items whenever it is used, so it sees later insertions and
     deletions, as CPython's views do)."""
 
+    models = (type({}.keys()), type({}.values()), type({}.items()))
+
     def __init__(self, dict_var: ConstDictVariable, kind: str) -> None:
         super().__init__()
         self.dict_var = dict_var
@@ -463,6 +467,8 @@ class MappingProxyVariable(ConstDictVariable):
     """A read-only ``types.MappingProxyType`` over a mapping private to the trace (the
     ``parameters`` of an ``inspect.signature`` it made): reads as a dict's, nothing else."""
 
+    models = types.MappingProxyType
+
     _READS = frozenset({"__getitem__", "__len__", "__contains__", "get", "keys", "values", "items"})
 
     def __init__(self, items: dict[Any, VariableTracker], source: Source, view_base: type | None = None) -> None:
@@ -523,6 +529,8 @@ class DictSubclassVariable(SubclassInstance, ConstDictVariable):
     dict's, and its attributes as an object's (``SubclassInstance``: a config's
     ``__getattr__ = dict.__getitem__`` reads an item)."""
 
+    models = dict  # (user subclasses of)
+
     native_classes = _BUILTIN_DICTS
 
     def __init__(self, items: dict[Any, VariableTracker], user_cls: type, base: type, source: Source | None = None,
@@ -566,6 +574,8 @@ class TensorKeyedDictVariable(ConstDictVariable):
     length, guarded when used; iterating over it, or looking it up by anything but a tensor,
     breaks the graph. The trace's writes are replayed in order after the graph, as
     ``S[k] = v`` and ``del S[k]`` (insertion order is CPython's)."""
+
+    models = dict
 
     def __init__(self, value: dict, source: Source, default_factory: VariableTracker | None) -> None:
         self.known: dict[Identity, VariableTracker] = {}  # the entries the trace has looked at
@@ -652,26 +662,55 @@ class TensorKeyedDictVariable(ConstDictVariable):
             self.writes.append([k, value])
 
     def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if kwargs or name not in _KEYED_METHODS or len(args) not in _KEYED_METHODS[name]:
+        result = None if kwargs else self.methods.call(self, tx, name, args, kwargs)
+        if result is None:
             raise Unsupported(f"method {name!r} of {self.describe()}")
-        if name == "__len__":
-            return ConstantVariable(self.length(tx))
-        if name == "__getitem__":
-            return self.getitem(tx, args[0])
+        return result
+
+    # The dict methods modelled, one key at a time (none of dict's others: not ``extends``).
+    methods = Methods("dict keyed by tensors")
+
+    @methods("__len__")
+    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return None if args else ConstantVariable(self.length(tx))
+
+    @methods("__getitem__")
+    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return self.getitem(tx, args[0]) if len(args) == 1 else None
+
+    @methods("__contains__")
+    def _contains(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return ConstantVariable(self.resolve(tx, args[0]) in self.known) if len(args) == 1 else None
+
+    @methods("get")
+    def _get(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) not in (1, 2):
+            return None
         k = self.resolve(tx, args[0])
-        present = k in self.known
-        if name == "__contains__":
-            return ConstantVariable(present)
-        if name == "get":
-            return self.known[k] if present else (args[1] if len(args) == 2 else ConstantVariable(None))
-        if name == "__setitem__":
-            self.write(tx, k, args[1])
-            return ConstantVariable(None)
-        if name == "setdefault":
-            if not present:
-                self.write(tx, k, args[1] if len(args) == 2 else ConstantVariable(None))
-            return self.known[k]
-        if not present:  # pop without a default, del: a KeyError
+        return self.known[k] if k in self.known else (args[1] if len(args) == 2 else ConstantVariable(None))
+
+    @methods("__setitem__")
+    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) != 2:
+            return None
+        self.write(tx, self.resolve(tx, args[0]), args[1])
+        return ConstantVariable(None)
+
+    @methods("setdefault")
+    def _setdefault(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) not in (1, 2):
+            return None
+        k = self.resolve(tx, args[0])
+        if k not in self.known:
+            self.write(tx, k, args[1] if len(args) == 2 else ConstantVariable(None))
+        return self.known[k]
+
+    @methods("pop", "__delitem__")
+    def _remove(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) not in ((1, 2) if name == "pop" else (1,)):
+            return None
+        k = self.resolve(tx, args[0])
+        if k not in self.known:  # pop without a default, del: a KeyError
             if name == "pop" and len(args) == 2:
                 return args[1]
             raise Unsupported("the KeyError of a tensor missing from a dict (its repr)")
@@ -706,11 +745,6 @@ class TensorKeyedDictVariable(ConstDictVariable):
 
     def __repr__(self) -> str:
         return f"TensorKeyedDictVariable({len(self.known)} read, {len(self.writes)} written)"
-
-
-# The dict methods a dict keyed by tensors models: name -> accepted argument counts.
-_KEYED_METHODS = {"__len__": (0,), "__getitem__": (1,), "__contains__": (1,), "get": (1, 2), "__setitem__": (2,),
-                  "setdefault": (1, 2), "pop": (1, 2), "__delitem__": (1,)}
 
 
 def wrap_tensor_keyed_dict(b: Any, value: dict, source: Source | None) -> VariableTracker:

@@ -9,6 +9,7 @@ operations land in the same graph.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import types
 from typing import Any, Callable
@@ -33,6 +34,8 @@ class CellVariable(VariableTracker):
     it (``emit_store``): writing it is a side effect on the user's world, replayed after the
     graph.
     """
+
+    models = types.CellType
 
     built_once = True
 
@@ -109,6 +112,8 @@ class BaseUserFunctionVariable(VariableTracker):
     """A Python function (``types.FunctionType``) that the trace inlines when it is called: its
     code, globals, closure and defaults. Generators, coroutines and functions marked
     ``symexec.disable`` are not inlined (``check_inlinable``)."""
+
+    models = types.FunctionType
 
     code: types.CodeType
     f_globals: dict[str, Any]
@@ -207,6 +212,8 @@ def _bind_simple(shell: types.FunctionType, args: list[VariableTracker], kwargs:
 
 class UserFunctionVariable(BaseUserFunctionVariable):
     """A real Python function object."""
+
+    models = types.FunctionType
 
     # Whether the guards pin this very object (False for a function made per call, whose code,
     # globals and empty ``__dict__`` are pinned instead: ``is`` on it is then guarded by source).
@@ -321,6 +328,8 @@ def call_marked_constant(fn: Callable[..., Any], args: list[VariableTracker],
 class NestedUserFunctionVariable(BaseUserFunctionVariable):
     """A function made by MAKE_FUNCTION while tracing; nothing about it exists outside yet."""
 
+    models = types.FunctionType
+
     built_once = True  # (one object however many places hold it)
 
     def __init__(self, code: types.CodeType, f_globals: dict[str, Any], defaults: VariableTracker | None,
@@ -422,6 +431,8 @@ def _reaches(start: VariableTracker, target: VariableTracker) -> bool:
 class UserMethodVariable(VariableTracker):
     """A function bound to an object: calling it passes the object first."""
 
+    models = types.MethodType
+
     def __init__(self, fn: BaseUserFunctionVariable, obj: VariableTracker, source: Source | None = None) -> None:
         super().__init__(source)
         self.fn, self.obj = fn, obj
@@ -455,6 +466,8 @@ class LruCacheVariable(VariableTracker):
     stale entry made before a global changed breaks the graph instead). Later hits of the
     entry skip the wrapper: only its ``cache_info()`` counts differ from eager's, as under
     torch.compile, which inlines ``__wrapped__`` without these checks."""
+
+    models = functools._lru_cache_wrapper
 
     def __init__(self, value: Any, wrapped: VariableTracker, source: Source | None = None) -> None:
         super().__init__(source)

@@ -41,6 +41,8 @@ class Suspended(BaseException):
 class GeneratorVariable(IteratorVariable):
     """A generator whose frame is a translator suspended at its last ``yield`` (``frame``)."""
 
+    models = types.GeneratorType
+
     def __init__(self, frame: Any, call: tuple[Any, list[Any], dict[str, Any]]) -> None:
         super().__init__([], types.GeneratorType)
         self.frame = frame

@@ -37,6 +37,8 @@ def _no_attribute(cls: type, name: str) -> AttributeMissing:
 class BaseListVariable(VariableTracker):
     """Shared behaviour of list-like trackers over ``self.items``."""
 
+    models = (list, tuple)
+
     python_cls: type = list
 
     def __init__(self, items: list[VariableTracker], source: Source | None = None) -> None:
@@ -124,12 +126,16 @@ class BaseListVariable(VariableTracker):
 class TupleVariable(BaseListVariable):
     """A ``tuple`` whose items are trackers (a named tuple is ``NamedTupleVariable``)."""
 
+    models = tuple
+
     python_cls = tuple
 
 
 class SizeVariable(TupleVariable):
     """A ``torch.Size``: its items are ints or symbolic ints (a symbolic shape); slicing and
     ``+``/``*`` with tuples give a Size, as torch's own methods do."""
+
+    models = torch.Size
 
     python_cls = torch.Size
 
@@ -171,6 +177,8 @@ _TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)  # a namedtuple's f
 
 class NamedTupleVariable(TupleVariable):
     """A named tuple or a torch structseq (``torch.return_types.max``): items plus field names."""
+
+    models = tuple  # named tuple classes and torch's structseqs
 
     def __init__(self, items: list[VariableTracker], cls: type, source: Source | None = None) -> None:
         super().__init__(items, source)
@@ -237,6 +245,8 @@ class ListVariable(BaseListVariable):
     a time, ``sort`` of known items...) change the items; on a list that existed before the
     call the change is a side effect, replayed after the graph. A subclass that keeps list's
     protocol is ``ListSubclassVariable``."""
+
+    models = list
 
     python_cls = list
     built_once = True
@@ -339,6 +349,8 @@ class ListVariable(BaseListVariable):
 class RangeVariable(BaseListVariable):
     """``range(...)`` with constant bounds: its items are known."""
 
+    models = range
+
     python_cls = range
 
     def __init__(self, value: range, source: Source | None = None) -> None:
@@ -380,6 +392,8 @@ class RangeVariable(BaseListVariable):
 class SliceVariable(VariableTracker):
     """A ``slice`` built by the trace (``BUILD_SLICE``, ``x[a:b]``): its three parts are trackers,
     symbolic ints allowed (a symbolic slice of a tensor)."""
+
+    models = slice
 
     def __init__(self, start: VariableTracker, stop: VariableTracker, step: VariableTracker) -> None:
         super().__init__()
@@ -424,6 +438,8 @@ class IteratorVariable(VariableTracker):
     ``zip``...), or None where the tracer made it for its own use (GET_ITER of a ``for`` loop):
     then its type is unknown and asking for it is unsupported, never a guess.
     """
+
+    models = collections.abc.Iterator
 
     built_once = True  # (one iterator, however many places hold it: a loop and a local)
 
@@ -530,6 +546,8 @@ class InputIteratorVariable(IteratorVariable):
     every item. The generated code advances the real iterator by as many (a side effect,
     ``advanced``), and everything that holds it (a loop, a local) holds that one object.
     """
+
+    models = collections.abc.Iterator
 
     def __init__(self, value: Any, source: Source, wrap_item: Any, guards: Any, advanced: Any) -> None:
         super().__init__([], type(value))

@@ -63,6 +63,8 @@ def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str,
 class UserDefinedClassVariable(VariableTracker):
     """A class: ``isinstance`` targets, ``type(x)`` results, class attribute reads."""
 
+    models = type  # a class (its type is its metaclass)
+
     def __init__(self, cls: type, source: Source | None = None) -> None:
         super().__init__(source)
         self.cls = cls
@@ -143,6 +145,8 @@ class UserDefinedClassVariable(VariableTracker):
 class PythonModuleVariable(VariableTracker):
     """A module that is not torch's: attribute reads wrap what they find, with a source."""
 
+    models = types.ModuleType
+
     def __init__(self, module: types.ModuleType, source: Source | None = None) -> None:
         super().__init__(source)
         self.module = module
@@ -194,6 +198,8 @@ _SET_CHANGING = frozenset({"add", "update", "remove", "discard", "pop", "clear",
 
 class SetVariable(VariableTracker):
     """A set (or frozenset) of constants, built while tracing."""
+
+    models = (set, frozenset)
 
     built_once = True
 
@@ -341,6 +347,8 @@ COMPUTED_WRAPPERS.update({set: wrap_other_constant, frozenset: wrap_other_consta
 
 class GraphBreakVariable(VariableTracker):
     """``symexec.graph_break()``: calling it is where the graph must end."""
+
+    models = types.FunctionType  # ``symexec.graph_break``
 
     def __init__(self, fn: Any, source: Source | None = None) -> None:
         super().__init__(source)

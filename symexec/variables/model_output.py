@@ -10,6 +10,7 @@ after a graph break) are read through their sources, and the trace's writes repl
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import sys
 import types
@@ -18,7 +19,7 @@ from typing import Any
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, Source
-from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class, is_data_descriptor
+from .base import BoundMethodVariable, Methods, VariableTracker, class_static, find_on_class, is_data_descriptor
 from .constant import ConstantVariable, is_literal
 from .dicts import ConstDictVariable, DictViewVariable
 from .lists import TupleVariable
@@ -118,6 +119,8 @@ class ModelOutputBase(ObjectVariableBase):
     ``fields`` holds the attribute values the trace knows; ``_set`` makes a write, or refuses
     one that the object's kind cannot give back to the real world exactly."""
 
+    models = collections.OrderedDict  # transformers' ModelOutput dataclasses
+
     cls: type
     fields: dict[str, VariableTracker]
     dict: "_ModelOutputDict"
@@ -158,32 +161,67 @@ class ModelOutputBase(ObjectVariableBase):
         return [ConstantVariable(k) for k in self.dict.items]
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        items = self.dict.items
-        if name in ("__getitem__", "__contains__", "get") and args and not kwargs:
-            key = args[0].as_python_constant()
-            if isinstance(key, str) and key in _RENAMED:
-                raise Unsupported(f"the renamed key {key!r} of {self.describe()}")
-            if name == "__contains__" and len(args) == 1:
-                return ConstantVariable(key in items)
-            if name == "get" and len(args) <= 2:
-                return items.get(key, args[1] if len(args) == 2 else ConstantVariable(None))
-            if name == "__getitem__" and len(args) == 1:
-                if isinstance(key, str):
-                    if key not in items:
-                        raise TracedException(KeyError(key))
-                    return items[key]
-                return self.call_method(tx, "to_tuple", [], {}).call_method(tx, "__getitem__", args, {})
-        if name == "__setitem__" and len(args) == 2 and not kwargs:
-            key = self._field_name(args[0].as_python_constant(), "setting the item")
-            self._set(tx, key, args[1], {**items, key: args[1]})
-            return ConstantVariable(None)
-        if name == "to_tuple" and not args and not kwargs and not self._overridden(tx, name):
-            return TupleVariable(list(items.values()))
-        if name == "__len__" and not args and not kwargs:
-            return ConstantVariable(len(items))
-        if name in ("keys", "values", "items") and not args and not kwargs:
-            return DictViewVariable(self.dict, name)  # live, like OrderedDict's views
-        return self.var_getattr(tx, name).call_function(tx, args, kwargs)
+        result = None if kwargs else self.methods.call(self, tx, name, args, kwargs)
+        return result if result is not None else self.var_getattr(tx, name).call_function(tx, args, kwargs)
+
+    # ModelOutput's dict protocol over the known items; any other method, or these called
+    # otherwise, is read and called as the object's (its class's, traced).
+    methods = Methods("ModelOutput")
+
+    def _known_key(self, args: list[VariableTracker]) -> Any:
+        key = args[0].as_python_constant()
+        if isinstance(key, str) and key in _RENAMED:
+            raise Unsupported(f"the renamed key {key!r} of {self.describe()}")
+        return key
+
+    @methods("__contains__")
+    def _contains(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not args:
+            return None
+        key = self._known_key(args)
+        return ConstantVariable(key in self.dict.items) if len(args) == 1 else None
+
+    @methods("get")
+    def _get(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not args:
+            return None
+        key = self._known_key(args)
+        return self.dict.items.get(key, args[1] if len(args) == 2 else ConstantVariable(None)) if len(args) <= 2 else None
+
+    @methods("__getitem__")
+    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not args:
+            return None
+        key = self._known_key(args)
+        if len(args) != 1:
+            return None
+        if isinstance(key, str):
+            if key not in self.dict.items:
+                raise TracedException(KeyError(key))
+            return self.dict.items[key]
+        return self.call_method(tx, "to_tuple", [], {}).call_method(tx, "__getitem__", args, {})
+
+    @methods("__setitem__")
+    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) != 2:
+            return None
+        key = self._field_name(args[0].as_python_constant(), "setting the item")
+        self._set(tx, key, args[1], {**self.dict.items, key: args[1]})
+        return ConstantVariable(None)
+
+    @methods("to_tuple")
+    def _to_tuple(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if args or self._overridden(tx, name):
+            return None
+        return TupleVariable(list(self.dict.items.values()))
+
+    @methods("__len__")
+    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return None if args else ConstantVariable(len(self.dict.items))
+
+    @methods("keys", "values", "items")
+    def _view(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return None if args else DictViewVariable(self.dict, name)  # live, like OrderedDict's views
 
     def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """OrderedDict's own reads reached through ``super()`` (ModelOutput's ``get`` and
@@ -204,6 +242,8 @@ class ModelOutputVariable(ModelOutputBase):
     a change after which that call would not give the same dict (a field set to None while its
     key stays, keys out of field order, an attribute that is not a field) breaks the graph
     instead, as does anything else not modelled here."""
+
+    models = collections.OrderedDict  # transformers' ModelOutput dataclasses
 
     built_once = True
 
@@ -263,6 +303,8 @@ class InputModelOutputVariable(ModelOutputBase):
     also sets the item), so a write after which that replay would not give the traced dict (an
     item set to None, a new key written again after another) breaks the graph instead."""
 
+    models = collections.OrderedDict  # transformers' ModelOutput dataclasses
+
     def __init__(self, value: Any, source: Source, items: dict[str, VariableTracker]) -> None:
         super().__init__(source)
         self.value = value
@@ -305,6 +347,8 @@ class InputModelOutputVariable(ModelOutputBase):
 
 class _ModelOutputDict(ConstDictVariable):
     """The dict part of a ModelOutput tracker, for its live views: the object itself when rebuilt."""
+
+    models = collections.OrderedDict
 
     built_once = False  # the owner is built once
 

@@ -69,6 +69,8 @@ def construct_user_module(tx: Any, cls: type, args: list[VariableTracker], kwarg
 class NewModuleVariable(NNModuleVariable):
     """A module of a user's class made by the trace, private to it."""
 
+    models = torch.nn.Module
+
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
         if value is not None and self._settable_now(tx, name, value):
             setattr(self.module, name, value.as_python_constant())

@@ -18,7 +18,7 @@ import torch
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, GetItemSource, ModuleMemberSource, PrivateObjectSource
-from .base import DELETED, BoundMethodVariable, VariableTracker, class_static, is_data_descriptor
+from .base import DELETED, BoundMethodVariable, Methods, VariableTracker, class_static, is_data_descriptor
 from .dicts import ConstDictVariable
 from .constant import ConstantVariable
 from .lists import IteratorVariable, ListVariable, TupleVariable
@@ -74,6 +74,16 @@ _CONTAINER_GETITEMS = {cls.__getitem__ for cls in (torch.nn.Sequential, torch.nn
                                                      torch.nn.ParameterList, torch.nn.ParameterDict)}
 
 
+# Each of these methods of torch.nn.Module, and what it yields per module: the items of one
+# of its dicts (members), or the modules themselves; named or not.
+_MEMBER_METHODS = {
+    "parameters": ("_parameters", False), "named_parameters": ("_parameters", True),
+    "buffers": ("_buffers", False), "named_buffers": ("_buffers", True),
+    "children": ("children", False), "named_children": ("children", True),
+    "modules": ("modules", False), "named_modules": ("modules", True),
+}
+
+
 # torch's nn.Module.__init__ as symexec found it (torch._dynamo, once imported, replaces it on
 # the class with a wrapper that calls this one and then tags the module for its own use).
 _MODULE_INIT = torch.nn.Module.__init__
@@ -110,6 +120,8 @@ class NNModuleVariable(UserDefinedObjectVariable):
     ``nn.Module.__setattr__`` and are replayed after the graph. A class's own ``__getitem__`` or
     ``__call__`` is traced as the user's code; slicing a container other than ``Sequential`` and
     ``ModuleList`` breaks the graph."""
+
+    models = torch.nn.Module
 
     def describe(self) -> str:
         return f"the module {self.source.name if self.source else ''} ({self.cls.__qualname__})"
@@ -336,46 +348,67 @@ class NNModuleVariable(UserDefinedObjectVariable):
             tx.guards.keys_match(AttrSource(self.source, store), list(getattr(self.module, store)))
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        result = self.methods.call(self, tx, name, args, kwargs)
+        return result if result is not None else super().call_method(tx, name, args, kwargs)  # (as any object's)
+
+    # torch's own methods that the trace answers from the module's members (guarded); any
+    # other method, or one of these the class overrides, is called as an object's.
+    methods = Methods("torch.nn.Module")
+
+    @methods("__len__")
+    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not isinstance(self.module, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)):
+            return None
+        self._guard_children(tx)
+        return ConstantVariable(len(self.module))
+
+    @methods("__getitem__")
+    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) != 1:
+            return None
         mod = self.module
-        if name == "__len__" and isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)):
+        getitem = class_static(tx, self.cls, "__getitem__")
+        if getitem is None:
+            raise TracedException(TypeError(f"'{tp_name(self.cls)}' object is not subscriptable"))
+        if getitem not in _CONTAINER_GETITEMS:  # the class's own, traced as in eager
+            return None
+        key = args[0].as_python_constant()
+        if isinstance(key, slice):  # a new container of the children in that slice
+            if not isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList)) or \
+                    not self._own_container_getitem(tx):
+                raise Unsupported("slicing a module container")
             self._guard_children(tx)
-            return ConstantVariable(len(mod))
-        if name == "__getitem__" and len(args) == 1:
-            getitem = class_static(tx, self.cls, "__getitem__")
-            if getitem is None:
-                raise TracedException(TypeError(f"'{tp_name(self.cls)}' object is not subscriptable"))
-            if getitem not in _CONTAINER_GETITEMS:  # the class's own, traced as in eager
-                return super().call_method(tx, name, args, kwargs)
-            key = args[0].as_python_constant()
-            if isinstance(key, slice):  # a new container of the children in that slice
-                if not isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList)) or \
-                        not self._own_container_getitem(tx):
-                    raise Unsupported("slicing a module container")
-                self._guard_children(tx)
-                keys = list(mod._modules)
-                return SlicedContainerVariable(self.cls, [(keys[i], tx.wrap(mod[i], self._child_source(tx, i)))
-                                                          for i in range(len(mod))[key]])
-            try:
-                child = mod[key]
-            except (IndexError, KeyError, TypeError, AttributeError) as e:  # (torch's own __getitem__: no user code;
-                # a ParameterDict's missing key is an AttributeError)
-                self._guard_children(tx)
-                raise TracedException(e) from e
-            if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
-                key = range(len(mod))[key]  # a negative index, as the source of the child
-            return tx.wrap(child, self._child_source(tx, key))
-        if name in ("items", "keys", "values") and isinstance(mod, torch.nn.ModuleDict) and not args:
-            children = self._children(tx)
-            if name == "keys":
-                return ListVariable([ConstantVariable(k) for k, _ in children])
-            if name == "values":
-                return ListVariable([v for _, v in children])
-            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in children])
-        if name in _MEMBER_METHODS and self._own_method(tx, name):
-            return ModuleMembersVariable(members(tx, self, name, args, kwargs))
-        if name == "__iter__":
-            return ListVariable(self.unpack(tx))
-        return super().call_method(tx, name, args, kwargs)
+            keys = list(mod._modules)
+            return SlicedContainerVariable(self.cls, [(keys[i], tx.wrap(mod[i], self._child_source(tx, i)))
+                                                      for i in range(len(mod))[key]])
+        try:
+            child = mod[key]
+        except (IndexError, KeyError, TypeError, AttributeError) as e:  # (torch's own __getitem__: no user code;
+            # a ParameterDict's missing key is an AttributeError)
+            self._guard_children(tx)
+            raise TracedException(e) from e
+        if isinstance(mod, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ParameterList)):
+            key = range(len(mod))[key]  # a negative index, as the source of the child
+        return tx.wrap(child, self._child_source(tx, key))
+
+    @methods("items", "keys", "values")
+    def _dict_view(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if not isinstance(self.module, torch.nn.ModuleDict) or args:
+            return None
+        children = self._children(tx)
+        if name == "keys":
+            return ListVariable([ConstantVariable(k) for k, _ in children])
+        if name == "values":
+            return ListVariable([v for _, v in children])
+        return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in children])
+
+    @methods(*_MEMBER_METHODS)
+    def _members(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return ModuleMembersVariable(members(tx, self, name, args, kwargs)) if self._own_method(tx, name) else None
+
+    @methods("__iter__")
+    def _iter(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return ListVariable(self.unpack(tx))
 
     def __repr__(self) -> str:
         return f"NNModuleVariable({self.cls.__qualname__})"
@@ -385,6 +418,8 @@ class ModuleInstanceDictVariable(InstanceDictVariable):
     """A module's ``__dict__`` (a lazy property caching into it): reads as any object's; a
     write bypasses ``Module.__setattr__``, so only where the two agree, a plain attribute no
     parameter, buffer or submodule slot holds (keys guarded) and no data descriptor handles."""
+
+    models = dict
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "__setitem__" and len(args) == 2 and not kwargs:
@@ -407,14 +442,7 @@ class ModuleInstanceDictVariable(InstanceDictVariable):
 
 
 # -- parameters(), named_buffers(), modules()...: the module tree enumerated ------------------------
-# Each of these methods of torch.nn.Module, and what it yields per module: the items of one
-# of its dicts (members), or the modules themselves; named or not.
-_MEMBER_METHODS = {
-    "parameters": ("_parameters", False), "named_parameters": ("_parameters", True),
-    "buffers": ("_buffers", False), "named_buffers": ("_buffers", True),
-    "children": ("children", False), "named_children": ("children", True),
-    "modules": ("modules", False), "named_modules": ("modules", True),
-}
+# (the methods themselves: _MEMBER_METHODS, above NNModuleVariable)
 
 
 def members(tx: Any, var: NNModuleVariable, method: str, args: list[VariableTracker],
@@ -508,6 +536,8 @@ class ModuleMembersVariable(IteratorVariable):
     """The generator ``module.parameters()`` (and the other enumerations) returns, over the
     members enumerated while tracing; re-created as a generator over those still to come."""
 
+    models = types.GeneratorType
+
     built_once = True  # (one generator object, however many places hold it)
 
     def __init__(self, items: list[VariableTracker]) -> None:
@@ -520,6 +550,8 @@ class SlicedContainerVariable(VariableTracker):
     keys), whose children keep the sources they were read through, so they stay guarded. It is
     called (Sequential's ``forward``: each child in turn), iterated, indexed and measured as
     torch's; generated code builds the container where it leaves the trace."""
+
+    models = (torch.nn.Sequential, torch.nn.ModuleList)
 
     built_once = True
 

@@ -29,6 +29,8 @@ class NumpyUfuncVariable(BuiltinVariable):
     """A ``numpy.ufunc`` object (pinned by identity by the builder): a builtin whose calls fold
     as below, never through the builtins' handlers."""
 
+    models = numpy.ufunc if numpy is not None else ()  # (without numpy, none exist)
+
     def describe(self) -> str:
         return f"numpy.{self.fn.__name__}"
 

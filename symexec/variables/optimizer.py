@@ -57,6 +57,8 @@ from .user_objects import UserDefinedObjectVariable
 class OptimizerVariable(UserDefinedObjectVariable):
     """An instance of a ``torch.optim.Optimizer`` subclass that existed before the call."""
 
+    models = torch.optim.Optimizer
+
     def var_getattr(self, tx: Any, name: str) -> Any:
         found = super().var_getattr(tx, name)
         if name == "param_groups" and isinstance(found, ListVariable):
@@ -99,6 +101,8 @@ class InitGroupVariable(UserMethodVariable):
     """``optimizer._init_group(group, params, grads, ...)``: the state made for real first,
     where the trace may, then the method traced."""
 
+    models = types.MethodType
+
     def call_function(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         self._make_state(tx, args, kwargs)
         return super().call_function(tx, args, kwargs)
@@ -128,6 +132,8 @@ class InitGroupVariable(UserMethodVariable):
 class ZeroGradVariable(UserMethodVariable):
     """``optimizer.zero_grad()``, ``zero_grad(True)``: None stored into every parameter's grad."""
 
+    models = types.MethodType
+
     def call_function(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         given = args[0] if args else kwargs.get("set_to_none")
         if len(args) + len(kwargs) > 1 or kwargs and "set_to_none" not in kwargs \
@@ -155,6 +161,8 @@ class StepVariable(UserMethodVariable):
     """``optimizer.step(...)``: traced into, unless a group's ``capturable=True`` is refused by
     torch's own device check (then it breaks here). At a break at this call, whatever raised
     it, the step runs as it is, uncompiled (``breaks.py`` reads ``runs_uncompiled``)."""
+
+    models = types.MethodType
 
     runs_uncompiled = True
 

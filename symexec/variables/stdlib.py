@@ -114,6 +114,8 @@ class OperatorCallableVariable(VariableTracker):
     """``operator.itemgetter(1)`` and its kin, made in the trace from constants: the real
     object (immutable) stands for itself; calling it does what it does, on trackers."""
 
+    models = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
+
     def __init__(self, value: Any, args: tuple, kwargs: dict[str, Any]) -> None:
         super().__init__()
         self.value, self.args, self.kwargs = value, args, kwargs
@@ -276,6 +278,8 @@ class EnvironVariable(UserDefinedObjectVariable):
     variable's name: any variable set later recompiled (inductor sets one while it compiles).
     Anything else (a write, iteration, ``len``) is the object's own code, traced as it is."""
 
+    models = os._Environ
+
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         found = super().var_getattr(tx, name)  # (the class lookup, guarded)
         if name in _ENVIRON_READS and isinstance(found, UserMethodVariable) and found.obj is self \
@@ -286,6 +290,8 @@ class EnvironVariable(UserDefinedObjectVariable):
 
 class EnvironReadVariable(UserMethodVariable):
     """``os.environ.get`` / ``__getitem__`` / ``__contains__``, bound."""
+
+    models = types.MethodType
 
     def __init__(self, fn: Any, obj: EnvironVariable, source: Any, name: str) -> None:
         super().__init__(fn, obj, source)

@@ -69,6 +69,8 @@ class TensorVariable(VariableTracker):
     along is re-fetched from its source and guarded by nothing but its class, as torch.compile's
     lazy trackers leave it: its size changing does not retrace."""
 
+    models = torch.Tensor
+
     _realize: Any = None  # () -> (node, fake): the input not yet made
 
     def __init__(self, node: torch.fx.Node, example: torch.Tensor, cls: type = torch.Tensor, source: Source | None = None) -> None:
@@ -250,6 +252,8 @@ class SymNodeVariable(VariableTracker):
     specialises it: the ShapeEnv records ``n == 5`` as a guard and the value is a constant from
     then on. Branching on it records the condition (``0 <= L['n']``).
     """
+
+    models = (int, float, bool)  # a symbolic int, float or bool of the ShapeEnv
 
     def __init__(self, node: torch.fx.Node, example: Any, source: Source | None = None) -> None:
         super().__init__(source)

@@ -106,6 +106,8 @@ def _qualified_name(fn: Any) -> str:
 class TorchVariable(VariableTracker):
     """A callable from torch's namespace."""
 
+    models = object  # torch's functions, classes and operator objects, of many kinds
+
     def __init__(self, fn: Any, source: Source | None = None, owner: type | None = None) -> None:
         super().__init__(source)
         self.fn = fn
@@ -267,6 +269,8 @@ def _unbound_tensor_method(tx: Any, fn: Any, owner: type, args: list[VariableTra
 class _Opaque(VariableTracker):
     """A constant object made by torch (finfo, iinfo), read through its attributes."""
 
+    models = (torch.finfo, torch.iinfo)
+
     def __init__(self, value: Any) -> None:
         super().__init__()
         self.value = value
@@ -295,6 +299,8 @@ def _pinned_by_identity(value: Any) -> bool:
 
 class TorchModuleVariable(VariableTracker):
     """``torch``, ``torch.nn.functional``, ...: attribute reads lead to torch functions."""
+
+    models = types.ModuleType
 
     def __init__(self, module: types.ModuleType, source: Source | None = None) -> None:
         super().__init__(source)

@@ -12,6 +12,7 @@ their attributes as trackers and are rebuilt by generated code if they survive t
 from __future__ import annotations
 
 import collections
+import enum
 import types
 from typing import Any
 
@@ -49,6 +50,8 @@ DUNDERS = {
 
 class ObjectVariableBase(VariableTracker):
     """What instances of user classes share: method calls and dunders through the class."""
+
+    models = object  # instances of user classes
 
     cls: type
 
@@ -142,6 +145,8 @@ class ObjectVariableBase(VariableTracker):
 
 class UserDefinedObjectVariable(ObjectVariableBase):
     """An instance of a user class that existed before the call."""
+
+    models = object  # instances of user classes
 
     def __init__(self, value: Any, source: Source | None = None, receiver: VariableTracker | None = None) -> None:
         super().__init__(source)
@@ -288,6 +293,8 @@ class ObjectConstantVariable(ConstantVariable):
     finds them on the real object (its class's data descriptor, its own ``__dict__``, its
     class), each read guarded, with this constant as the ``self`` of its methods."""
 
+    models = (int, float, complex, str, bytes, enum.Enum)  # (user subclasses of; enum members)
+
     def instance_attribute(self, tx: Any, name: str) -> VariableTracker:
         return UserDefinedObjectVariable(self.peek(), self.source, receiver=self).var_getattr(tx, name)
 
@@ -326,6 +333,8 @@ def make_object(cls: type, attributes: dict[str, Any]) -> Any:
 
 class NewObjectVariable(ObjectVariableBase):
     """An instance of a plain user class created by the trace (``Box(x)``, a dataclass)."""
+
+    models = object  # instances of user classes
 
     built_once = True
 
@@ -383,6 +392,8 @@ class InstanceDictVariable(VariableTracker):
     """``obj.__dict__`` of a user object: its items are the object's own attributes. A write is
     the object's attribute write (which refuses a name a data descriptor or ``__setattr__``
     would handle, where the two differ); a read is the instance-dict part of a lookup."""
+
+    models = dict  # an object's ``__dict__``
 
     def __init__(self, obj: "UserDefinedObjectVariable | NewObjectVariable") -> None:
         super().__init__()
@@ -455,6 +466,8 @@ class InstanceDictVariable(VariableTracker):
 
 class ExceptionVariable(VariableTracker):
     """An exception made while tracing (``ValueError("bad")``, a KeyError of a lookup)."""
+
+    models = BaseException
 
     def __init__(self, cls: type, args: list[VariableTracker]) -> None:
         super().__init__()
@@ -546,6 +559,8 @@ class NativeMethodVariable(VariableTracker):
     """A builtin base class's method reached through ``super()`` (``super().get(key)`` in a
     dict subclass, ``super().__init__()`` reaching ``object``)."""
 
+    models = types.BuiltinMethodType
+
     def __init__(self, obj: VariableTracker, name: str) -> None:
         super().__init__()
         self.obj, self.name = obj, name
@@ -566,6 +581,8 @@ _NATIVE_OWNERS = (object, dict, collections.OrderedDict, list)
 class NativeDescriptorVariable(VariableTracker):
     """A builtin class's method read from the class (``object.__setattr__``, which a frozen
     dataclass's ``__init__`` calls): called with an instance, it is that instance's native method."""
+
+    models = (types.WrapperDescriptorType, types.MethodDescriptorType)
 
     def __init__(self, descriptor: Any) -> None:
         super().__init__(ConstSource.of(descriptor))
@@ -592,6 +609,8 @@ DESCRIPTORS[types.WrapperDescriptorType] = DESCRIPTORS[types.MethodDescriptorTyp
 
 class SuperVariable(VariableTracker):
     """``super()`` inside a method: attribute lookups start after ``cls`` in the MRO of ``obj``."""
+
+    models = super
 
     def __init__(self, cls: type, obj: VariableTracker) -> None:
         super().__init__()

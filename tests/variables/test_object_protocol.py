@@ -254,3 +254,71 @@ def test_module_init_runs_for_real_on_a_module_the_trace_made():
         return Scale(3)(x) + Stack()(x)
 
     check(fn, torch.randn(3))
+
+
+# -- each tracker names the type it models (issue 21, part 5) -------------------------------
+
+def _tracker_classes():
+    import importlib
+    import inspect
+
+    from symexec.variables.base import VariableTracker
+    for module in sorted(m for m in MODULES if m.startswith("symexec.variables.")):
+        for _, cls in inspect.getmembers(importlib.import_module(module), inspect.isclass):
+            if issubclass(cls, VariableTracker) and cls.__module__ == module:
+                yield cls
+
+
+def test_every_tracker_names_the_type_it_models_and_is_documented():
+    from symexec.variables.base import VariableTracker
+    missing = [c.__qualname__ for c in _tracker_classes() if c is not VariableTracker and "models" not in vars(c)]
+    undocumented = [c.__qualname__ for c in _tracker_classes() if not (c.__doc__ or "").strip()]
+    assert not missing and not undocumented, (missing, undocumented)
+
+
+def test_the_trackers_of_real_values_model_their_types(monkeypatch):
+    """Values the builder wraps while tracing: each tracker's Python type is one its class says
+    it models."""
+    import collections
+    import functools
+    import types
+
+    from symexec.variables.base import VariableTracker
+    from symexec.variables.builder import VariableBuilder
+
+    class Plain:
+        pass
+
+    class Config(dict):
+        pass
+
+    def gen():
+        yield 1
+
+    values = [1, 2.5, "s", None, (1, 2), [1, 2], {"a": 1}, collections.OrderedDict(a=1), {1, 2}, frozenset({3}),
+              range(3), slice(1, 2), torch.ones(2), torch.nn.Linear(2, 2), Plain(), Plain, types, Tagged(3), Color.RED,
+              len, functools.partial(max, 1), lambda: 1, Plain.__init__, Config(a=1), CallableList([1]), gen(),
+              iter([1, 2]), torch.Size([2, 3]), ValueError("x"), torch.sin, torch]
+    wrapped = []
+    original = VariableBuilder.__call__
+
+    def recording(self, value, source):
+        var = original(self, value, source)
+        wrapped.append((value, var))
+        return var
+
+    monkeypatch.setattr(VariableBuilder, "__call__", recording)
+
+    def fn(x, *args):
+        return x + len(args)  # every argument is wrapped on entry
+
+    compiled = symexec.compile(fn)
+    compiled(torch.ones(1), *values)
+    wrong = []
+    for value, var in wrapped:
+        models = type(var).models
+        assert isinstance(var, VariableTracker)
+        if models is None or not issubclass(var.python_type(), models):
+            wrong.append((type(value).__name__, type(var).__name__, models))
+    assert not wrong, wrong
+    assert len({type(var) for _, var in wrapped}) > 15
