@@ -53,7 +53,7 @@ class BreakPlan:
         self.inst: Instr = tx.program.instructions[tx.ip]
         self.stack: list[VariableTracker] = list(tx.stack)
         self.kw_names: tuple[str, ...] = tx.kw_names
-        self.grad_mode: bool = tx.output.grad_enabled
+        self.grad_mode: bool = tx.trace.torch.grad_enabled
         if self.inst.name in ("RETURN_VALUE", "RETURN_CONST", "YIELD_VALUE", "RETURN_GENERATOR"):
             raise Unsupported(f"a graph break at {self.inst.name}")
         if tx.exc_info is not None:

@@ -33,6 +33,7 @@ from .exc import BackendCompilerFailed, InternalError, SymexecWarning, Unsupport
 from .guard_compile import compile_guards, signature_text
 from .guards import GuardSet
 from .output_graph import OutputGraph
+from .trace import Trace
 from .source import PrivateObjectSource
 from .breaks import BreakPlan
 from .callees import with_compiled_callees
@@ -105,7 +106,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         guards.function_match(fn, args, kwargs, weak=hold_weakly)
         if reason is not None and getattr(reason, "break_guards", None) is not None:
             reason.break_guards(guards)
-        output = OutputGraph(guards, policy)
+        trace = Trace(guards, policy)
         if not global_state.modes_transparent():  # a TorchFunctionMode or dispatch mode is active
             return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start,
                                    fullgraph=fullgraph, warn=True)
@@ -115,16 +116,16 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         if getattr(fn, "_symexec_disabled", False):
             return _fallback_entry(fn, guards, "the function is marked symexec.disable", start, fullgraph=fullgraph)
         try:
-            tx = InstructionTranslator.for_function(fn, args, kwargs, output, config)
+            tx = InstructionTranslator.for_function(fn, args, kwargs, trace, config)
             tx.break_at = break_at
             try:
                 tx.run()
             finally:
                 torch._C._set_grad_enabled(grad_mode)  # a traced `with no_grad()` may have changed it
-                while output.active_contexts:  # and a traced autocast block that did not end
-                    torch.amp.autocast_mode._exit_autocast(output.active_contexts.pop())
+                while trace.torch.active_contexts:  # and a traced autocast block that did not end
+                    torch.amp.autocast_mode._exit_autocast(trace.torch.active_contexts.pop())
                 global_state.pop_functorch_levels()  # and a torch.vmap the trace stopped inside
-            if any(generator.cleanup_runs_code() for generator in output.generators):
+            if any(generator.cleanup_runs_code() for generator in trace.memos.generators):
                 raise Unsupported("a generator left suspended inside a try or with block (CPython runs its "
                                   "cleanup when the generator is collected)")
             if tx.stopped_at_break:
@@ -138,7 +139,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                 # As torch.compile skips a frame whose graph breaks in a loop: the frame runs as
                 # its code, and what it calls is compiled (a continuation inside the loop would be
                 # retraced for every value the loop changes).
-                _try_shape_guards(output)
+                _try_shape_guards(trace.graph)
                 e.reason += f"; in a loop, so {fn.__qualname__} runs as its code, what it calls compiled"
                 e.in_loop = True
                 return _fallback_entry(fn, guards, str(e), start, with_compiled_callees(fn, compile_fn),
@@ -147,13 +148,13 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                 # Kept in the entry: without its traceback, whose frames hold this call's arguments.
                 break_at, reason = e.break_point, _without_tracebacks(e)
                 continue
-            _try_shape_guards(output)
+            _try_shape_guards(trace.graph)
             text = str(e) if reason is None or e is reason else f"{reason}\n  (and the graph break could not be made: {e})"
             return _fallback_entry(fn, guards, text, start, with_compiled_callees(fn, compile_fn))
         except BackendCompilerFailed:
             raise
         except Exception as e:
-            where = _location_text(fn, output)
+            where = _location_text(fn, trace)
             for hook in list(internal_error_hooks):
                 hook(fn, e)
             if config.raise_on_internal_error:
@@ -170,7 +171,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                               f"SYMEXEC_LOGS=fallbacks logs every fallback)", SymexecWarning, stacklevel=user_stacklevel())
             return _fallback_entry(fn, guards, text, start)
         finally:
-            output.release()  # the trace's cycles held this call's arguments until the cycle collector ran
+            trace.release()  # the trace's cycles held this call's arguments until the cycle collector ran
     raise AssertionError("unreachable")
 
 
@@ -225,10 +226,10 @@ def _without_tracebacks(error: BaseException) -> BaseException:
     return error
 
 
-def _location_text(fn: types.FunctionType, output: OutputGraph | None) -> str:
+def _location_text(fn: types.FunctionType, trace: Trace | None) -> str:
     """The user's file:line where the trace was (the function's first line if it had not begun)."""
-    if output is not None and output.location[1] is not None:
-        filename, lineno, name = output.location
+    if trace is not None and trace.location[1] is not None:
+        filename, lineno, name = trace.location
         return f"{filename}:{lineno} in {name}"
     code = fn.__code__
     return f"{code.co_filename}:{code.co_firstlineno} in {code.co_name}"
@@ -321,7 +322,7 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
                  index: int, start: float, compile_fn: CompileFn, reason: Unsupported | None) -> CacheEntry:
     """The replacement code: call the graph, replay side effects, then return (or, at a graph
     break, run the breaking instruction and call the continuation)."""
-    output = tx.output
+    output, side_effects = tx.trace.graph, tx.trace.side_effects
     lineno = fn.__code__.co_firstlineno
     body = PyCodegen(lineno)
     private = list({id(root.value): root.value for i in output.inputs
@@ -332,21 +333,21 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     else:
         plan = BreakPlan(tx, reason)
         live = plan.live_values()
-    output.side_effects.drop_unreachable_private(live)
+    side_effects.drop_unreachable_private(live)
     outputs: dict[torch.fx.Node, VariableTracker] = {}
-    for var in [*live, *output.side_effects.values()]:
+    for var in [*live, *side_effects.values()]:
         _graph_values(var, outputs)
     body.graph_outputs = {node: (GRAPH_OUT, i) for i, node in enumerate(outputs)}
-    writes = output.side_effects.build(body)
+    writes = side_effects.build(body)
     if reason is None:
         result = body.new_temp()
         body.reconstruct(tx.return_value)  # type: ignore[arg-type]
         body.store_fast(result)
-        output.side_effects.apply(body, writes)
+        side_effects.apply(body, writes)
         body.load_fast(result)
         body.emit("RETURN_VALUE")
     else:
-        plan.emit(body, fn, compile_fn, lambda: output.side_effects.apply(body, writes))
+        plan.emit(body, fn, compile_fn, lambda: side_effects.apply(body, writes))
 
     name = f"__symexec_{fn.__code__.co_name}_{index}"
     cg = PyCodegen(lineno)

@@ -14,7 +14,7 @@ import math
 import linecache
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.fx
@@ -28,7 +28,6 @@ from .dynamic import DynamicPolicy, FrameState
 from .exc import InternalError, Unsupported
 from .guards import GuardKind, GuardSet
 from .shape_rules import fresh_fake, known_result
-from .side_effects import SideEffects
 from .source import FloatTensorSource, Source, placeholder_name
 from .variables.tensor import SymNodeVariable, TensorVariable
 
@@ -58,11 +57,28 @@ def _same(a: Any, b: Any) -> bool:
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
+def _nowhere() -> tuple[str, int | None, str]:
+    return ("<unknown>", None, "<unknown>")
+
+
+class _NoTorchState:
+    active_contexts: tuple = ()  # (a graph made alone, in tests: no autocast entered)
+
+
 class OutputGraph:
-    def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None) -> None:
+    """The FX graph of one trace, with what makes its values known while tracing: the fake
+    mode and its ShapeEnv, the placeholders and the sources of the inputs, the outputs. The
+    rest of the trace's state lives in its other parts (``trace.Trace``)."""
+
+    def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None, *,
+                 torch_state: Any = None, where: Callable[[], tuple[str, int | None, str]] | None = None) -> None:
         self.graph = torch.fx.Graph()
-        self.guards = guards
+        self.guards = guards  # (an input's tensor, type and shape guards are installed with it)
         self.policy = policy or DynamicPolicy(False, FrameState())
+        # The torch state the trace has set (trace.TorchState): fake runs happen in it.
+        self.torch_state = torch_state if torch_state is not None else _NoTorchState()
+        # The user's (filename, lineno, function name) being traced, stamped on every node.
+        self.where = where or _nowhere
         self.shape_env = ShapeEnv()
         # Inputs with symbols, for the ShapeEnv's guards: (fake tensor or SymInt, source).
         self.symbolic_inputs: list[tuple[Any, Source]] = []
@@ -73,41 +89,16 @@ class OutputGraph:
         self.fake_memo = FakeMemo(self.fake_mode)
         self._dispatch_cache = self.fake_mode.cache_enabled  # as torch's config has it
         self.inputs: list[GraphInput] = []
-        self.input_trackers: dict[Source, Any] = {}  # the builder's memo: one tracker per source
-        # Reads through a class's Python __getattribute__, traced: (object id, name, side-effect
-        # version) -> the tracker (or AttributeMissing) found (user_objects._through_getattribute).
-        self.getattribute_memo: dict[tuple, Any] = {}
-        self.objects_by_id: dict[int, tuple[Any, Any]] = {}  # mutable inputs reached through several sources: (object, tracker)
-        # The value each immutable input was read as (a tuple, an int, a str): what `a is b`
-        # between two of them, or one and a constant, asks of the real objects.
-        self.input_values: dict[Any, Any] = {}
-        self.generators: list[Any] = []  # every generator the trace made (generators.py)
-        self.real_cells: dict[int, Any] = {}  # closure cells met while tracing, one tracker each
-        self.side_effects = SideEffects()
-        self.translators: list[Any] = []  # every frame of the trace, the root first
-        self.grad_enabled = torch.is_grad_enabled()  # as the traced code has set it so far
-        self.active_contexts: list[Any] = []  # autocast modes entered for real while tracing
-        self._tensors_by_id: dict[int, TensorVariable] = {}
+        self._tensors_by_id: dict[int, TensorVariable] = {}  # one input per tensor
         self.closed = False  # the graph is finished: no input may be added
         self._last_placeholder: torch.fx.Node | None = None
-        # (filename, lineno, function name) of the instruction being traced.
-        self.location: tuple[str, int | None, str] = ("<unknown>", None, "<unknown>")
 
     def release(self) -> None:
-        """Drop the trackers of this trace (they hold the call's arguments): what the entry
-        keeps (the graph, its examples' metadata) does not need them."""
-        self.input_trackers.clear()
-        self.objects_by_id.clear()
-        self.input_values.clear()
-        self.generators.clear()
-        self.getattribute_memo.clear()
-        self.real_cells.clear()
+        """Drop the trackers of the input tensors (they hold the call's arguments) and the
+        fake results remembered: what the entry keeps (the graph, its examples' metadata)
+        does not need them."""
         self._tensors_by_id.clear()
         self.fake_memo.known.clear()
-        self.side_effects = SideEffects()
-        for tx in self.translators:
-            tx.release()
-        self.translators.clear()
 
     # -- inputs -----------------------------------------------------------------------------
     def add_tensor_input(self, value: torch.Tensor, source: Source, lazy: bool = False) -> TensorVariable:
@@ -300,7 +291,7 @@ class OutputGraph:
     def _run_fake(self, op: str, target: Any, args: tuple, kwargs: dict) -> Any:
         fake_args, fake_kwargs = torch.fx.node.map_arg((args, kwargs), lambda n: n.meta["example_value"])
         key = None
-        if self.fake_memo.enabled and not self.active_contexts:
+        if self.fake_memo.enabled and not self.torch_state.active_contexts:
             # (a symbolic trace outside autocast: torch's meta functions cost most there)
             known = known_result(self.fake_mode, op, target, fake_args, fake_kwargs)
             if known is not None:
@@ -347,7 +338,7 @@ class OutputGraph:
             self.graph.erase_node(node)
 
     def _stack_trace(self) -> str:
-        filename, lineno, name = self.location
+        filename, lineno, name = self.where()
         line = linecache.getline(filename, lineno).strip() if lineno else ""
         return f'  File "{filename}", line {lineno}, in {name}\n    {line}\n'
 

@@ -3,7 +3,7 @@
 ``InstructionTranslator`` runs one frame: it owns the stack, the locals, the cells and the
 instruction pointer, and dispatches every instruction by opcode name to a handler of the
 ``instructions`` package. ``inline_call`` runs a callee's code in a child translator that
-shares the output graph and the guards, so the callee's torch operations land in the same
+shares the trace (its graph, guards and side effects), so the callee's torch operations land in the same
 graph.
 """
 
@@ -26,7 +26,7 @@ from .config import Config
 from .exc import InternalError, TracedException, Unsupported
 from .guards import GuardSet
 from .instructions import DISPATCH
-from .output_graph import OutputGraph
+from .trace import Trace
 from .resume import is_continuation, set_handler_depths
 from .source import AttrSource, BuiltinSource, ClosureSource, ConstSource, GetItemSource, GlobalSource, LocalSource, Source
 from .variables import ConstantVariable, VariableBuilder, VariableTracker
@@ -116,12 +116,12 @@ def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[st
 class InstructionTranslator:
     """Symbolically runs one frame of user code."""
 
-    def __init__(self, code: types.CodeType, f_globals: dict[str, Any], output: OutputGraph, config: Config, *,
+    def __init__(self, code: types.CodeType, f_globals: dict[str, Any], trace: Trace, config: Config, *,
                  globals_source: Source | None = None, parent: "InstructionTranslator | None" = None) -> None:
         self.code = code
         self.f_globals = f_globals
-        self.output = output
-        self.guards: GuardSet = output.guards
+        self.trace = trace
+        self.guards: GuardSet = trace.guards
         self.config = config
         self.parent = parent
         self.depth = parent.depth + 1 if parent else 0
@@ -146,7 +146,7 @@ class InstructionTranslator:
         self.generator: Any = None  # the GeneratorVariable whose frame this is (generators.py)
         self.exc_info: VariableTracker | None = None  # the exception being handled (PUSH_EXC_INFO)
         self.instruction: Instr | None = None
-        output.translators.append(self)  # released with the trace (see release)
+        trace.translators.append(self)  # released with the trace (see release)
 
     def release(self) -> None:
         """Drop the trackers this frame holds once the trace has ended: trackers that keep their
@@ -160,9 +160,9 @@ class InstructionTranslator:
 
     # -- set-up ------------------------------------------------------------------------------
     @classmethod
-    def for_function(cls, fn: types.FunctionType, args: tuple, kwargs: dict, output: OutputGraph, config: Config) -> "InstructionTranslator":
+    def for_function(cls, fn: types.FunctionType, args: tuple, kwargs: dict, trace: Trace, config: Config) -> "InstructionTranslator":
         """The root translator of a compiled function called with real arguments."""
-        tx = cls(fn.__code__, fn.__globals__, output, config)
+        tx = cls(fn.__code__, fn.__globals__, trace, config)
         tx._unwrapped = bind_arguments(fn, args, kwargs)
         if is_continuation(fn.__code__):
             for name in fn.__code__.co_cellvars:  # handed over as the cells themselves
@@ -238,8 +238,8 @@ class InstructionTranslator:
         self.done = True
 
     def load_global(self, name: str) -> VariableTracker:
-        if self.globals_source is None and name in self.output.side_effects.globals:
-            return self.output.side_effects.globals[name]  # written earlier in this trace
+        if self.globals_source is None and name in self.trace.side_effects.globals:
+            return self.trace.side_effects.globals[name]  # written earlier in this trace
         if name in self.f_globals:
             if self.globals_source is None:
                 source: Source | None = GlobalSource(name)
@@ -257,7 +257,7 @@ class InstructionTranslator:
     def store_global(self, name: str, value: VariableTracker) -> None:
         if self.globals_source is not None:
             raise Unsupported(f"rebinding the global {name!r} of another module")
-        self.output.side_effects.store_global(name, value)
+        self.trace.side_effects.store_global(name, value)
 
     def call(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return fn.call_function(self, args, kwargs)
@@ -274,14 +274,14 @@ class InstructionTranslator:
                     globals_source = AttrSource(fn.source, "__globals__")
             else:
                 globals_source = fn.globals_source  # made by MAKE_FUNCTION in that frame
-        child = InstructionTranslator(fn.code, fn.f_globals, self.output, self.config, globals_source=globals_source, parent=self)
+        child = InstructionTranslator(fn.code, fn.f_globals, self.trace, self.config, globals_source=globals_source, parent=self)
         child.locals = fn.bind(self, args, kwargs)
         for name, cell in zip(fn.code.co_freevars, fn.closure_cells(self)):
             child.cells[name] = cell
         if fn.code.co_flags & inspect.CO_GENERATOR:
             return GeneratorVariable(child, (fn, args, kwargs))  # (runs item by item, when asked: generators.py)
         child.run()  # a TracedException it does not handle goes on to this frame's step
-        self.output.location = self.location()  # back to the caller's line
+        self.trace.location = self.location()  # back to the caller's line
         assert child.return_value is not None
         return child.return_value
 
@@ -308,7 +308,7 @@ class InstructionTranslator:
                     self.stopped_at_break = True  # the state is as CPython's before ``inst``
                     return
             self.ip += 1
-            self.output.location = location = (self.code.co_filename, inst.lineno, self.code.co_name)
+            self.trace.location = location = (self.code.co_filename, inst.lineno, self.code.co_name)
             self.guards.location = location[:2]
             if trace:
                 self._log_trace(inst)

@@ -35,7 +35,7 @@ def _store(tx: Any, name: str, value: Any) -> None:
     if isinstance(value, NullVariable):  # what LOAD_FAST_AND_CLEAR saved: the name was unbound
         tx.delete_local(name)
         return
-    tx.output.name_value(value, name)  # the graph calls it `z` where the user wrote z = ...
+    tx.trace.graph.name_value(value, name)  # the graph calls it `z` where the user wrote z = ...
     tx.set_local(name, value)
 
 
@@ -190,7 +190,7 @@ def LOAD_DEREF(tx: Any, inst: Any) -> Any:
 def STORE_DEREF(tx: Any, inst: Any, value: Any) -> None:
     cell = tx.cells[inst.arg.name]
     if cell.pre_existing:
-        tx.output.side_effects.store_cell(cell, value)
+        tx.trace.side_effects.store_cell(cell, value)
     cell.contents = value
 
 

@@ -143,7 +143,7 @@ def _inline(tx: Any, cls: type, class_source: Source, args: list[VariableTracker
     forward = _static_function(tx, cls, class_source, "forward")
     for other in _BACKWARD_NAMES:
         find_on_class(tx, cls, other)
-    grad_mode = tx.output.grad_enabled
+    grad_mode = tx.trace.torch.grad_enabled
     set_grad_mode(tx, False)
     try:
         result = _trace_forward(tx, cls, class_source, forward, args, kwargs, False, recorded=False)
@@ -151,7 +151,7 @@ def _inline(tx: Any, cls: type, class_source: Source, args: list[VariableTracker
         raise Unsupported(f"{cls.__qualname__}.forward raises {e.exception.describe()}",
                           hint="CPython runs the call") from None
     except BaseException:
-        _set_grad_mode(tx.output, grad_mode)  # the trace is abandoned: torch's mode as it was
+        _set_grad_mode(tx.trace.torch, grad_mode)  # the trace is abandoned: torch's mode as it was
         raise
     inputs = [*args, *kwargs.values()]
     inputs += [item for arg in inputs if type(arg) is TupleVariable for item in arg.items]
@@ -176,25 +176,25 @@ def _speculate(tx: Any, cls: type, class_source: Source, args: list[VariableTrac
                kwargs: dict[str, VariableTracker]) -> bool:
     """Trace ``forward`` (and ``setup_context``) without keeping what it records; whether
     ``apply`` returns a tuple."""
-    output = tx.output
+    trace = tx.trace
     name = cls.__qualname__
-    if output.side_effects:
+    if trace.side_effects:
         raise Unsupported(f"{name}.apply() after a mutation the graph has not written back yet",
                           hint="the graph runs forward before the mutations of the code before it")
     forward = _static_function(tx, cls, class_source, "forward")
     for other in _BACKWARD_NAMES:
         find_on_class(tx, cls, other)
-    before = set(output.graph.nodes)
-    grad_mode = output.grad_enabled
-    _set_grad_mode(output, False)  # autograd runs forward and setup_context under no_grad
+    before = set(trace.graph.graph.nodes)
+    grad_mode = trace.torch.grad_enabled
+    _set_grad_mode(trace.torch, False)  # autograd runs forward and setup_context under no_grad
     try:
         result = _trace_forward(tx, cls, class_source, forward, args, kwargs, grad_mode, recorded=True)
     except TracedException as e:
         raise Unsupported(f"{name}.forward raises {e.exception.describe()}", hint="CPython runs the call") from None
     finally:
-        _set_grad_mode(output, grad_mode)
-        _erase_new_nodes(output.graph, before)
-    if output.side_effects:
+        _set_grad_mode(trace.torch, grad_mode)
+        _erase_new_nodes(trace.graph.graph, before)
+    if trace.side_effects:
         raise Unsupported(f"{name}.forward changes objects outside it", hint="the call runs as plain Python")
     return issubclass(result.python_type(), tuple)  # (apply returns a plain tuple for any tuple)
 
@@ -216,9 +216,10 @@ def _trace_forward(tx: Any, cls: type, class_source: Source, forward: UserFuncti
     return result
 
 
-def _set_grad_mode(output: Any, enabled: bool) -> None:
-    """The traced and the real grad mode (fake tensors follow the real one), with no node."""
-    output.grad_enabled = enabled
+def _set_grad_mode(state: Any, enabled: bool) -> None:
+    """The traced (``trace.TorchState``) and the real grad mode (fake tensors follow the real
+    one), with no node."""
+    state.grad_enabled = enabled
     torch._C._set_grad_enabled(enabled)
 
 
@@ -323,7 +324,7 @@ class AutogradCtxVariable(VariableTracker):
 # -- the node -----------------------------------------------------------------------------------------
 def _record(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
             returns_tuple: bool) -> VariableTracker:
-    node, example = tx.output.create_call("call_function", _apply_target(cls), tuple(as_proxy(a) for a in args),
+    node, example = tx.trace.graph.create_call("call_function", _apply_target(cls), tuple(as_proxy(a) for a in args),
                                           {k: as_proxy(v) for k, v in kwargs.items()})
     if not isinstance(example, tuple) or (not returns_tuple and len(example) != 1):
         raise Unsupported(f"{cls.__qualname__}.apply() on fake tensors did not return what its trace did")
@@ -334,7 +335,7 @@ def _record(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, V
 def _output_item(tx: Any, node: torch.fx.Node, index: int, value: Any) -> VariableTracker:
     if is_literal(value):
         return ConstantVariable(value)  # a constant output: the same on every call the guards admit
-    item, _ = tx.output.create_call("call_function", operator.getitem, (node, index), {}, example=value)
+    item, _ = tx.trace.graph.create_call("call_function", operator.getitem, (node, index), {}, example=value)
     item.meta["pure"] = True  # an output nobody uses is dropped, as torch.compile drops it
     return wrap_fx_value(tx, item, value)
 

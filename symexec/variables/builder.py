@@ -15,10 +15,12 @@ import functools
 import operator
 import os
 import types
+import weakref
 from typing import Any, Callable
 
 import torch
 
+from ..context import TracerContext
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
@@ -60,17 +62,21 @@ def wraps(*types_: type) -> Callable[[Wrapper], Wrapper]:
 
 
 class VariableBuilder:
-    """Wraps values for one trace into the output graph of ``tx``, with its guards. It keeps
-    the output, not the translator: a translator holds its builder, and the cycle would keep an
-    inlined frame's locals (this call's arguments) alive until the cycle collector ran."""
+    """Wraps values for one trace, with their guards, for the translator ``tx`` that owns it.
+    The wrappers here receive the builder; what they call of the families receives the
+    translator itself (``b.tx``), never the builder. It holds the translator weakly: a
+    translator holds its builder, and the cycle would keep an inlined frame's locals (this
+    call's arguments) alive until the cycle collector ran."""
 
-    def __init__(self, tx: Any) -> None:
-        self.output = tx.output
+    def __init__(self, tx: TracerContext) -> None:
+        self.tx: TracerContext = weakref.proxy(tx)
+        self.graph = tx.trace.graph
+        self.memos = tx.trace.memos
         self.guards = tx.guards
 
     def __call__(self, value: Any, source: Source | None) -> VariableTracker:
-        output = self.output
-        cache = output.input_trackers
+        memos = self.memos
+        cache = memos.input_trackers
         if source is not None and is_literal(value) and isinstance(source.root(), PrivateObjectSource):
             # A constant read from the trace's own copy is that constant: the copy may be
             # changed for real later in the trace, and re-reading it would see the change.
@@ -82,7 +88,7 @@ class VariableBuilder:
         kind = type(value)
         mutable = issubclass(kind, (list, dict)) or not issubclass(kind, _VALUE_TYPES) and kind.__module__ != "torch"
         if mutable and source is not None:
-            value_and_var = output.objects_by_id.get(id(value))
+            value_and_var = memos.objects_by_id.get(id(value))
             known = value_and_var[1] if value_and_var is not None and value_and_var[0] is value else None
             if known is not None and known.source is not None:
                 # One object reached through two sources: one tracker, so mutations agree.
@@ -95,9 +101,9 @@ class VariableBuilder:
                 break
         else:
             wrapper = _wrap_object
-        if cls is dict and is_model_output_class(self, kind):
-            wrapper = wrap_model_output  # (a dataclass: its __eq__ is its own)
-        elif cls is not kind and cls in _CONTAINERS and overrides_protocol(self, kind, cls):
+        if cls is dict and is_model_output_class(self.tx, kind):
+            wrapper = _wrap_model_output  # (a dataclass: its __eq__ is its own)
+        elif cls is not kind and cls in _CONTAINERS and overrides_protocol(self.tx, kind, cls):
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
         if issubclass(kind, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
             wrapper = _wrap_torch_callable
@@ -111,10 +117,10 @@ class VariableBuilder:
             var = _wrap_object(self, value, source)
         if source is not None:
             cache[source] = var
-            output.input_values[source] = value
+            memos.input_values[source] = value
             if mutable and isinstance(var, (ListVariable, ConstDictVariable, UserDefinedObjectVariable,
                                             InputIteratorVariable, SetVariable)):
-                output.objects_by_id[id(value)] = (value, var)  # (held: an id is unique only while alive)
+                memos.objects_by_id[id(value)] = (value, var)  # (held: an id is unique only while alive)
             if var.source == source and _identity_matters(value, source):
                 self.guards.distinct(source)
         return var
@@ -124,6 +130,10 @@ _CONTAINERS = (dict, list, tuple, set, frozenset)
 # Values whose identity the trace never relies on, or pins with an identity guard anyway.
 _VALUE_TYPES = (*LITERAL_TYPES, tuple, frozenset, range, slice, type, types.ModuleType, types.FunctionType,
                 types.BuiltinFunctionType, types.MethodType, functools.partial)
+
+
+def _wrap_model_output(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    return wrap_model_output(b.tx, value, source)
 
 
 def _identity_matters(value: Any, source: Source) -> bool:
@@ -146,9 +156,9 @@ def _wrap_literal(b: VariableBuilder, value: Any, source: Source | None) -> Vari
     attribute = False
     if type(value) in (int, float) and source is not None and (
             _may_be_dynamic(source) or (attribute := _of_a_plain_object(b, source))):
-        output = b.output
-        if output.policy.number_is_dynamic(source, value, changed_only=attribute):
-            add = output.add_int_input if type(value) is int else output.add_float_input
+        graph = b.graph
+        if graph.policy.number_is_dynamic(source, value, changed_only=attribute):
+            add = graph.add_int_input if type(value) is int else graph.add_float_input
             symbolic = add(value, source)
             if symbolic is not None:
                 return symbolic
@@ -165,7 +175,7 @@ def _of_a_plain_object(b: VariableBuilder, source: Source) -> bool:
     automatic dynamic makes it (``dynamic=True`` alone leaves it static, like a module's)."""
     if not isinstance(source, AttrSource):
         return False
-    base = b.output.input_trackers.get(source.base)
+    base = b.memos.input_trackers.get(source.base)
     return type(base) is UserDefinedObjectVariable
 
 
@@ -183,7 +193,7 @@ def _may_be_dynamic(source: Source) -> bool:
 def _wrap_tensor(b: VariableBuilder, value: torch.Tensor, source: Source | None) -> VariableTracker:
     if source is None:
         raise Unsupported("a tensor that cannot be re-fetched from the inputs (no source)")
-    return b.output.add_tensor_input(value, source, lazy=True)
+    return b.graph.add_tensor_input(value, source, lazy=True)
 
 
 @wraps(tuple, list)
@@ -213,17 +223,17 @@ def _wrap_iterator(b: VariableBuilder, value: Any, source: Source | None) -> Var
         raise Unsupported("an iterator that cannot be re-fetched from the inputs")
     b.guards.type_match(source, value)
     return InputIteratorVariable(value, source, lambda i: b(peek(value, i), IteratorItemSource(source, i)), b.guards,
-                                 lambda var: b.output.side_effects.advance(var))
+                                 lambda var: b.tx.trace.side_effects.advance(var))
 
 
 @wraps(GradModeExit)
 def _wrap_grad_mode_exit(b: VariableBuilder, value: GradModeExit, source: Source | None) -> VariableTracker:
-    return GradModeExitVariable.wrap(b, value, source)
+    return GradModeExitVariable.wrap(b.tx, value, source)
 
 
 @wraps(torch.amp.autocast_mode.autocast)
 def _wrap_autocast(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
-    return AutocastVariable.wrap(b, value, source)
+    return AutocastVariable.wrap(b.tx, value, source)
 
 
 @wraps(torch.Size)
@@ -245,7 +255,7 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
     # (an OrderedDict's order is its own, which move_to_end changes: not the dict storage's)
     keys = list((collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict).keys(value))
     if not all(is_literal(k) for k in keys):
-        return wrap_tensor_keyed_dict(b, value, source)  # (or unsupported: an opaque object)
+        return wrap_tensor_keyed_dict(b.tx, value, source)  # (or unsupported: an opaque object)
     if source is not None:
         b.guards.type_match(source, value)
         # (the keys go in as a constant of the guard function, never as source text)
@@ -253,7 +263,7 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
                             ordered=isinstance(value, collections.OrderedDict))
     item_source = NativeItemSource if native else GetItemSource
     items = {k: b(v, item_source(source, k) if source is not None else None) for k in keys for v in (dict.__getitem__(value, k),)}
-    if type(value) not in _DICT_TYPES and (base := dict_base(b, type(value))) is not None:  # a user subclass
+    if type(value) not in _DICT_TYPES and (base := dict_base(b.tx, type(value))) is not None:  # a user subclass
         return DictSubclassVariable(items, type(value), base, source, instance=value)
     factory = None
     if type(value) is collections.defaultdict and source is not None:
@@ -326,7 +336,7 @@ def _pin_function(b: VariableBuilder, fn: types.FunctionType, source: Source) ->
 def _wrap_builtin(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
     # Calls fold or hit a handler (builtins.py); any other builtin is unsupported when called.
     if isinstance(getattr(value, "__self__", None), torch.Tensor):
-        return tensor_method(b, value, source)
+        return tensor_method(b.tx, value, source)
     var = BuiltinVariable(value, source)
     if source is not None:
         owner = getattr(value, "__self__", None)
@@ -354,7 +364,7 @@ def _pin_callable(b: VariableBuilder, value: Any, source: Source, owner_matters:
         b.guards.id_match(source, value)
         return
     b.guards.type_match(source, value)
-    base = b.output.input_trackers.get(source.base) if isinstance(source, AttrSource) else None
+    base = b.memos.input_trackers.get(source.base) if isinstance(source, AttrSource) else None
     if not owner_matters and not isinstance(owner, type):
         # (a ``params.keys`` of a mappingproxy made per call, on a continuation's stack)
         b.guards.type_match(AttrSource(source, "__self__"), owner)
@@ -451,7 +461,7 @@ def _wrap_partial(b: VariableBuilder, value: functools.partial, source: Source |
     if source is None:
         raise Unsupported("a functools.partial that cannot be re-fetched")
     if type(value) is not functools.partial and any(
-            find_on_class(b, type(value), name)[0] not in functools.partial.__mro__
+            find_on_class(b.tx, type(value), name)[0] not in functools.partial.__mro__
             for name in ("__call__", "__getattribute__", "func", "args", "keywords")):
         return _wrap_object(b, value, source)  # a subclass's own __call__ (or attributes) must run
     b.guards.type_match(source, value)

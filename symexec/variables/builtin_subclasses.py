@@ -175,7 +175,7 @@ class SubclassInstance(VariableTracker):
         if self.source is not None:  # replayed as ``obj.name = value``: its __setattr__ must be object's
             if class_static(tx, self.user_cls, "__setattr__") is not object.__setattr__:
                 raise Unsupported(f"setting {name!r} of {self.describe()}: the replay would run its __setattr__")
-            tx.output.side_effects.store_attr(self, name, value)
+            tx.trace.side_effects.store_attr(self, name, value)
         self.attributes[name] = value
 
     def native_setattr(self, tx: Any, name: str, args: list[VariableTracker],
@@ -263,7 +263,7 @@ class ListSubclassVariable(SubclassInstance, ListVariable):
         """``list.__init__``: clear, then extend."""
         if len(args) > 1 or kwargs:
             return None
-        tx.output.side_effects.mutate(self)
+        tx.trace.side_effects.mutate(self)
         self.items[:] = args[0].unpack(tx) if args else []
         return ConstantVariable(None)
 

@@ -268,7 +268,7 @@ def _private_value(tx: Any, var: VariableTracker) -> Any:
     the real copy is behind, and the trace breaks instead of reading it)."""
     if var.source is None or not isinstance(var.source.root(), PrivateObjectSource):
         raise Unsupported(f"{var.describe()} is not the trace's own object")
-    root, effects = var.source.root(), tx.output.side_effects
+    root, effects = var.source.root(), tx.trace.side_effects
     edited = [v for v in effects.containers.values() if v.source is not None and v.source.root() == root]
     edited += [o for o, _, _ in effects.attributes.values() if o.source is not None and o.source.root() == root]
     if edited:
@@ -301,7 +301,7 @@ def _copy(tx: Any, copier: Any, obj: VariableTracker, rest: tuple) -> VariableTr
         return tx.wrap(value, PrivateObjectSource.of(value))
     if not isinstance(obj, ObjectVariableBase) or not hasattr(obj, "value"):
         return None
-    if tx.output.side_effects.attributes and any(o is obj for o, _, _ in tx.output.side_effects.attributes.values()):
+    if tx.trace.side_effects.attributes and any(o is obj for o, _, _ in tx.trace.side_effects.attributes.values()):
         raise Unsupported("copying an object whose attributes the trace changed")
     # A copy of an input object, made for real now and private to the trace. What it copied
     # is guarded: the object's attributes must still equal those it had.
@@ -561,10 +561,10 @@ def held_elsewhere(tx: Any, iterator: VariableTracker) -> bool:
         return False
     if iterator.source is not None:
         return True
-    effects = tx.output.side_effects
+    effects = tx.trace.side_effects
     roots: list[Any] = [*effects.globals.values(), *(v for _, v in effects.cells.values()),
                         *(v for _, _, v in effects.attributes.values()), *effects.containers.values()]
-    for frame in tx.output.translators:
+    for frame in tx.trace.translators:
         roots += [*frame.locals.values(), *frame.stack, *frame.cells.values()]
     return any(var is iterator for var in reachable(roots, set()))
 

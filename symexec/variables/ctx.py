@@ -22,12 +22,12 @@ from .constant import ConstantVariable
 
 
 def set_grad_mode(tx: Any, enabled: bool) -> None:
-    output = tx.output
-    if output.grad_enabled == enabled:
+    state = tx.trace.torch
+    if state.grad_enabled == enabled:
         return
-    output.create_call("call_function", torch._C._set_grad_enabled, (enabled,), {}, example=False)
+    tx.trace.graph.create_call("call_function", torch._C._set_grad_enabled, (enabled,), {}, example=False)
     torch._C._set_grad_enabled(enabled)
-    output.grad_enabled = enabled
+    state.grad_enabled = enabled
 
 
 class GradModeVariable(VariableTracker):
@@ -46,7 +46,7 @@ class GradModeVariable(VariableTracker):
     def create(cls, tx: Any, torch_cls: type, args: list[VariableTracker]) -> "GradModeVariable":
         if torch_cls is torch.set_grad_enabled:
             target = bool(args[0].as_python_constant())
-            var = cls(target, torch_cls, prev=tx.output.grad_enabled)
+            var = cls(target, torch_cls, prev=tx.trace.torch.grad_enabled)
             set_grad_mode(tx, target)
             return var
         if args:
@@ -60,7 +60,7 @@ class GradModeVariable(VariableTracker):
         return f"{self.cls.__qualname__}()"
 
     def enter(self, tx: Any) -> tuple[VariableTracker, VariableTracker]:
-        prev = self.prev if self.prev is not None else tx.output.grad_enabled
+        prev = self.prev if self.prev is not None else tx.trace.torch.grad_enabled
         set_grad_mode(tx, self.target)
         return GradModeExitVariable(prev), ConstantVariable(None)
 
@@ -93,19 +93,19 @@ class AutocastVariable(VariableTracker):
         return cls((arguments["device_type"], dtype, arguments["enabled"], arguments["cache_enabled"]))
 
     @classmethod
-    def wrap(cls, builder: Any, value: Any, source: Source | None) -> "AutocastVariable":
+    def wrap(cls, tx: Any, value: Any, source: Source | None) -> "AutocastVariable":
         """An autocast object made outside (``ac = torch.autocast(...)``, the one a
         ``@torch.autocast(...)`` decorator holds): its settings guarded, and torch's own
         ``__enter__``/``__exit__`` (the class lookups guarded), which the trace models."""
         if source is None or type(value) is not torch.amp.autocast_mode.autocast:
             raise Unsupported("an autocast object of a subclass, or without a source")
-        builder.guards.type_match(source, value)
+        tx.guards.type_match(source, value)
         for name in ("__enter__", "__exit__"):
-            if find_on_class(builder, type(value), name)[0] is not torch.amp.autocast_mode.autocast:
+            if find_on_class(tx, type(value), name)[0] is not torch.amp.autocast_mode.autocast:
                 raise Unsupported(f"an autocast object whose {name} is not torch's")
         values = tuple(getattr(value, name) for name in _SETTINGS)
         for name, setting in zip(_SETTINGS, values):
-            builder.guards.equals_match(AttrSource(source, name), setting)
+            tx.guards.equals_match(AttrSource(source, name), setting)
         return cls(values, source)
 
     def python_type(self) -> type:
@@ -117,10 +117,10 @@ class AutocastVariable(VariableTracker):
             for name, prev in (("prev_cache_enabled", torch.is_autocast_cache_enabled()),
                                ("prev", torch.is_autocast_enabled(device)),
                                ("prev_fastdtype", torch.get_autocast_dtype(device))):
-                tx.output.side_effects.store_attr(self, name, ConstantVariable(prev))
+                tx.trace.side_effects.store_attr(self, name, ConstantVariable(prev))
         real = torch.amp.autocast_mode._enter_autocast(*self.values)
-        tx.output.active_contexts.append(real)
-        node, _ = tx.output.create_call("call_function", torch.amp.autocast_mode._enter_autocast, self.values, {},
+        tx.trace.torch.active_contexts.append(real)
+        node, _ = tx.trace.graph.create_call("call_function", torch.amp.autocast_mode._enter_autocast, self.values, {},
                                         example=real)
         return AutocastExitVariable(node, real), self if self.source is not None else ConstantVariable(None)
 
@@ -141,9 +141,9 @@ class AutocastExitVariable(VariableTracker):
         self.node, self.real = node, real
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        tx.output.create_call("call_function", torch.amp.autocast_mode._exit_autocast, (self.node,), {}, example=True)
+        tx.trace.graph.create_call("call_function", torch.amp.autocast_mode._exit_autocast, (self.node,), {}, example=True)
         torch.amp.autocast_mode._exit_autocast(self.real)
-        tx.output.active_contexts.remove(self.real)
+        tx.trace.torch.active_contexts.remove(self.real)
         return ConstantVariable(None)
 
     def reconstruct(self, cg: Any) -> None:
@@ -186,10 +186,10 @@ class GradModeExitVariable(VariableTracker):
         cg.load_const(GradModeExit(self.prev))
 
     @classmethod
-    def wrap(cls, builder: Any, value: GradModeExit, source: Source | None) -> "GradModeExitVariable":
+    def wrap(cls, tx: Any, value: GradModeExit, source: Source | None) -> "GradModeExitVariable":
         if source is not None:
-            builder.guards.type_match(source, value)
-            builder.guards.equals_match(AttrSource(source, "prev"), value.prev)
+            tx.guards.type_match(source, value)
+            tx.guards.equals_match(AttrSource(source, "prev"), value.prev)
         return cls(value.prev, source)
 
 

@@ -85,7 +85,7 @@ class ConstDictVariable(VariableTracker):
         if k not in self.items:
             if self.default_factory is not None and not (self.default_factory.is_python_constant()
                                                          and self.default_factory.as_python_constant() is None):
-                tx.output.side_effects.mutate(self)
+                tx.trace.side_effects.mutate(self)
                 self.items[k] = self.default_factory.call_function(tx, [], {})
                 return self.items[k]
             if isinstance(k, Identity):
@@ -152,7 +152,7 @@ class ConstDictVariable(VariableTracker):
     def _changing(self, tx: Any) -> dict[Any, VariableTracker]:
         """The items, before a change: checked replayable, and the dict marked changed."""
         self.check_replayable(tx)
-        tx.output.side_effects.mutate(self)
+        tx.trace.side_effects.mutate(self)
         return self.items
 
     @methods("__setitem__")
@@ -237,7 +237,7 @@ class ConstDictVariable(VariableTracker):
         return TupleVariable([k.var if isinstance(k, Identity) else ConstantVariable(k), value])
         if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear", "popitem", "move_to_end"):
             self.check_replayable(tx)
-            tx.output.side_effects.mutate(self)
+            tx.trace.side_effects.mutate(self)
             if name == "__setitem__":
                 items[_key(args[0], tx)] = args[1]
             elif name == "update":
@@ -646,7 +646,7 @@ class TensorKeyedDictVariable(ConstDictVariable):
 
     def write(self, tx: Any, k: Identity, value: Any) -> None:
         """``S[k] = value``, or ``del S[k]`` (value DELETED) for a key it holds."""
-        tx.output.side_effects.mutate(self)
+        tx.trace.side_effects.mutate(self)
         if value is DELETED:
             del self.known[k]
             self.added -= 1
@@ -747,14 +747,14 @@ class TensorKeyedDictVariable(ConstDictVariable):
         return f"TensorKeyedDictVariable({len(self.known)} read, {len(self.writes)} written)"
 
 
-def wrap_tensor_keyed_dict(b: Any, value: dict, source: Source | None) -> VariableTracker:
+def wrap_tensor_keyed_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
     """A dict passed in whose keys are all tensors hashed by identity (not a subclass: its own
     methods would run)."""
     if source is None or type(value) not in (dict, collections.defaultdict) or not all(
             isinstance(k, torch.Tensor) and type(k).__hash__ is torch.Tensor.__hash__ for k in value):
         raise Unsupported("a dict whose keys are not constants (str, int, ...) nor all tensors")
-    b.guards.type_match(source, value)
+    tx.guards.type_match(source, value)
     factory = None
     if type(value) is collections.defaultdict:
-        factory = b(value.default_factory, AttrSource(source, "default_factory"))
+        factory = tx.wrap(value.default_factory, AttrSource(source, "default_factory"))
     return TensorKeyedDictVariable(value, source, factory)

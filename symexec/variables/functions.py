@@ -95,7 +95,7 @@ def real_cell(tx: Any, cell: types.CellType, source: Source | None, store: "Call
     ``cell_source`` re-fetches the cell itself. One cell reached two ways (a frame's own cell and
     the closure of a function over it) is one tracker, so a write through one is read through
     the other."""
-    known = tx.output.real_cells.get(id(cell))
+    known = tx.trace.memos.real_cells.get(id(cell))
     if known is not None:
         return known
     try:
@@ -104,7 +104,7 @@ def real_cell(tx: Any, cell: types.CellType, source: Source | None, store: "Call
         var = CellVariable(None, pre_existing=True, store=store, source=cell_source)
     else:
         var = CellVariable(pre_existing=True, loader=lambda: tx.wrap(contents, source), store=store, source=cell_source)
-    tx.output.real_cells[id(cell)] = var
+    tx.trace.memos.real_cells[id(cell)] = var
     return var
 
 
@@ -507,10 +507,10 @@ class LruCacheVariable(VariableTracker):
 
 def _state_fingerprint(tx: Any) -> tuple:
     """What a pure call leaves unchanged: the graph's operations and every recorded side effect."""
-    effects = tx.output.side_effects
+    effects = tx.trace.side_effects
     contents = [(key, [id(v) for v in (var.items.values() if isinstance(var.items, dict) else var.items)])
                 for key, var in effects.containers.items()]
-    return (tx.output.call_node_count(), contents, [(k, id(v[2])) for k, v in effects.attributes.items()],
+    return (tx.trace.graph.call_node_count(), contents, [(k, id(v[2])) for k, v in effects.attributes.items()],
             [(k, id(v)) for k, v in effects.globals.items()], [(k, id(v[1])) for k, v in effects.cells.items()])
 
 

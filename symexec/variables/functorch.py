@@ -67,7 +67,7 @@ def _vmap_impl(tx: Any, func: VariableTracker, in_dims: VariableTracker, out_dim
     except BaseException:
         _pop_level_now()  # (the trace is abandoned: the graph's nodes do not matter any more)
         raise
-    tx.output.create_call("call_function", predispatch._vmap_decrement_nesting, (), {})
+    tx.trace.graph.create_call("call_function", predispatch._vmap_decrement_nesting, (), {})
     _check_no_escape(tx, level)
     return result
 
@@ -123,7 +123,7 @@ def _batch_size(tx: Any, flat_in_dims: list[int | None], flat_args: list[Variabl
 def _push_level(tx: Any, batch_size: VariableTracker) -> int:
     """Record ``_vmap_increment_nesting`` and run it: the new level, pushed for real."""
     args = (as_proxy(batch_size), "error")
-    _, level = tx.output.create_call("call_function", predispatch._vmap_increment_nesting, args, {})
+    _, level = tx.trace.graph.create_call("call_function", predispatch._vmap_increment_nesting, args, {})
     return level
 
 
@@ -191,8 +191,8 @@ def _level_of(var: TensorVariable) -> int:
 def _check_no_escape(tx: Any, level: int) -> None:
     """A batched value the function stored outside (a list, an attribute, a cell) outlives its
     level: eager keeps a dead BatchedTensor there, which the trace cannot hold."""
-    todo = list(tx.output.side_effects.values())
-    for frame in tx.output.translators:
+    todo = list(tx.trace.side_effects.values())
+    for frame in tx.trace.translators:
         if not frame.done:
             todo += [*frame.stack, *frame.locals.values(), *frame.cells.values()]
     seen: set[int] = set()

@@ -53,7 +53,7 @@ class GeneratorVariable(IteratorVariable):
         self.yields = 0
         self.item: Any = None
         frame.generator = self
-        frame.output.generators.append(self)
+        frame.trace.memos.generators.append(self)
 
     def pending(self) -> bool:
         return not self.exhausted
@@ -77,7 +77,7 @@ class GeneratorVariable(IteratorVariable):
         if self.started:
             frame.stack.append(ConstantVariable(None))  # what next() sends in: YIELD_VALUE's result
         self.started = True
-        location = frame.output.location
+        location = frame.trace.location
         self.running = True
         try:
             frame.run()
@@ -92,7 +92,7 @@ class GeneratorVariable(IteratorVariable):
             raise
         finally:
             self.running = False
-            frame.output.location = location
+            frame.trace.location = location
         self.exhausted = True  # (it returned)
         return False
 

@@ -261,7 +261,7 @@ class ListVariable(BaseListVariable):
         takes); if so the list is marked changed."""
         if kwargs or not arity(len(args)):
             return False
-        tx.output.side_effects.mutate(self)
+        tx.trace.side_effects.mutate(self)
         return True
 
     @methods("append")
@@ -320,7 +320,7 @@ class ListVariable(BaseListVariable):
     def _sort(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if args or set(kwargs) - {"key", "reverse"}:
             return None
-        tx.output.side_effects.mutate(self)
+        tx.trace.side_effects.mutate(self)
         keys = sort_keys(tx, self.items, kwargs.get("key"))
         reverse = bool(kwargs["reverse"].as_python_constant()) if "reverse" in kwargs else False
         self.items[:] = [self.items[i] for i in sorted(range(len(self.items)), key=keys.__getitem__, reverse=reverse)]

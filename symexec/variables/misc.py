@@ -245,7 +245,7 @@ class SetVariable(VariableTracker):
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name in _SET_CHANGING and not self.frozen:
-            tx.output.side_effects.mutate(self)
+            tx.trace.side_effects.mutate(self)
         result = self.methods.call(self, tx, name, args, kwargs)
         if result is None:
             raise Unsupported(f"method {name!r} of a set")

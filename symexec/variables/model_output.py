@@ -331,7 +331,7 @@ class InputModelOutputVariable(ModelOutputBase):
         return class_attribute(tx, self, self.cls, name, class_source=AttrSource(self.source, "__class__"))
 
     def _set(self, tx: Any, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
-        side_effects = tx.output.side_effects
+        side_effects = tx.trace.side_effects
         side_effects.store_attr(self, name, value)
         replayed = dict(self.original)  # what the attribute writes, replayed in their order, make
         for obj, written, written_value in side_effects.attributes.values():
@@ -369,19 +369,19 @@ def _items_are_attributes(obj: Any) -> bool:
     return all(k in attributes and attributes[k] is v for k, v in dict.items(obj))
 
 
-def wrap_model_output(b: Any, value: Any, source: Source | None) -> VariableTracker:
+def wrap_model_output(tx: Any, value: Any, source: Source | None) -> VariableTracker:
     """Wrap a ModelOutput passed in (``is_model_output_class`` holds for its class)."""
     if source is None:
         raise Unsupported(f"a {type(value).__qualname__} that cannot be re-fetched from the inputs")
     keys = list(dict.keys(value))
     if not _items_are_attributes(value) or not all(type(k) is str and k not in _RENAMED for k in keys):
         raise Unsupported(f"a {type(value).__qualname__} whose items are not its attributes")
-    b.guards.type_match(source, value)
-    b.guards.keys_match(source, keys)
-    b.guards.add(GuardKind.ID_MATCH, f"{source.name}'s items are its attributes",
-                 f"{b.guards.constant(_items_are_attributes)}({source.expr()})", source)
-    var = InputModelOutputVariable(value, source, {k: b(getattr(value, k), AttrSource(source, k)) for k in keys})
-    b.output.objects_by_id[id(value)] = (value, var)  # reached again through another source: this tracker
+    tx.guards.type_match(source, value)
+    tx.guards.keys_match(source, keys)
+    tx.guards.add(GuardKind.ID_MATCH, f"{source.name}'s items are its attributes",
+                  f"{tx.guards.constant(_items_are_attributes)}({source.expr()})", source)
+    var = InputModelOutputVariable(value, source, {k: tx.wrap(getattr(value, k), AttrSource(source, k)) for k in keys})
+    tx.trace.memos.objects_by_id[id(value)] = (value, var)  # reached again through another source: this tracker
     return var
 
 

@@ -59,7 +59,7 @@ def construct_user_module(tx: Any, cls: type, args: list[VariableTracker], kwarg
         raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
     module = object.__new__(cls)
     source = PrivateObjectSource.of(module)
-    var = tx.output.input_trackers[source] = NewModuleVariable(module, source)  # (what wrapping it gives)
+    var = tx.trace.memos.input_trackers[source] = NewModuleVariable(module, source)  # (what wrapping it gives)
     class_attribute(tx, var, cls, "__init__").call_function(tx, args, kwargs)
     if "_parameters" not in vars(module):
         raise Unsupported(f"constructing {cls.__qualname__}, whose __init__ does not call nn.Module.__init__")
@@ -74,7 +74,7 @@ class NewModuleVariable(NNModuleVariable):
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
         if value is not None and self._settable_now(tx, name, value):
             setattr(self.module, name, value.as_python_constant())
-            tx.output.input_trackers.pop(AttrSource(self.source, name), None)  # read afresh
+            tx.trace.memos.input_trackers.pop(AttrSource(self.source, name), None)  # read afresh
         else:
             super().store_attr(tx, name, value)  # a traced write, replayed
 

@@ -94,7 +94,7 @@ _CONTAINER_INITS = {cls.__dict__["__init__"]: cls for cls in (torch.nn.Sequentia
 
 def has_writes(tx: Any, var: VariableTracker) -> bool:
     """Whether the trace wrote an attribute of ``var`` (a write replayed after the graph)."""
-    return any(obj is var for obj, _, _ in tx.output.side_effects.attributes.values())
+    return any(obj is var for obj, _, _ in tx.trace.side_effects.attributes.values())
 
 
 def _real_argument(var: VariableTracker) -> Any:
@@ -233,7 +233,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
             raise Unsupported(f"{method} of {self.describe()} is not torch.nn.Module's")
         if value is not None:
             self._check_assignment(tx, name, value)
-        tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
+        tx.trace.side_effects.store_attr(self, name, DELETED if value is None else value)
 
     def _check_assignment(self, tx: Any, name: str, value: VariableTracker) -> None:
         slot = self._slot(tx, name)
@@ -290,7 +290,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
     def has_pending_writes(self, tx: Any) -> bool:
         """Whether the trace set or deleted attributes of this module (replayed after the
         graph: until then its real ``_parameters``, ``_buffers`` and ``__dict__`` are stale)."""
-        return any(obj is self for obj, _, _ in tx.output.side_effects.attributes.values())
+        return any(obj is self for obj, _, _ in tx.trace.side_effects.attributes.values())
 
     def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         mod = self.module
@@ -428,13 +428,13 @@ class ModuleInstanceDictVariable(InstanceDictVariable):
                     issubclass(value.python_type(), (torch.nn.Parameter, torch.nn.Module)) or \
                     hasattr(class_static(tx, self.obj.cls, key), "__set__"):
                 raise Unsupported(f"writing {key!r} into {self.describe()}, where Module.__setattr__ would differ")
-            tx.output.side_effects.store_attr(self.obj, key, value)
+            tx.trace.side_effects.store_attr(self.obj, key, value)
             return ConstantVariable(None)
         return super().call_method(tx, name, args, kwargs)
 
     def _lookup(self, tx: Any, key: VariableTracker) -> VariableTracker | None:
         name = key.as_python_constant()
-        pending = tx.output.side_effects.pending_attr(self.obj, name) if type(name) is str else None
+        pending = tx.trace.side_effects.pending_attr(self.obj, name) if type(name) is str else None
         if pending is not None and (pending is DELETED or self.obj._slot(tx, name) is not None or
                                     issubclass(pending.python_type(), torch.nn.Parameter)):
             raise Unsupported(f"reading {name!r} of {self.describe()} after the trace set it through Module.__setattr__")

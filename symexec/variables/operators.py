@@ -283,7 +283,7 @@ def _real_identity(a: VariableTracker, b: VariableTracker, tx: Any) -> bool | No
     where neither is one."""
     if tx is None:
         return None
-    values = tx.output.input_values
+    values = tx.trace.memos.input_values
     real_a = values.get(a.source, _MISSING) if a.source is not None else _MISSING
     real_b = values.get(b.source, _MISSING) if b.source is not None else _MISSING
     if real_a is _MISSING and real_b is _MISSING:

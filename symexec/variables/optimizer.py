@@ -109,14 +109,14 @@ class InitGroupVariable(UserMethodVariable):
 
     def _make_state(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
         optimizer = self.obj.value
-        output = tx.output
-        if kwargs or not args or tx.output.side_effects:  # a pending write: the real world is not the trace's
+        memos = tx.trace.memos
+        if kwargs or not args or tx.trace.side_effects:  # a pending write: the real world is not the trace's
             return
         if any(type(a) is not ListVariable or a.source is not None or a.items for a in args[1:]):
             return  # (torch's optimizers pass fresh empty lists to fill)
-        group = next((value for value, var in output.objects_by_id.values() if var is args[0]), None)
+        group = next((value for value, var in memos.objects_by_id.values() if var is args[0]), None)
         state = optimizer.__dict__.get("state")
-        if type(group) is not dict or type(state) not in (dict, collections.defaultdict) or id(state) in output.objects_by_id:
+        if type(group) is not dict or type(state) not in (dict, collections.defaultdict) or id(state) in memos.objects_by_id:
             return  # (the trace has read the state already: its view of it would go stale)
         params = group.get("params")
         if type(params) is not list or all(p in state and state[p] for p in params if p.grad is not None):

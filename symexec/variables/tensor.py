@@ -141,7 +141,7 @@ class TensorVariable(VariableTracker):
     def real_value(self, tx: Any) -> torch.Tensor:
         """The input tensor of this call (only for a tracker with a source)."""
         self.make()  # (its real tensor is the graph input's)
-        real = tx.output.real_input(self.source)
+        real = tx.trace.graph.real_input(self.source)
         if real is None:
             raise Unsupported(f"the real tensor behind {self.source.name} is gone")  # type: ignore[union-attr]
         return real
@@ -159,7 +159,7 @@ class TensorVariable(VariableTracker):
         """``x.grad`` of an input: an input itself, reached by ``x.grad`` (a tensor, with its
         tensor guard, or None, guarded when used), or what the trace assigned to it. Only
         ``backward()``, which breaks the graph, and an assignment change it."""
-        written = tx.output.side_effects.pending_attr(self, "grad")
+        written = tx.trace.side_effects.pending_attr(self, "grad")
         if written is not None:
             return written
         return tx.wrap(self.real_value(tx).grad, AttrSource(self.source, "grad"))
@@ -173,7 +173,7 @@ class TensorVariable(VariableTracker):
             raise Unsupported("assigning tensor.grad a tensor torch may reject (or of a dynamic size)")
         if not isinstance(value, TensorVariable) and not (value.is_python_constant() and value.as_python_constant() is None):
             raise Unsupported(f"assigning tensor.grad {value.describe()}")
-        tx.output.side_effects.store_attr(self, "grad", value)
+        tx.trace.side_effects.store_attr(self, "grad", value)
 
     def accepts_grad(self, tx: Any, grad: "TensorVariable") -> bool:
         """What torch checks of a new ``.grad``: another tensor, of this one's device, layout,
@@ -320,7 +320,7 @@ def record_call(tx: Any, op: str, target: Any, args: list[VariableTracker], kwar
         raise Unsupported("making a torch.nn.Parameter inside the graph", hint="make it outside the compiled function")
     fx_args = tuple(as_proxy(a) for a in args)
     fx_kwargs = {k: as_proxy(v) for k, v in kwargs.items()}
-    node, example = tx.output.create_call(op, target, fx_args, fx_kwargs)
+    node, example = tx.trace.graph.create_call(op, target, fx_args, fx_kwargs)
     return wrap_fx_value(tx, node, example)
 
 
@@ -331,12 +331,12 @@ def wrap_fx_value(tx: Any, node: torch.fx.Node, example: Any) -> VariableTracker
     if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         if is_symbolic(example):
             return SymNodeVariable(node, example)
-        tx.output.remove_node(node)
+        tx.trace.graph.remove_node(node)
         return ConstantVariable({torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(example)](example))
     if isinstance(example, (tuple, list)) and (is_symbolic(example) or not isinstance(example, torch.Size)):
         items = []
         for i, item in enumerate(example):
-            item_node, _ = tx.output.create_call("call_function", operator.getitem, (node, i), {}, example=item)
+            item_node, _ = tx.trace.graph.create_call("call_function", operator.getitem, (node, i), {}, example=item)
             items.append(wrap_fx_value(tx, item_node, item))
         if isinstance(example, torch.Size):
             return SizeVariable(items)
@@ -351,6 +351,6 @@ def wrap_fx_value(tx: Any, node: torch.fx.Node, example: Any) -> VariableTracker
         return ConstantVariable(None)
     # A Python value computed from metadata only: a constant, and the node is not needed.
     if is_literal(example) or isinstance(example, torch.Size):
-        tx.output.remove_node(node)
+        tx.trace.graph.remove_node(node)
         return wrap_constant(example) if isinstance(example, torch.Size) else ConstantVariable(example)
     raise Unsupported(f"an operation returned a {type(example).__name__}")

@@ -218,7 +218,7 @@ _SPECIAL_CALLS.update({
     torch.jit.annotate: _annotate,
     torch.is_tensor: _is_tensor,
     # every entry guards the mode at entry
-    torch.is_grad_enabled: lambda tx, fn, args, kwargs: ConstantVariable(tx.output.grad_enabled),
+    torch.is_grad_enabled: lambda tx, fn, args, kwargs: ConstantVariable(tx.trace.torch.grad_enabled),
     **dict.fromkeys((torch.no_grad, torch.enable_grad, torch.set_grad_enabled),
                     lambda tx, fn, args, kwargs: GradModeVariable.create(tx, fn, args)),
     **dict.fromkeys({torch.autocast, torch.amp.autocast},

@@ -169,7 +169,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         have it yet: the write is replayed after the graph)."""
         if self.source is None:
             raise Unsupported(f"reading {name!r} of {self.describe()} without a source")
-        pending = tx.output.side_effects.pending_attr(self, name)
+        pending = tx.trace.side_effects.pending_attr(self, name)
         if pending is DELETED:
             raise AttributeMissing(f"AttributeError: {name!r} was deleted")
         if name == "__class__":
@@ -215,14 +215,14 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             return None  # (``obj.__dict__`` read for real is the dict itself, which deepcopy can copy)
         # The same read again, nothing changed since by the trace: the same answer (the first
         # one's guards hold it; a config is read dozens of times per trace).
-        memo = tx.output.getattribute_memo
-        key = (id(self.value), name, tx.output.side_effects.version)
+        memo = tx.trace.memos.getattribute
+        key = (id(self.value), name, tx.trace.side_effects.version)
         if key in memo:
             known = memo[key]
             if isinstance(known, AttributeMissing):
                 raise known
             return known
-        location = tx.output.location
+        location = tx.trace.location
         try:
             found = tx.inline_call(_function(static, None), [self, ConstantVariable(name)], {})
             if found.source is not None or isinstance(found, ConstantVariable):  # (not an object made per read)
@@ -235,7 +235,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             memo[key] = missing
             raise missing from None
         finally:
-            tx.output.location = location
+            tx.trace.location = location
 
     def missing_attribute(self, tx: Any, name: str) -> VariableTracker:
         hook = class_static(tx, self.cls, "__getattr__")
@@ -260,15 +260,15 @@ class UserDefinedObjectVariable(ObjectVariableBase):
 
     def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
         if isinstance(self.source, PrivateObjectSource):  # the trace's own object: change it now
-            read = tx.output.input_trackers.get(AttrSource(self.source, name))
+            read = tx.trace.memos.input_trackers.get(AttrSource(self.source, name))
             if read is not None:  # (a constant read is held as its value; anything else by where it was)
                 raise Unsupported(f"rebinding {name!r} of {self.describe()} after the trace read it")
-            tx.output.side_effects.version += 1
+            tx.trace.side_effects.version += 1
             if value is None:
                 delattr(self.value, name)
             else:
                 setattr(self.value, name, value.as_python_constant())
-            tx.output.input_trackers.pop(AttrSource(self.source, name), None)  # read it afresh
+            tx.trace.memos.input_trackers.pop(AttrSource(self.source, name), None)  # read it afresh
             return
         super().store_attr(tx, name, value)
 
@@ -280,7 +280,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         if (hasattr(static, "__set__") and not is_slot(static, name)) or not generic_access(tx, self.cls, method) \
                 or isinstance(self.source, PrivateObjectSource):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor or {method})")
-        tx.output.side_effects.store_attr(self, name, DELETED if value is None else value)
+        tx.trace.side_effects.store_attr(self, name, DELETED if value is None else value)
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({self.cls.__qualname__})"
