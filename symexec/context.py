@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .guards import GuardSet
     from .source import Source
     from .trace import Trace
+    from .translator import Program
     from .variables.base import VariableTracker
 
 
@@ -66,7 +67,7 @@ class Frame(TracerContext, Protocol):
     locals: dict[str, "VariableTracker"]
     ip: int
     done: bool
-    program: Any  # translator.Program: the instructions, their labels and handlers
+    program: "Program"  # the instructions, their labels and exception handlers
     generator: Any  # the GeneratorVariable whose frame this is, or None
 
     def run(self) -> None: ...

@@ -66,21 +66,32 @@ class TorchState:
     """Torch's global state as the traced code has set it so far: what a traced ``no_grad`` or
     ``autocast`` changed (the real state is put back when the trace ends, convert.py)."""
 
+    grad_enabled: bool
+    active_contexts: list[Any]
+
     def __init__(self) -> None:
-        self.grad_enabled: bool = torch.is_grad_enabled()
-        self.active_contexts: list[Any] = []  # autocast modes entered for real while tracing
+        self.grad_enabled = torch.is_grad_enabled()
+        self.active_contexts = []  # autocast modes entered for real while tracing
 
 
 class Trace:
     """The state of one trace, by part (see the module's docstring)."""
+
+    graph: OutputGraph
+    guards: GuardSet
+    side_effects: SideEffects
+    memos: Memos
+    torch: TorchState
+    translators: list[Frame]
+    location: tuple[str, int | None, str]
 
     def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None) -> None:
         self.guards = guards
         self.torch = TorchState()
         self.memos = Memos()
         self.side_effects = SideEffects()
-        self.translators: list[Frame] = []
-        self.location: tuple[str, int | None, str] = _NOWHERE
+        self.translators = []
+        self.location = _NOWHERE
         # (the graph stamps each node with the line being traced, and runs fake ops in the
         # torch state the trace has set)
         self.graph = OutputGraph(guards, policy, torch_state=self.torch, where=self._where)

@@ -7,33 +7,22 @@ type it models (``python_type``), whether it is a compile-time constant
 the object in generated code (``reconstruct``). Every family lives in its own module here and
 says what it does not support by raising ``Unsupported``.
 
-Trackers reach the graph, the guards and the builder through ``tx``, the running translator
-(see ``TracingContext`` below for what they use of it), never through imports of higher layers.
+Trackers reach the trace (its graph, guards, side effects, memos), the builder (``tx.wrap``) and
+the inliner (``tx.inline_call``) through ``tx``, the running translator, never through imports
+of higher layers; ``context.TracerContext`` is all they may use of it.
 """
 
 from __future__ import annotations
 
 import threading
 import types
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Protocol, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import torch
 
+from ..context import TracerContext
 from ..exc import Unsupported
 from ..source import Source
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..guards import GuardSet
-
-
-class TracingContext(Protocol):
-    """What trackers use of the running translator."""
-
-    output: Any  # output_graph.OutputGraph
-    guards: "GuardSet"
-
-    def inline_call(self, fn: "VariableTracker", args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker": ...
-    def wrap(self, value: Any, source: Source | None) -> "VariableTracker": ...
 
 
 _asking = threading.local()  # (is_python_constant, per tracing thread)
@@ -154,21 +143,21 @@ class VariableTracker:
         return type(self).__name__.removesuffix("Variable")
 
     # -- what it does ----------------------------------------------------------------------
-    def var_getattr(self, tx: TracingContext, name: str) -> "VariableTracker":
+    def var_getattr(self, tx: TracerContext, name: str) -> "VariableTracker":
         # A method of the modelled type: the call goes to ``call_method`` of this tracker.
         if callable(getattr(self.python_type(), name, None)):
             return BoundMethodVariable(self, name)
         raise Unsupported(f"reading attribute {name!r} of {self.describe()}")
 
-    def store_attr(self, tx: TracingContext, name: str, value: "VariableTracker | None") -> None:
+    def store_attr(self, tx: TracerContext, name: str, value: "VariableTracker | None") -> None:
         """``obj.name = value`` (``del obj.name`` when value is None)."""
         action = "deleting" if value is None else "setting"
         raise Unsupported(f"{action} attribute {name!r} of {self.describe()}")
 
-    def call_function(self, tx: TracingContext, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker":
+    def call_function(self, tx: TracerContext, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker":
         raise Unsupported(f"calling {self.describe()}")
 
-    def call_method(self, tx: TracingContext, name: str, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker":
+    def call_method(self, tx: TracerContext, name: str, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker":
         # A method call is an attribute read followed by a call, unless a family knows better.
         method = self.var_getattr(tx, name)
         if isinstance(method, BoundMethodVariable) and method.obj is self and method.name == name:
@@ -176,7 +165,7 @@ class VariableTracker:
             raise Unsupported(f"calling the method {name!r} of {self.describe()}")
         return method.call_function(tx, args, kwargs)
 
-    def unpack(self, tx: TracingContext) -> list["VariableTracker"]:
+    def unpack(self, tx: TracerContext) -> list["VariableTracker"]:
         """The items this value yields when iterated, for finite, known iterables."""
         raise Unsupported(f"iterating over {self.describe()}")
 
@@ -184,14 +173,14 @@ class VariableTracker:
         """The trackers this one holds (items, attributes...): where graph outputs are found."""
         return []
 
-    def own_call(self, tx: TracingContext, fn: Any, args: list["VariableTracker"],
+    def own_call(self, tx: TracerContext, fn: Any, args: list["VariableTracker"],
                  kwargs: dict[str, "VariableTracker"]) -> "VariableTracker | None":
         """A Python function called with this value as its first argument (``args[0]``), where
         the family models that call itself instead of inlining the function (torch's
         ``nn.Module.__init__`` on a module the trace made): the call's result, or None."""
         return None
 
-    def is_callable(self, tx: TracingContext) -> bool | None:
+    def is_callable(self, tx: TracerContext) -> bool | None:
         """``callable(value)``. CPython asks the value's type for ``__call__`` (an instance's own
         does not count): families that know their Python type answer so, through
         ``object_protocol.type_is_callable``. None: a constant, answered from its value. Any
@@ -200,7 +189,7 @@ class VariableTracker:
             return None
         return type(self).call_function is not VariableTracker.call_function
 
-    def truth(self, tx: TracingContext) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         """``bool(value)`` when it is known while tracing."""
         return bool(self.as_python_constant())
 
@@ -253,7 +242,7 @@ class Identity:
         return isinstance(other, Identity) and other.obj is self.obj
 
 
-def hash_key(var: VariableTracker, tx: "TracingContext | None" = None) -> Any:
+def hash_key(var: VariableTracker, tx: "TracerContext | None" = None) -> Any:
     """What ``var`` is as a set member or dict key: its constant value, or the identity of the
     object it stands for when that object hashes by identity. A tensor's identity is its fake
     tensor's: one per input object (the builder shares the tracker of an object reached twice,
@@ -286,7 +275,7 @@ class BoundMethodVariable(VariableTracker):
     def describe(self) -> str:
         return f"method {self.name!r} of {self.obj.describe()}"
 
-    def call_function(self, tx: TracingContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.obj.call_method(tx, self.name, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:
