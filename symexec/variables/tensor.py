@@ -294,14 +294,14 @@ class SymNodeVariable(VariableTracker):
         return f"SymNodeVariable({self.node.name}: {self.example})"
 
 
-def tensor_method(wrap: Any, method: Any, source: Source | None) -> VariableTracker:
+def tensor_method(tx: Any, method: Any, source: Source | None) -> VariableTracker:
     """``x.sum`` read before a graph break and handed to the continuation: the method of that
     name of the tensor it is bound to (its type and name guarded, the tensor wrapped as any)."""
     if source is None:
         raise Unsupported(f"the method {method.__name__!r} of a tensor without a source")
-    wrap.guards.type_match(source, method)
-    wrap.guards.equals_match(AttrSource(source, "__name__"), method.__name__)
-    return BoundMethodVariable(wrap(method.__self__, AttrSource(source, "__self__")), method.__name__)
+    tx.guards.type_match(source, method)
+    tx.guards.equals_match(AttrSource(source, "__name__"), method.__name__)
+    return BoundMethodVariable(tx.wrap(method.__self__, AttrSource(source, "__self__")), method.__name__)
 
 
 def is_symbolic(value: Any) -> bool:
