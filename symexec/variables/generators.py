@@ -14,6 +14,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from ..context import Frame
 from ..exc import TracedException, Unsupported
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable
@@ -43,7 +44,7 @@ class GeneratorVariable(IteratorVariable):
 
     models = types.GeneratorType
 
-    def __init__(self, frame: Any, call: tuple[Any, list[Any], dict[str, Any]]) -> None:
+    def __init__(self, frame: Frame, call: tuple[Any, list[Any], dict[str, Any]]) -> None:
         super().__init__([], types.GeneratorType)
         self.frame = frame
         self.call = call  # (the function, its arguments): how generated code makes it anew
