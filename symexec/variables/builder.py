@@ -25,7 +25,7 @@ from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, It
                       NativeItemSource,
                       PrivateObjectSource, Source, display, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
-from .base import VariableTracker, find_on_class
+from .base import Registry, VariableTracker, find_on_class
 from .builtin_subclasses import ListSubclassVariable, overrides_protocol
 from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
@@ -48,7 +48,7 @@ from . import functorch, generators, new_modules, numbers, operators, pytree  # 
 from .torch import TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
 
 Wrapper = Callable[["VariableBuilder", Any, "Source | None"], VariableTracker]
-WRAPPERS: dict[type, Wrapper] = {}
+WRAPPERS: dict[type, Wrapper] = Registry("builder.WRAPPERS")  # (a type wrapped two ways is refused)
 
 
 def wraps(*types_: type) -> Callable[[Wrapper], Wrapper]:
@@ -322,7 +322,7 @@ def _pin_function(b: VariableBuilder, fn: types.FunctionType, source: Source) ->
     return not per_call
 
 
-@wraps(types.BuiltinFunctionType, types.BuiltinMethodType)
+@wraps(types.BuiltinFunctionType)  # (types.BuiltinMethodType is the same type)
 def _wrap_builtin(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
     # Calls fold or hit a handler (builtins.py); any other builtin is unsupported when called.
     if isinstance(getattr(value, "__self__", None), torch.Tensor):
