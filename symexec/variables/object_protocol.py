@@ -26,8 +26,8 @@ from .base import Registry, VariableTracker, class_static, find_on_class, is_dat
 from .constant import ConstantVariable
 
 # What a builtin callable or an operator does over trackers (``len``, ``operator.mul``...), one
-# handler per callable, registered by the families that model it (``builtins``, ``operators``,
-# ``numbers``, ``stdlib``, ``pytree``). A handler returns the result, or None: not this way
+# handler per callable, registered by the families that model it (``builtin_functions``,
+# ``operators``, ``number_builtins``, ``stdlib``, ``pytree``). A handler returns the result, or None: not this way
 # (``BuiltinVariable`` then folds constants, or the graph breaks).
 Handler = Callable[..., "VariableTracker | None"]
 HANDLERS: dict[Any, Handler] = Registry("object_protocol.HANDLERS")

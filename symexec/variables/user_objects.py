@@ -519,7 +519,7 @@ class ExceptionVariable(VariableTracker):
 
 
 def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """``cls(*args, **kwargs)`` for a user class, while tracing (``misc.construct`` first gives
+    """``cls(*args, **kwargs)`` for a user class, while tracing (``classes.construct`` first gives
     the classes that a higher family models, ModelOutput's, to that family)."""
     if issubclass(cls, BaseException) and not kwargs and not any(
             isinstance(class_static(tx, cls, m), (types.FunctionType, staticmethod)) for m in ("__init__", "__new__")):

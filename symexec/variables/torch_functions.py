@@ -21,7 +21,7 @@ from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
 from .functions import UserFunctionVariable
 from .functorch import TRACED_INTO
-from .misc import CLASS_DATA_ATTRS, UserDefinedClassVariable, construct
+from .classes import CLASS_DATA_ATTRS, UserDefinedClassVariable, construct
 from .new_modules import construct_torch_module
 from .tensor import TensorVariable, record_call
 
