@@ -32,7 +32,7 @@ from .comprehensions import Span, cleanup_block, span_starting_at
 from .exc import Unsupported
 from .resume import live_locals, resume_code
 from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
-from .variables.builtins import PartialVariable
+from .variables.builtin_functions import PartialVariable
 from .variables.nn_module import NNModuleVariable
 
 

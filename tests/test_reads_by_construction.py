@@ -22,13 +22,13 @@ ALLOWED = {
     ("variables/builder.py", "_wrap_partial"): "the MRO of functools.partial itself (immutable)",
     ("variables/constant.py", "ConstantVariable._object_attribute"):
         "Enum's own name/value properties, compared with what the guarded lookup found",
-    ("variables/misc.py", "PythonModuleVariable.var_getattr"):
+    ("variables/classes.py", "PythonModuleVariable.var_getattr"):
         "a module's own dict: a name not in it is guarded so, and its __getattr__ read with a source",
-    ("variables/torch.py", "is_torch_object"): "a module's __name__, to tell torch's (the module pinned by identity)",
+    ("variables/torch_functions.py", "is_torch_object"): "a module's __name__, to tell torch's (the module pinned by identity)",
     ("variables/optimizer.py", "InitGroupVariable._make_state"):
         "whether to make an optimizer's missing state for real before tracing _init_group, which reads it guarded",
     ("variables/base.py", "find_on_class"): "the one guarded class lookup",
-    ("variables/torch.py", "_plain_python_class"):
+    ("variables/torch_functions.py", "_plain_python_class"):
         "the MRO of a torch class pinned by identity, guarded by the lookups before it, and whether its "
         "bases are written in Python (a class's heap-type flag never changes)",
     ("variables/builder.py", "_pin_function"): "a function's own __dict__, guarded empty where it is read",
@@ -41,16 +41,16 @@ ALLOWED = {
     ("variables/lists.py", "NamedTupleVariable.as_python_constant"): "a namedtuple class's _fields/_make",
     ("variables/lists.py", "NamedTupleVariable.reconstruct"): "a namedtuple class's _make, run by generated code",
     ("variables/user_objects.py", "construct"): "a namedtuple class's _fields, fixed when the class is made",
-    ("variables/builtins.py", "_unsupported_check"): "an error message",
-    ("variables/builtins.py", "_class_read"): "an error message",
-    ("variables/misc.py", "<module>"): "the type of a C classmethod (dict.fromkeys), read once at import",
-    ("variables/builtins.py", "_copy"): "the object's __dict__, copied and guarded equal (its class's copy protocol too)",
+    ("variables/builtin_functions.py", "_unsupported_check"): "an error message",
+    ("variables/builtin_functions.py", "_class_read"): "an error message",
+    ("variables/classes.py", "<module>"): "the type of a C classmethod (dict.fromkeys), read once at import",
+    ("variables/builtin_functions.py", "_copy"): "the object's __dict__, copied and guarded equal (its class's copy protocol too)",
     ("variables/constant.py", "wrap_constant"): "the type of a value computed while tracing (not a user object)",
     ("variables/dicts.py", "DictViewVariable._base"):
         "made only where python_override (guarded) found no Python keys/values/items",
     ("variables/dicts.py", "DictViewVariable.call_method"): "the type of a real builtin dict view",
     ("variables/builtin_subclasses.py", "python_override"): "the MRO of the builtin base class (immutable)",
-    ("variables/misc.py", "UserDefinedClassVariable.var_getattr"): "wrapped with the source cls.name: guarded",
+    ("variables/classes.py", "UserDefinedClassVariable.var_getattr"): "wrapped with the source cls.name: guarded",
     ("variables/nn_module.py", "NNModuleVariable.var_getattr"):
         "values wrapped with their source; a class attribute's shadowing is guarded (not_in_instance_dict)",
     ("variables/nn_module.py", "NNModuleVariable._slot"): "a module's _parameters/_modules/_buffers: keys guarded",
@@ -79,7 +79,7 @@ ALLOWED = {
     ("variables/new_modules.py", "NewModuleVariable._settable_now"): "a module the trace made: private to it",
     ("variables/snapshots.py", "_same"): "the snapshot comparison a guard runs",
     ("variables/snapshots.py", "_same_tensor"): "the snapshot comparison a guard runs",
-    ("variables/builtins.py", "<module>"): "the builtins module's callables, read once at import",
+    ("variables/builtin_functions.py", "<module>"): "the builtins module's callables, read once at import",
     ("instructions/loads_stores.py", "IMPORT_NAME"):
         "whether a `from pkg import sub` may import: only decides to break; the names are then read "
         "through guarded attribute loads",

@@ -10,7 +10,7 @@ import operator
 from typing import Any
 
 from ..variables import NULL, BuiltinVariable, ConstantVariable, SliceVariable
-from ..variables.builtins import read_attribute
+from ..variables.builtin_functions import read_attribute
 from ..versions import method_pair
 from .registry import instruction
 

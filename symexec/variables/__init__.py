@@ -5,12 +5,12 @@ family, so importing this package registers everything the families register."""
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable
 from .base import NULL, BoundMethodVariable, NullVariable, VariableTracker
 from .builder import VariableBuilder
-from .builtins import BuiltinVariable
+from .builtin_functions import BuiltinVariable
 from .constant import ConstantVariable, wrap_constant
 from .dicts import ConstDictVariable
 from .functions import CellVariable, NestedUserFunctionVariable, UserFunctionVariable, UserMethodVariable
 from .lists import BaseListVariable, IteratorVariable, ListVariable, SizeVariable, SliceVariable, TupleVariable
-from .misc import SetVariable
+from .sets import SetVariable
 from .operators import identical
 from .tensor import TensorVariable, record_call
 

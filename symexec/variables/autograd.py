@@ -46,7 +46,7 @@ from .base import BoundMethodVariable, VariableTracker, as_proxy, find_on_class
 from .constant import ConstantVariable, is_literal
 from .functions import UserFunctionVariable
 from .lists import TupleVariable
-from .misc import UserDefinedClassVariable
+from .classes import UserDefinedClassVariable
 from .ctx import set_grad_mode
 from .tensor import SymNodeVariable, TensorVariable, wrap_fx_value
 

@@ -27,16 +27,17 @@ from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, It
                       NativeItemSource,
                       PrivateObjectSource, Source, display, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
-from .base import VariableTracker, find_on_class
+from .base import Registry, VariableTracker, find_on_class
 from .builtin_subclasses import ListSubclassVariable, overrides_protocol
-from .builtins import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
+from .builtin_functions import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
 from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base, wrap_tensor_keyed_dict
-from .functions import LruCacheVariable, UserFunctionVariable, UserMethodVariable
+from .functions import GraphBreakVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .model_output import is_model_output_class, wrap_model_output
-from .misc import GraphBreakVariable, PythonModuleVariable, SetVariable, UserDefinedClassVariable
+from .classes import PythonModuleVariable, UserDefinedClassVariable
+from .sets import SetVariable
 from . import numpy_ufuncs
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
@@ -46,11 +47,11 @@ from .tensor import tensor_method
 # The families that only register what they model (handlers of builtins, operators and torch
 # functions, constructors): imported here, the one module that sees every family, so that
 # what is registered does not depend on which module happened to import which.
-from . import functorch, generators, new_modules, numbers, operators, pytree  # noqa: F401
-from .torch import TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
+from . import functorch, generators, new_modules, number_builtins, operators, pytree  # noqa: F401
+from .torch_functions import TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
 
 Wrapper = Callable[["VariableBuilder", Any, "Source | None"], VariableTracker]
-WRAPPERS: dict[type, Wrapper] = {}
+WRAPPERS: dict[type, Wrapper] = Registry("builder.WRAPPERS")  # (a type wrapped two ways is refused)
 
 
 def wraps(*types_: type) -> Callable[[Wrapper], Wrapper]:
@@ -332,9 +333,9 @@ def _pin_function(b: VariableBuilder, fn: types.FunctionType, source: Source) ->
     return not per_call
 
 
-@wraps(types.BuiltinFunctionType, types.BuiltinMethodType)
+@wraps(types.BuiltinFunctionType)  # (types.BuiltinMethodType is the same type)
 def _wrap_builtin(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
-    # Calls fold or hit a handler (builtins.py); any other builtin is unsupported when called.
+    # Calls fold or hit a handler (builtin_functions.py); any other builtin is unsupported when called.
     if isinstance(getattr(value, "__self__", None), torch.Tensor):
         return tensor_method(b.tx, value, source)
     var = BuiltinVariable(value, source)

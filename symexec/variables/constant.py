@@ -191,7 +191,7 @@ def _constant_argument(tx: Any, arg: VariableTracker) -> Any:
 
 
 # Container families register how to wrap a computed value of their type (lists.py, dicts.py,
-# misc.py); a registry keeps this module below them.
+# sets.py, classes.py); a registry keeps this module below them.
 COMPUTED_WRAPPERS: dict[type, Callable[[Any], VariableTracker]] = Registry("constant.COMPUTED_WRAPPERS")
 
 

@@ -235,62 +235,6 @@ class ConstDictVariable(VariableTracker):
         k = next(reversed(items)) if last else next(iter(items))
         value = items.pop(k)
         return TupleVariable([k.var if isinstance(k, Identity) else ConstantVariable(k), value])
-        if name in ("__setitem__", "update", "pop", "setdefault", "__delitem__", "clear", "popitem", "move_to_end"):
-            self.check_replayable(tx)
-            tx.trace.side_effects.mutate(self)
-            if name == "__setitem__":
-                items[_key(args[0], tx)] = args[1]
-            elif name == "update":
-                for other in args:
-                    if isinstance(other, ConstDictVariable):
-                        items.update(other.items)
-                    else:  # pairs
-                        for pair in other.unpack(tx):
-                            key, value = pair.unpack(tx)
-                            items[_key(key, tx)] = value
-                for k, v in kwargs.items():
-                    items[k] = v
-            elif name == "pop":
-                k = _key(args[0], tx)
-                if k in items:
-                    return items.pop(k)
-                if len(args) == 2:
-                    return args[1]
-                raise TracedException(KeyError(k))
-            elif name == "setdefault":
-                k = _key(args[0], tx)
-                if k in items:
-                    return items[k]
-                items[k] = args[1] if len(args) > 1 else ConstantVariable(None)
-                return items[k]
-            elif name == "__delitem__":
-                del items[_key(args[0], tx)]
-            elif name == "clear":
-                items.clear()
-            elif name == "move_to_end":  # OrderedDict's: to the end, or (last=False) to the front
-                bound = _bind(tx, ("key", "last"), (True,), args, kwargs, "move_to_end")
-                k = _key(bound[0], tx)
-                if k not in items:
-                    raise TracedException(KeyError(k))
-                value = items.pop(k)
-                if bound[1].truth(tx):
-                    items[k] = value
-                else:
-                    rest = dict(items)
-                    items.clear()
-                    items[k] = value
-                    items.update(rest)
-            else:  # popitem: the last item (OrderedDict's, with last=False, the first)
-                last = _bind(tx, ("last",), (True,), args, kwargs, "popitem")[0].truth(tx) if ordered else True
-                if args and not ordered:
-                    raise Unsupported("dict.popitem() takes no arguments")
-                if not items:
-                    raise TracedException(KeyError("dictionary is empty" if ordered else "popitem(): dictionary is empty"))
-                k = next(reversed(items)) if last else next(iter(items))
-                value = items.pop(k)
-                return TupleVariable([k.var if isinstance(k, Identity) else ConstantVariable(k), value])
-            return ConstantVariable(None)
-        raise Unsupported(f"method {name!r} of {self.describe()}")
 
     def check_replayable(self, tx: Any) -> None:
         """A change of a dict passed in is replayed by its ``clear`` and ``update``: they must

@@ -552,3 +552,22 @@ def _bind_property(tx: Any, static: Any, obj: VariableTracker | None, cls: type,
 
 DESCRIPTORS.update({types.FunctionType: _bind_function, staticmethod: _bind_staticmethod,
                     classmethod: _bind_classmethod, property: _bind_property})
+
+
+class GraphBreakVariable(VariableTracker):
+    """``symexec.graph_break()``: calling it is where the graph must end."""
+
+    models = types.FunctionType  # ``symexec.graph_break``
+
+    def __init__(self, fn: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn = fn
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.fn)
+
+    def python_type(self) -> type:
+        return type(lambda: None)
+
+    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        raise Unsupported("symexec.graph_break() was called", hint="remove the call to keep one graph")

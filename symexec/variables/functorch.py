@@ -36,7 +36,7 @@ from torch._functorch import predispatch
 
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker, as_proxy
-from .builtins import handler
+from .builtin_functions import handler
 from .constant import ConstantVariable
 from .lists import TupleVariable
 from .pytree import _flatten, _unflatten

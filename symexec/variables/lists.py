@@ -474,14 +474,23 @@ class IteratorVariable(VariableTracker):
         return rest
 
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "__iter__" and not args and not kwargs:
-            return self
-        if name == "__next__" and not args and not kwargs:
-            item = self.next_item()
-            if item is None:
-                raise TracedException(StopIteration())
-            return item
-        raise Unsupported(f"method {name!r} of an iterator")
+        result = None if args or kwargs else self.methods.call(self, tx, name, args, kwargs)
+        if result is None:
+            raise Unsupported(f"method {name!r} of an iterator")
+        return result
+
+    methods = Methods("iterator")
+
+    @methods("__iter__")
+    def _iter(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        return self
+
+    @methods("__next__")
+    def _next(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        item = self.next_item()
+        if item is None:
+            raise TracedException(StopIteration())
+        return item
 
     def reconstruct(self, cg: Any) -> None:
         def remaining() -> list[None]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker
-from .builtins import BuiltinVariable
+from .builtin_functions import BuiltinVariable
 from .constant import NUMPY_SCALAR_TYPES, ConstantVariable, is_literal
 
 try:

@@ -1,6 +1,14 @@
-"""The object protocol: how an attribute of an object is found and bound, as CPython's
-``Objects/object.c`` and ``Objects/typeobject.c`` do it (``PyObject_GenericGetAttr``,
-``_PyType_Lookup``, ``tp_descr_get``), over trackers.
+"""The object protocol over trackers, as CPython's ``Objects/object.c``, ``Objects/typeobject.c``
+and ``Objects/abstract.c`` define it: the floor every tracker family builds on.
+
+- Attribute lookup: ``class_attribute`` (``_PyType_Lookup`` then ``tp_descr_get``: a class
+  attribute found along the MRO, guarded, and bound by its kind) and ``generic_getattr``
+  (``PyObject_GenericGetAttr`` for an object that existed before the call: data descriptor,
+  instance ``__dict__``, class attribute, ``__getattr__``).
+- ``callable``: ``type_is_callable`` (the type's ``__call__``; each family answers
+  ``VariableTracker.is_callable`` from its Python type).
+- Operators and builtins: ``HANDLERS`` (what a builtin callable or an operator does, per
+  callable) and ``call_operator``.
 
 This module sits low: it imports only ``base`` and ``constant`` of the trackers. What a found
 class attribute becomes depends on its kind, and the families that model the kinds register
@@ -26,9 +34,9 @@ from .base import Registry, VariableTracker, class_static, find_on_class, is_dat
 from .constant import ConstantVariable
 
 # What a builtin callable or an operator does over trackers (``len``, ``operator.mul``...), one
-# handler per callable, registered by the families that model it (``builtins``, ``operators``,
-# ``numbers``, ``stdlib``, ``pytree``). A handler returns the result, or None: not this way
-# (``BuiltinVariable`` then folds constants, or the graph breaks).
+# handler per callable, registered by the families that model it (``builtin_functions``,
+# ``operators``, ``number_builtins``, ``stdlib``, ``pytree``). A handler returns the result, or
+# None: not this way (``BuiltinVariable`` then folds constants, or the graph breaks).
 Handler = Callable[..., "VariableTracker | None"]
 HANDLERS: dict[Any, Handler] = Registry("object_protocol.HANDLERS")
 

@@ -1,7 +1,7 @@
 """The ``operator`` module's functions over trackers: arithmetic and comparisons (graph nodes on
 tensors, folded on constants, dunder methods of user objects), ``is``, ``in`` and subscripts.
 The arithmetic instructions reach them through ``BuiltinVariable(operator.add)``; they are
-registered in ``builtins.HANDLERS`` when this module is imported (``variables/__init__.py``).
+registered in ``object_protocol.HANDLERS`` when this module is imported (by ``builder.py``).
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import display
 from .base import VariableTracker
-from .builtins import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPERATORS, BuiltinVariable, Handler,
+from .builtin_functions import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, UNARY_OPERATORS, BuiltinVariable, Handler,
                        handler, in_graph, is_tensor)
 from .constant import ConstantVariable, is_object_constant
 from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
-from .misc import COMPUTED_ALIAS_TYPES, SetVariable, UserDefinedClassVariable
+from .classes import COMPUTED_ALIAS_TYPES, UserDefinedClassVariable
+from .sets import SetVariable
 from .tensor import SymNodeVariable, record_call
 from .base import class_static
 from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase

@@ -21,7 +21,7 @@ from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import PrivateObjectSource, value_of
 from .base import Identity, VariableTracker, class_static
-from .builtins import handler
+from .builtin_functions import handler
 from .constant import ConstantVariable, is_literal
 from .dicts import ConstDictVariable
 from .lists import ListVariable, NamedTupleVariable, TupleVariable

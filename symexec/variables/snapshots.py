@@ -1,6 +1,6 @@
 """Comparing an object's state with a snapshot taken while tracing, in guards.
 
-``copy.deepcopy(obj)`` of an input runs for real while tracing (builtins.py), so the entry is
+``copy.deepcopy(obj)`` of an input runs for real while tracing (builtin_functions.py), so the entry is
 valid while ``obj``'s state still equals what was copied. ``==`` cannot say so for state that
 holds tensors (a module's parameters: elementwise, and ambiguous as a bool), which made every
 call retrace; ``same_state`` compares tensors by metadata and values, containers item by item.

@@ -1,7 +1,7 @@
 """The standard library, modelled on trackers: ``itertools`` over iterables known while
 tracing, ``operator.itemgetter``/``attrgetter``/``methodcaller`` (made inside or passed in),
 ``tuple.__new__`` (a namedtuple's ``_make``), ``dict.fromkeys``, and ``inspect``'s predicates
-and signatures. Handlers register in ``builtins.HANDLERS`` like the builtins'."""
+and signatures. Handlers register in ``object_protocol.HANDLERS`` like the builtins'."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, EnvironItemSource, PrivateObjectSource
 from .base import VariableTracker, class_static
-from .builtins import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, held_elsewhere, run_pure
+from .builtin_functions import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, held_elsewhere, run_pure
 from .dicts import ConstDictVariable
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .functions import UserMethodVariable

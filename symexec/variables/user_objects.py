@@ -18,7 +18,7 @@ from typing import Any
 
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, ObjectAttrSource, PrivateObjectSource, Source
-from .base import DELETED, VariableTracker, class_static, find_on_class
+from .base import DELETED, Methods, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
@@ -437,21 +437,34 @@ class InstanceDictVariable(VariableTracker):
     def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if kwargs:
             raise Unsupported(f"{self.describe()}.{name}() with keyword arguments")
-        if name == "__setitem__" and len(args) == 2:
-            if type(args[0].as_python_constant()) is not str:
-                raise Unsupported(f"a non-str key written into {self.describe()}")
-            self.obj.generic_store(tx, args[0].as_python_constant(), args[1])
-            return ConstantVariable(None)
-        if name in ("__getitem__", "__contains__") and len(args) == 1 or name == "get" and 1 <= len(args) <= 2:
-            found = self._lookup(tx, args[0])
-            if name == "__contains__":
-                return ConstantVariable(found is not None)
-            if found is None and name == "get":
-                return args[1] if len(args) > 1 else ConstantVariable(None)
-            if found is None:
-                raise TracedException(KeyError(args[0].as_python_constant()))
-            return found
-        raise Unsupported(f"calling {name!r} of {self.describe()}")
+        result = self.methods.call(self, tx, name, args, kwargs)
+        if result is None:
+            raise Unsupported(f"calling {name!r} of {self.describe()}")
+        return result
+
+    methods = Methods("an object's __dict__")
+
+    @methods("__setitem__")
+    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) != 2:
+            return None
+        if type(args[0].as_python_constant()) is not str:
+            raise Unsupported(f"a non-str key written into {self.describe()}")
+        self.obj.generic_store(tx, args[0].as_python_constant(), args[1])
+        return ConstantVariable(None)
+
+    @methods("__getitem__", "__contains__", "get")
+    def _read(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        if len(args) not in ((1, 2) if name == "get" else (1,)):
+            return None
+        found = self._lookup(tx, args[0])
+        if name == "__contains__":
+            return ConstantVariable(found is not None)
+        if found is None and name == "get":
+            return args[1] if len(args) > 1 else ConstantVariable(None)
+        if found is None:
+            raise TracedException(KeyError(args[0].as_python_constant()))
+        return found
 
     def reconstruct(self, cg: Any) -> None:
         if self.native:
@@ -519,7 +532,7 @@ class ExceptionVariable(VariableTracker):
 
 
 def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """``cls(*args, **kwargs)`` for a user class, while tracing (``misc.construct`` first gives
+    """``cls(*args, **kwargs)`` for a user class, while tracing (``classes.construct`` first gives
     the classes that a higher family models, ModelOutput's, to that family)."""
     if issubclass(cls, BaseException) and not kwargs and not any(
             isinstance(class_static(tx, cls, m), (types.FunctionType, staticmethod)) for m in ("__init__", "__new__")):

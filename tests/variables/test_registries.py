@@ -6,7 +6,7 @@ import pytest
 
 def test_a_handler_registered_twice_is_refused():
     from symexec.variables.base import Registry
-    from symexec.variables.builtins import HANDLERS
+    from symexec.variables.builtin_functions import HANDLERS
     from symexec.variables.constant import COMPUTED_WRAPPERS
     assert isinstance(HANDLERS, Registry) and isinstance(COMPUTED_WRAPPERS, Registry)
     with pytest.raises(ValueError, match="registered twice"):
@@ -36,7 +36,7 @@ def test_the_object_protocol_sits_below_the_families():
 def test_torch_callables_the_trace_answers_are_one_table():
     import torch
 
-    from symexec.variables import torch as torch_variables
+    from symexec.variables import torch_functions as torch_variables
     from symexec.variables.base import Registry
     table = torch_variables._SPECIAL_CALLS
     assert isinstance(table, Registry)

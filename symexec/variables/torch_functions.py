@@ -21,7 +21,7 @@ from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
 from .functions import UserFunctionVariable
 from .functorch import TRACED_INTO
-from .misc import CLASS_DATA_ATTRS, UserDefinedClassVariable, construct
+from .classes import CLASS_DATA_ATTRS, PythonModuleVariable, UserDefinedClassVariable, construct
 from .new_modules import construct_torch_module
 from .tensor import TensorVariable, record_call
 
@@ -297,23 +297,11 @@ def _pinned_by_identity(value: Any) -> bool:
     return callable(value) and type(value).__module__.startswith("torch.")
 
 
-class TorchModuleVariable(VariableTracker):
-    """``torch``, ``torch.nn.functional``, ...: attribute reads lead to torch functions."""
+class TorchModuleVariable(PythonModuleVariable):
+    """``torch``, ``torch.nn.functional``, ...: attribute reads lead to torch functions, each
+    read guarded by the module's attribute (one check per module)."""
 
     models = types.ModuleType
-
-    def __init__(self, module: types.ModuleType, source: Source | None = None) -> None:
-        super().__init__(source)
-        self.module = module
-
-    def python_type(self) -> type:
-        return types.ModuleType
-
-    def as_python_constant(self) -> Any:
-        return self.module
-
-    def describe(self) -> str:
-        return f"module {self.module.__name__}"
 
     def var_getattr(self, tx: Any, name: str) -> VariableTracker:
         try:
@@ -338,12 +326,6 @@ class TorchModuleVariable(VariableTracker):
             # generated code loads it as a constant (a local that holds it across a break).
             var.source = ConstSource.of(value)
         return var
-
-    def reconstruct(self, cg: Any) -> None:
-        if self.source is not None:
-            self.source.emit_load(cg)
-        else:
-            cg.load_const(self.module)
 
     def __repr__(self) -> str:
         return f"TorchModuleVariable({self.module.__name__})"

@@ -29,7 +29,7 @@ from .dicts import ConstDictVariable, DictViewVariable
 from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, iterator_type,
                     sort_keys)
 from .functions import UserFunctionVariable, UserMethodVariable
-from .misc import SetVariable
+from .sets import SetVariable
 from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
 from .base import Registry, class_static, reachable, subclass_check

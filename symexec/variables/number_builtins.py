@@ -1,7 +1,7 @@
 """Numbers and reductions over items: ``min``/``max`` (symbolic sizes through ``torch.sym_min``
 and ``sym_max``), ``sum``, ``pow``, ``any``/``all``, and the conversions ``int``, ``float``,
 ``str``, ``complex`` (a symbolic number stays symbolic; a tensor's value is not read). Handlers
-register in ``builtins.HANDLERS`` like the builtins'."""
+register in ``object_protocol.HANDLERS`` like the builtins'."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 
 from ..exc import Unsupported
 from .base import VariableTracker
-from .builtins import HANDLERS, BuiltinVariable, Handler, handler, in_graph, is_tensor
+from .builtin_functions import HANDLERS, BuiltinVariable, Handler, handler, in_graph, is_tensor
 from .constant import ConstantVariable
 from .lists import items_one_by_one, sort_keys
 from .tensor import SymNodeVariable, record_call
