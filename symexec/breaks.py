@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 from bytecode import Instr, Label, TryBegin
@@ -35,6 +35,9 @@ from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, V
 from .variables.builtin_functions import PartialVariable
 from .variables.nn_module import NNModuleVariable
 
+if TYPE_CHECKING:  # pragma: no cover - typing only (the translator drives this module)
+    from .translator import InstructionTranslator
+
 
 @dataclass
 class _Outcome:
@@ -46,7 +49,7 @@ class _Outcome:
 
 
 class BreakPlan:
-    def __init__(self, tx: Any, reason: Unsupported) -> None:
+    def __init__(self, tx: InstructionTranslator, reason: Unsupported) -> None:
         self.tx = tx
         self.reason = reason
         self.index = tx.ip

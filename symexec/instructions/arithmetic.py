@@ -7,6 +7,7 @@ from typing import Any
 
 from bytecode import BinaryOp, Compare
 
+from ..context import HandlerContext
 from ..variables import BuiltinVariable, ConstantVariable
 from .jumps import as_bool
 from .registry import instruction
@@ -33,32 +34,32 @@ UNARY_OPS = {
 }
 
 
-def _call(fn: Any, tx: Any, *args: Any) -> Any:
+def _call(fn: Any, tx: HandlerContext, *args: Any) -> Any:
     return BuiltinVariable(fn).call_function(tx, list(args), {})
 
 
 @instruction("BINARY_OP", pops=2, pushes=1)
-def BINARY_OP(tx: Any, inst: Any, a: Any, b: Any) -> Any:
+def BINARY_OP(tx: HandlerContext, inst: Any, a: Any, b: Any) -> Any:
     return _call(BINARY_OPS[inst.arg], tx, a, b)
 
 
 @instruction("COMPARE_OP", pops=2, pushes=1)
-def COMPARE_OP(tx: Any, inst: Any, a: Any, b: Any) -> Any:
+def COMPARE_OP(tx: HandlerContext, inst: Any, a: Any, b: Any) -> Any:
     result = _call(COMPARE_OPS[inst.arg], tx, a, b)
     return as_bool(tx, result) if inst.arg.name.endswith("_CAST") else result
 
 
 @instruction(*UNARY_OPS, pops=1, pushes=1)
-def UNARY(tx: Any, inst: Any, a: Any) -> Any:
+def UNARY(tx: HandlerContext, inst: Any, a: Any) -> Any:
     return _call(UNARY_OPS[inst.name], tx, a)
 
 
 @instruction("IS_OP", pops=2, pushes=1)
-def IS_OP(tx: Any, inst: Any, a: Any, b: Any) -> Any:
+def IS_OP(tx: HandlerContext, inst: Any, a: Any, b: Any) -> Any:
     return _call(operator.is_not if inst.arg else operator.is_, tx, a, b)
 
 
 @instruction("CONTAINS_OP", pops=2, pushes=1)
-def CONTAINS_OP(tx: Any, inst: Any, item: Any, container: Any) -> Any:
+def CONTAINS_OP(tx: HandlerContext, inst: Any, item: Any, container: Any) -> Any:
     found = _call(operator.contains, tx, container, item)
     return ConstantVariable(not found.as_python_constant()) if inst.arg else found

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..context import HandlerContext
 from ..exc import TracedException, Unsupported
 from ..variables import ConstantVariable, NestedUserFunctionVariable, NullVariable, wrap_constant
 from ..variables.user_objects import ExceptionVariable, ObjectVariableBase
@@ -24,7 +25,7 @@ def _callable_and_args(first: Any, second: Any, args: tuple) -> tuple[Any, list[
     return first, [second, *args]
 
 
-def _call(tx: Any, first: Any, second: Any, args: tuple, kw_names: tuple) -> Any:
+def _call(tx: HandlerContext, first: Any, second: Any, args: tuple, kw_names: tuple) -> Any:
     fn, positional = _callable_and_args(first, second, args)
     kwargs = {}
     if kw_names:
@@ -34,24 +35,24 @@ def _call(tx: Any, first: Any, second: Any, args: tuple, kw_names: tuple) -> Any
 
 
 @instruction("KW_NAMES")
-def KW_NAMES(tx: Any, inst: Any) -> None:
+def KW_NAMES(tx: HandlerContext, inst: Any) -> None:
     tx.kw_names = inst.arg
 
 
 @instruction("CALL", pops=lambda n: n + 2, pushes=1)
-def CALL(tx: Any, inst: Any, first: Any, second: Any, *args: Any) -> Any:
+def CALL(tx: HandlerContext, inst: Any, first: Any, second: Any, *args: Any) -> Any:
     kw_names, tx.kw_names = tx.kw_names, ()
     return _call(tx, first, second, args, kw_names)
 
 
 @instruction("CALL_KW", pops=lambda n: n + 3, pushes=1)
-def CALL_KW(tx: Any, inst: Any, first: Any, second: Any, *args_and_names: Any) -> Any:
+def CALL_KW(tx: HandlerContext, inst: Any, first: Any, second: Any, *args_and_names: Any) -> Any:
     *args, names = args_and_names
     return _call(tx, first, second, tuple(args), names.as_python_constant())
 
 
 @instruction("CALL_FUNCTION_EX", pops=lambda flags: 3 + (flags & 1), pushes=1)
-def CALL_FUNCTION_EX(tx: Any, inst: Any, first: Any, second: Any, args: Any, kwargs: Any = None) -> Any:
+def CALL_FUNCTION_EX(tx: HandlerContext, inst: Any, first: Any, second: Any, args: Any, kwargs: Any = None) -> Any:
     if isinstance(first, NullVariable):
         fn = second
     elif isinstance(second, NullVariable):
@@ -70,7 +71,7 @@ def _flags(arg: Any) -> int:
 
 
 @instruction("MAKE_FUNCTION", pops=lambda flags: 1 + bin(_flags(flags) & 0x0F).count("1"), pushes=1)
-def MAKE_FUNCTION(tx: Any, inst: Any, *values: Any) -> Any:
+def MAKE_FUNCTION(tx: HandlerContext, inst: Any, *values: Any) -> Any:
     flags = _flags(inst.arg)
     values_left = list(values)
     code = values_left.pop().as_python_constant()
@@ -85,7 +86,7 @@ def MAKE_FUNCTION(tx: Any, inst: Any, *values: Any) -> Any:
 
 
 @instruction("SET_FUNCTION_ATTRIBUTE", pops=2, pushes=1)
-def SET_FUNCTION_ATTRIBUTE(tx: Any, inst: Any, value: Any, fn: Any) -> Any:
+def SET_FUNCTION_ATTRIBUTE(tx: HandlerContext, inst: Any, value: Any, fn: Any) -> Any:
     flag = int(inst.arg)
     if flag == 0x01:
         fn.defaults = value
@@ -98,42 +99,42 @@ def SET_FUNCTION_ATTRIBUTE(tx: Any, inst: Any, value: Any, fn: Any) -> Any:
 
 
 @instruction("RETURN_VALUE", pops=1)
-def RETURN_VALUE(tx: Any, inst: Any, value: Any) -> None:
+def RETURN_VALUE(tx: HandlerContext, inst: Any, value: Any) -> None:
     tx.finish(value)
 
 
 @instruction("RETURN_CONST")
-def RETURN_CONST(tx: Any, inst: Any) -> None:
+def RETURN_CONST(tx: HandlerContext, inst: Any) -> None:
     tx.finish(wrap_constant(inst.arg))
 
 
 @instruction("RETURN_GENERATOR", pushes=1)
-def RETURN_GENERATOR(tx: Any, inst: Any) -> Any:
+def RETURN_GENERATOR(tx: HandlerContext, inst: Any) -> Any:
     # CPython returns the generator here and, on the first resume, pushes the value sent in
     # (None), which the POP_TOP that follows discards; dis books that push to no instruction.
     return ConstantVariable(None)
 
 
 @instruction("YIELD_VALUE", pops=1, pushes=1)
-def YIELD_VALUE(tx: Any, inst: Any, value: Any) -> Any:
+def YIELD_VALUE(tx: HandlerContext, inst: Any, value: Any) -> Any:
     tx.yield_value(value)
     return ConstantVariable(None)  # what send() passes back in: next() sends None
 
 
 @instruction("END_SEND", pops=2, pushes=1)
-def END_SEND(tx: Any, inst: Any, receiver: Any, value: Any) -> Any:
+def END_SEND(tx: HandlerContext, inst: Any, receiver: Any, value: Any) -> Any:
     return value
 
 
 @instruction("CLEANUP_THROW", pops=3, pushes=2)
-def CLEANUP_THROW(tx: Any, inst: Any, *values: Any) -> None:
+def CLEANUP_THROW(tx: HandlerContext, inst: Any, *values: Any) -> None:
     # Reached only when an exception is thrown into a ``yield from``; the inner generator of
     # an inlined one already ran to completion.
     raise Unsupported("an exception thrown into a `yield from` of an inlined generator")
 
 
 @instruction("BEFORE_WITH", pops=1, pushes=2)
-def BEFORE_WITH(tx: Any, inst: Any, manager: Any) -> tuple:
+def BEFORE_WITH(tx: HandlerContext, inst: Any, manager: Any) -> tuple:
     enter = getattr(manager, "enter", None)
     if enter is None and isinstance(manager, ObjectVariableBase) and manager.has_python_method(tx, "__enter__") \
             and manager.has_python_method(tx, "__exit__") and not type(manager.python_type()).__module__.startswith("torch") \
@@ -146,7 +147,7 @@ def BEFORE_WITH(tx: Any, inst: Any, manager: Any) -> tuple:
 
 
 @instruction("RAISE_VARARGS", pops=lambda argc: argc)
-def RAISE_VARARGS(tx: Any, inst: Any, *exception: Any) -> None:
+def RAISE_VARARGS(tx: HandlerContext, inst: Any, *exception: Any) -> None:
     # Raised in the trace, it unwinds to a handler of the traced code; unhandled, the graph
     # breaks and CPython raises it for real, with the user's own traceback.
     if not exception:
@@ -157,44 +158,44 @@ def RAISE_VARARGS(tx: Any, inst: Any, *exception: Any) -> None:
 
 
 @instruction("RERAISE", pops=1)
-def RERAISE(tx: Any, inst: Any, exception: Any) -> None:
+def RERAISE(tx: HandlerContext, inst: Any, exception: Any) -> None:
     raise TracedException(exception)
 
 
 @instruction("PUSH_EXC_INFO", pops=1, pushes=2)
-def PUSH_EXC_INFO(tx: Any, inst: Any, exception: Any) -> tuple:
+def PUSH_EXC_INFO(tx: HandlerContext, inst: Any, exception: Any) -> tuple:
     previous = tx.exc_info if tx.exc_info is not None else ConstantVariable(None)
     tx.exc_info = exception
     return previous, exception
 
 
 @instruction("POP_EXCEPT", pops=1)
-def POP_EXCEPT(tx: Any, inst: Any, previous: Any) -> None:
+def POP_EXCEPT(tx: HandlerContext, inst: Any, previous: Any) -> None:
     tx.exc_info = None if previous.is_python_constant() and previous.as_python_constant() is None else previous
 
 
 @instruction("CHECK_EG_MATCH", pops=2, pushes=2)
-def CHECK_EG_MATCH(tx: Any, inst: Any, exception: Any, classes: Any) -> None:
+def CHECK_EG_MATCH(tx: HandlerContext, inst: Any, exception: Any, classes: Any) -> None:
     raise Unsupported("`except*` (the graph breaks; CPython splits the exception group)")
 
 
 @instruction("PREP_RERAISE_STAR", pops=2, pushes=1)
-def PREP_RERAISE_STAR(tx: Any, inst: Any, original: Any, raised: Any) -> None:
+def PREP_RERAISE_STAR(tx: HandlerContext, inst: Any, original: Any, raised: Any) -> None:
     raise Unsupported("`except*` (the graph breaks; CPython splits the exception group)")
 
 
 @instruction("CHECK_EXC_MATCH", pops=2, pushes=2)
-def CHECK_EXC_MATCH(tx: Any, inst: Any, exception: Any, classes: Any) -> tuple:
+def CHECK_EXC_MATCH(tx: HandlerContext, inst: Any, exception: Any, classes: Any) -> tuple:
     return exception, ConstantVariable(issubclass(exception.python_type(), classes.as_python_constant()))
 
 
 @instruction("WITH_EXCEPT_START", pushes=1)
-def WITH_EXCEPT_START(tx: Any, inst: Any) -> Any:
+def WITH_EXCEPT_START(tx: HandlerContext, inst: Any) -> Any:
     # Stack: exit, lasti, previous exception, exception: call exit(type, exception, traceback).
     exit_fn, exception = tx.peek(4), tx.peek(1)
     return exit_fn.call_function(tx, [tx.wrap(exception.python_type(), None), exception, ConstantVariable(None)], {})
 
 
 @instruction("LOAD_ASSERTION_ERROR", pushes=1)
-def LOAD_ASSERTION_ERROR(tx: Any, inst: Any) -> Any:
+def LOAD_ASSERTION_ERROR(tx: HandlerContext, inst: Any) -> Any:
     return tx.wrap(AssertionError, None)

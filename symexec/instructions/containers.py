@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..context import HandlerContext
 from ..exc import Unsupported
 from ..variables import (
     ConstantVariable, ConstDictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable,
@@ -12,38 +13,38 @@ from .registry import instruction
 
 
 @instruction("BUILD_TUPLE", pops=lambda n: n, pushes=1)
-def BUILD_TUPLE(tx: Any, inst: Any, *items: Any) -> Any:
+def BUILD_TUPLE(tx: HandlerContext, inst: Any, *items: Any) -> Any:
     return TupleVariable(list(items))
 
 
 @instruction("BUILD_LIST", pops=lambda n: n, pushes=1)
-def BUILD_LIST(tx: Any, inst: Any, *items: Any) -> Any:
+def BUILD_LIST(tx: HandlerContext, inst: Any, *items: Any) -> Any:
     return ListVariable(list(items))
 
 
 @instruction("BUILD_SET", pops=lambda n: n, pushes=1)
-def BUILD_SET(tx: Any, inst: Any, *items: Any) -> Any:
+def BUILD_SET(tx: HandlerContext, inst: Any, *items: Any) -> Any:
     return SetVariable(list(items), tx=tx)
 
 
 @instruction("BUILD_MAP", pops=lambda n: 2 * n, pushes=1)
-def BUILD_MAP(tx: Any, inst: Any, *flat: Any) -> Any:
+def BUILD_MAP(tx: HandlerContext, inst: Any, *flat: Any) -> Any:
     return ConstDictVariable({flat[i].as_python_constant(): flat[i + 1] for i in range(0, len(flat), 2)})
 
 
 @instruction("BUILD_CONST_KEY_MAP", pops=lambda n: n + 1, pushes=1)
-def BUILD_CONST_KEY_MAP(tx: Any, inst: Any, *values_and_keys: Any) -> Any:
+def BUILD_CONST_KEY_MAP(tx: HandlerContext, inst: Any, *values_and_keys: Any) -> Any:
     *values, keys = values_and_keys
     return ConstDictVariable(dict(zip(keys.as_python_constant(), values)))
 
 
 @instruction("BUILD_STRING", pops=lambda n: n, pushes=1)
-def BUILD_STRING(tx: Any, inst: Any, *parts: Any) -> Any:
+def BUILD_STRING(tx: HandlerContext, inst: Any, *parts: Any) -> Any:
     return ConstantVariable("".join(p.as_python_constant() for p in parts))
 
 
 @instruction("BUILD_SLICE", pops=lambda n: n, pushes=1)
-def BUILD_SLICE(tx: Any, inst: Any, *parts: Any) -> Any:
+def BUILD_SLICE(tx: HandlerContext, inst: Any, *parts: Any) -> Any:
     return SliceVariable(*parts) if len(parts) == 3 else SliceVariable(*parts, ConstantVariable(None))
 
 
@@ -58,58 +59,58 @@ def _format(value: Any, spec: Any, conversion: int = 0) -> Any:
 
 
 @instruction("FORMAT_VALUE", pops=lambda flags: 2 if flags & 0x04 else 1, pushes=1)
-def FORMAT_VALUE(tx: Any, inst: Any, value: Any, spec: Any = None) -> Any:
+def FORMAT_VALUE(tx: HandlerContext, inst: Any, value: Any, spec: Any = None) -> Any:
     return _format(value, spec, inst.arg & 0x03)
 
 
 # 3.13 splits FORMAT_VALUE: CONVERT_VALUE (!s, !r, !a), then FORMAT_SIMPLE or FORMAT_WITH_SPEC.
 @instruction("CONVERT_VALUE", pops=1, pushes=1)
-def CONVERT_VALUE(tx: Any, inst: Any, value: Any) -> Any:
+def CONVERT_VALUE(tx: HandlerContext, inst: Any, value: Any) -> Any:
     return ConstantVariable(_CONVERSIONS[int(inst.arg)](value.as_python_constant()))
 
 
 @instruction("FORMAT_SIMPLE", pops=1, pushes=1)
-def FORMAT_SIMPLE(tx: Any, inst: Any, value: Any) -> Any:
+def FORMAT_SIMPLE(tx: HandlerContext, inst: Any, value: Any) -> Any:
     return _format(value, None)
 
 
 @instruction("FORMAT_WITH_SPEC", pops=2, pushes=1)
-def FORMAT_WITH_SPEC(tx: Any, inst: Any, value: Any, spec: Any) -> Any:
+def FORMAT_WITH_SPEC(tx: HandlerContext, inst: Any, value: Any, spec: Any) -> Any:
     return _format(value, spec)
 
 
 @instruction("LIST_APPEND", pops=1)
-def LIST_APPEND(tx: Any, inst: Any, item: Any) -> None:
+def LIST_APPEND(tx: HandlerContext, inst: Any, item: Any) -> None:
     tx.peek(inst.arg).call_method(tx, "append", [item], {})
 
 
 @instruction("LIST_EXTEND", pops=1)
-def LIST_EXTEND(tx: Any, inst: Any, items: Any) -> None:
+def LIST_EXTEND(tx: HandlerContext, inst: Any, items: Any) -> None:
     tx.peek(inst.arg).call_method(tx, "extend", [items], {})
 
 
 @instruction("LIST_TO_TUPLE", pops=1, pushes=1)
-def LIST_TO_TUPLE(tx: Any, inst: Any, lst: Any) -> Any:
+def LIST_TO_TUPLE(tx: HandlerContext, inst: Any, lst: Any) -> Any:
     return TupleVariable(lst.unpack(tx))
 
 
 @instruction("SET_ADD", pops=1)
-def SET_ADD(tx: Any, inst: Any, item: Any) -> None:
+def SET_ADD(tx: HandlerContext, inst: Any, item: Any) -> None:
     tx.peek(inst.arg).call_method(tx, "add", [item], {})
 
 
 @instruction("SET_UPDATE", pops=1)
-def SET_UPDATE(tx: Any, inst: Any, items: Any) -> None:
+def SET_UPDATE(tx: HandlerContext, inst: Any, items: Any) -> None:
     tx.peek(inst.arg).call_method(tx, "update", [items], {})
 
 
 @instruction("MAP_ADD", pops=2)
-def MAP_ADD(tx: Any, inst: Any, key: Any, value: Any) -> None:
+def MAP_ADD(tx: HandlerContext, inst: Any, key: Any, value: Any) -> None:
     tx.peek(inst.arg).call_method(tx, "__setitem__", [key, value], {})
 
 
 @instruction("DICT_UPDATE", "DICT_MERGE", pops=1)
-def DICT_UPDATE(tx: Any, inst: Any, other: Any) -> None:
+def DICT_UPDATE(tx: HandlerContext, inst: Any, other: Any) -> None:
     target = tx.peek(inst.arg)
     if inst.name == "DICT_MERGE" and isinstance(other, ConstDictVariable):
         duplicate = target.items.keys() & other.items.keys()
@@ -119,7 +120,7 @@ def DICT_UPDATE(tx: Any, inst: Any, other: Any) -> None:
 
 
 @instruction("UNPACK_SEQUENCE", pops=1, pushes=lambda n: n)
-def UNPACK_SEQUENCE(tx: Any, inst: Any, seq: Any) -> tuple:
+def UNPACK_SEQUENCE(tx: HandlerContext, inst: Any, seq: Any) -> tuple:
     items = seq.unpack(tx)
     if len(items) != inst.arg:
         raise Unsupported(f"ValueError: unpacking {len(items)} values into {inst.arg}")
@@ -127,7 +128,7 @@ def UNPACK_SEQUENCE(tx: Any, inst: Any, seq: Any) -> tuple:
 
 
 @instruction("UNPACK_EX", pops=1, pushes=lambda arg: (arg & 0xFF) + (arg >> 8) + 1)
-def UNPACK_EX(tx: Any, inst: Any, seq: Any) -> tuple:
+def UNPACK_EX(tx: HandlerContext, inst: Any, seq: Any) -> tuple:
     before, after = inst.arg & 0xFF, inst.arg >> 8
     items = seq.unpack(tx)
     if len(items) < before + after:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from ..context import HandlerContext
 from ..exc import Unsupported
 from ..variables import BuiltinVariable, TupleVariable
 from ..variables.generators import stop_iteration_error
 from .registry import instruction
 
 
-def _stop_iteration_error(tx: Any, exception: Any) -> Any:
+def _stop_iteration_error(tx: HandlerContext, exception: Any) -> Any:
     # A generator's body is wrapped in a handler that turns a StopIteration escaping it into
     # RuntimeError (PEP 479) and lets any other exception through.
     if issubclass(exception.python_type(), StopIteration):
@@ -31,7 +32,7 @@ _INTRINSICS_1 = {
 
 
 @instruction("CALL_INTRINSIC_1", pops=1, pushes=1)
-def CALL_INTRINSIC_1(tx: Any, inst: Any, value: Any) -> Any:
+def CALL_INTRINSIC_1(tx: HandlerContext, inst: Any, value: Any) -> Any:
     intrinsic = _INTRINSICS_1.get(inst.arg.name)
     if intrinsic is None:
         raise Unsupported(f"the intrinsic {inst.arg.name} (the graph breaks; CPython runs it)")
@@ -39,5 +40,5 @@ def CALL_INTRINSIC_1(tx: Any, inst: Any, value: Any) -> Any:
 
 
 @instruction("CALL_INTRINSIC_2", pops=2, pushes=1)
-def CALL_INTRINSIC_2(tx: Any, inst: Any, first: Any, second: Any) -> Any:
+def CALL_INTRINSIC_2(tx: HandlerContext, inst: Any, first: Any, second: Any) -> Any:
     raise Unsupported(f"the intrinsic {inst.arg.name} (the graph breaks; CPython runs it)")

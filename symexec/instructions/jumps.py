@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..context import HandlerContext
 from ..exc import Unsupported
 from ..variables import ConstantVariable, IteratorVariable, identical
 from ..versions import V
@@ -20,7 +21,7 @@ _NONE = ConstantVariable(None)
 TRUTH_CONSUMERS = frozenset({"POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "UNARY_NOT"})
 
 
-def as_bool(tx: Any, value: Any) -> Any:
+def as_bool(tx: HandlerContext, value: Any) -> Any:
     """``bool(value)``, deferred to the next instruction where that one takes the truth anyway."""
     if tx.program.instructions[tx.ip].name in TRUTH_CONSUMERS:
         return value
@@ -28,18 +29,18 @@ def as_bool(tx: Any, value: Any) -> Any:
 
 
 @instruction("TO_BOOL", pops=1, pushes=1)
-def TO_BOOL(tx: Any, inst: Any, value: Any) -> Any:
+def TO_BOOL(tx: HandlerContext, inst: Any, value: Any) -> Any:
     return as_bool(tx, value)
 
 
 @instruction("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_NO_INTERRUPT", "JUMP")
-def JUMP(tx: Any, inst: Any) -> None:
+def JUMP(tx: HandlerContext, inst: Any) -> None:
     tx.jump(inst.arg)
 
 
 def _register_pop_jump(names: tuple[str, ...], taken: Any) -> None:
     @instruction(*names, pops=1)
-    def pop_jump(tx: Any, inst: Any, value: Any) -> None:
+    def pop_jump(tx: HandlerContext, inst: Any, value: Any) -> None:
         if taken(tx, value):
             tx.jump(inst.arg)
 
@@ -55,7 +56,7 @@ _register_pop_jump(("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NO
 
 
 @instruction("JUMP_IF_TRUE_OR_POP", pops=1)
-def JUMP_IF_TRUE_OR_POP(tx: Any, inst: Any, value: Any) -> Any:
+def JUMP_IF_TRUE_OR_POP(tx: HandlerContext, inst: Any, value: Any) -> Any:
     if value.truth(tx):
         tx.jump(inst.arg)
         return value  # the jump keeps the value on the stack
@@ -63,7 +64,7 @@ def JUMP_IF_TRUE_OR_POP(tx: Any, inst: Any, value: Any) -> Any:
 
 
 @instruction("JUMP_IF_FALSE_OR_POP", pops=1)
-def JUMP_IF_FALSE_OR_POP(tx: Any, inst: Any, value: Any) -> Any:
+def JUMP_IF_FALSE_OR_POP(tx: HandlerContext, inst: Any, value: Any) -> Any:
     if not value.truth(tx):
         tx.jump(inst.arg)
         return value
@@ -71,12 +72,12 @@ def JUMP_IF_FALSE_OR_POP(tx: Any, inst: Any, value: Any) -> Any:
 
 
 @instruction("GET_ITER", pops=1, pushes=1)
-def GET_ITER(tx: Any, inst: Any, iterable: Any) -> Any:
+def GET_ITER(tx: HandlerContext, inst: Any, iterable: Any) -> Any:
     return iterable if isinstance(iterable, IteratorVariable) else IteratorVariable(iterable.unpack(tx))
 
 
 @instruction("FOR_ITER", pops=1, pushes=2)
-def FOR_ITER(tx: Any, inst: Any, iterator: Any) -> Any:
+def FOR_ITER(tx: HandlerContext, inst: Any, iterator: Any) -> Any:
     if not isinstance(iterator, IteratorVariable):
         raise Unsupported(f"iterating {iterator.describe()} passed in (a {iterator.python_type().__name__})")
     item = iterator.next_item()
@@ -87,17 +88,17 @@ def FOR_ITER(tx: Any, inst: Any, iterator: Any) -> Any:
 
 
 @instruction("END_FOR", pops=V.end_for_pops)
-def END_FOR(tx: Any, inst: Any, *slots: Any) -> None:
+def END_FOR(tx: HandlerContext, inst: Any, *slots: Any) -> None:
     return None
 
 
 @instruction("GET_YIELD_FROM_ITER", pops=1, pushes=1)
-def GET_YIELD_FROM_ITER(tx: Any, inst: Any, iterable: Any) -> Any:
+def GET_YIELD_FROM_ITER(tx: HandlerContext, inst: Any, iterable: Any) -> Any:
     return iterable if isinstance(iterable, IteratorVariable) else IteratorVariable(iterable.unpack(tx))
 
 
 @instruction("SEND", pops=2, pushes=2)
-def SEND(tx: Any, inst: Any, iterator: Any, value: Any) -> Any:
+def SEND(tx: HandlerContext, inst: Any, iterator: Any, value: Any) -> Any:
     # `yield from`: the inner generator ran to completion when it was called (its items are
     # known), so only None is ever sent; each item is yielded in turn, then its result is None.
     item = iterator.next_item() if isinstance(iterator, IteratorVariable) else None

@@ -12,6 +12,7 @@ import importlib.util
 import sys
 from typing import Any
 
+from ..context import HandlerContext
 from ..exc import Unsupported
 from ..source import ConstSource
 from ..variables import NULL, CellVariable, wrap_constant
@@ -21,7 +22,7 @@ from ..versions import global_null_order
 from .registry import instruction
 
 
-def _load(tx: Any, name: Any) -> Any:
+def _load(tx: HandlerContext, name: Any) -> Any:
     # 3.13: LOAD_FAST of a cell (a CellVar/FreeVar, or the name of an argument that is also a
     # cell) is the old LOAD_CLOSURE.
     if not isinstance(name, str):
@@ -31,7 +32,7 @@ def _load(tx: Any, name: Any) -> Any:
     return tx.get_local(name)
 
 
-def _store(tx: Any, name: str, value: Any) -> None:
+def _store(tx: HandlerContext, name: str, value: Any) -> None:
     if isinstance(value, NullVariable):  # what LOAD_FAST_AND_CLEAR saved: the name was unbound
         tx.delete_local(name)
         return
@@ -40,50 +41,50 @@ def _store(tx: Any, name: str, value: Any) -> None:
 
 
 @instruction("LOAD_FAST", "LOAD_FAST_CHECK", pushes=1)
-def LOAD_FAST(tx: Any, inst: Any) -> Any:
+def LOAD_FAST(tx: HandlerContext, inst: Any) -> Any:
     return _load(tx, inst.arg)
 
 
 @instruction("LOAD_FAST_AND_CLEAR", pushes=1)
-def LOAD_FAST_AND_CLEAR(tx: Any, inst: Any) -> Any:
+def LOAD_FAST_AND_CLEAR(tx: HandlerContext, inst: Any) -> Any:
     value = tx.get_local(inst.arg) if tx.has_local(inst.arg) else NULL
     tx.delete_local(inst.arg)
     return value
 
 
 @instruction("LOAD_FAST_LOAD_FAST", pushes=2)
-def LOAD_FAST_LOAD_FAST(tx: Any, inst: Any) -> tuple:
+def LOAD_FAST_LOAD_FAST(tx: HandlerContext, inst: Any) -> tuple:
     first, second = inst.arg
     return _load(tx, first), _load(tx, second)
 
 
 @instruction("STORE_FAST", pops=1)
-def STORE_FAST(tx: Any, inst: Any, value: Any) -> None:
+def STORE_FAST(tx: HandlerContext, inst: Any, value: Any) -> None:
     _store(tx, inst.arg, value)
 
 
 @instruction("STORE_FAST_LOAD_FAST", pops=1, pushes=1)
-def STORE_FAST_LOAD_FAST(tx: Any, inst: Any, value: Any) -> Any:
+def STORE_FAST_LOAD_FAST(tx: HandlerContext, inst: Any, value: Any) -> Any:
     stored, loaded = inst.arg
     _store(tx, stored, value)
     return _load(tx, loaded)
 
 
 @instruction("STORE_FAST_STORE_FAST", pops=2)
-def STORE_FAST_STORE_FAST(tx: Any, inst: Any, below: Any, top: Any) -> None:
+def STORE_FAST_STORE_FAST(tx: HandlerContext, inst: Any, below: Any, top: Any) -> None:
     first, second = inst.arg  # the top of the stack goes to the first name
     _store(tx, first, top)
     _store(tx, second, below)
 
 
 @instruction("DELETE_FAST")
-def DELETE_FAST(tx: Any, inst: Any) -> None:
+def DELETE_FAST(tx: HandlerContext, inst: Any) -> None:
     tx.get_local(inst.arg)  # raises like CPython when unbound
     tx.delete_local(inst.arg)
 
 
 @instruction("LOAD_CONST", pushes=1)
-def LOAD_CONST(tx: Any, inst: Any) -> Any:
+def LOAD_CONST(tx: HandlerContext, inst: Any) -> Any:
     value = inst.arg
     if type(value).__name__ == "code":
         return ConstantVariable(value)  # consumed by MAKE_FUNCTION
@@ -91,24 +92,24 @@ def LOAD_CONST(tx: Any, inst: Any) -> Any:
 
 
 @instruction("LOAD_GLOBAL", pushes=lambda arg: 1 + bool(arg[0]))
-def LOAD_GLOBAL(tx: Any, inst: Any) -> Any:
+def LOAD_GLOBAL(tx: HandlerContext, inst: Any) -> Any:
     push_null, name = inst.arg
     value = tx.load_global(name)
     return global_null_order(NULL, value) if push_null else value
 
 
 @instruction("STORE_GLOBAL", pops=1)
-def STORE_GLOBAL(tx: Any, inst: Any, value: Any) -> None:
+def STORE_GLOBAL(tx: HandlerContext, inst: Any, value: Any) -> None:
     tx.store_global(inst.arg, value)
 
 
 @instruction("DELETE_GLOBAL")
-def DELETE_GLOBAL(tx: Any, inst: Any) -> None:
+def DELETE_GLOBAL(tx: HandlerContext, inst: Any) -> None:
     raise Unsupported(f"deleting the global {inst.arg!r} (the graph breaks; CPython deletes it)")
 
 
 @instruction("IMPORT_NAME", pops=2, pushes=1)
-def IMPORT_NAME(tx: Any, inst: Any, level: Any, fromlist: Any) -> Any:
+def IMPORT_NAME(tx: HandlerContext, inst: Any, level: Any, fromlist: Any) -> Any:
     # A module imported inside the function: the one imported for real (import runs code
     # only the first time, and the trace must not be the first time: eager would run it too).
     name = _absolute_name(tx, inst.arg, level.as_python_constant())
@@ -139,7 +140,7 @@ def _import_torch_module(name: str) -> Any:
         return None
 
 
-def _absolute_name(tx: Any, name: str, level: int) -> str:
+def _absolute_name(tx: HandlerContext, name: str, level: int) -> str:
     """The module a (relative) import names, as CPython resolves it from the function's
     module: ``__package__``, else ``__spec__.parent``, else from ``__name__``."""
     if level == 0:
@@ -160,12 +161,12 @@ def _absolute_name(tx: Any, name: str, level: int) -> str:
 
 
 @instruction("IMPORT_FROM", pops=1, pushes=2)
-def IMPORT_FROM(tx: Any, inst: Any, module: Any) -> tuple:
+def IMPORT_FROM(tx: HandlerContext, inst: Any, module: Any) -> tuple:
     return module, module.var_getattr(tx, inst.arg)
 
 
 @instruction("MAKE_CELL")
-def MAKE_CELL(tx: Any, inst: Any) -> None:
+def MAKE_CELL(tx: HandlerContext, inst: Any) -> None:
     name = inst.arg.name
     contents = tx.get_local(name) if tx.has_local(name) else None
     if contents is not None:
@@ -174,12 +175,12 @@ def MAKE_CELL(tx: Any, inst: Any) -> None:
 
 
 @instruction("LOAD_CLOSURE", pushes=1)
-def LOAD_CLOSURE(tx: Any, inst: Any) -> Any:
+def LOAD_CLOSURE(tx: HandlerContext, inst: Any) -> Any:
     return tx.cells[inst.arg.name]
 
 
 @instruction("LOAD_DEREF", pushes=1)
-def LOAD_DEREF(tx: Any, inst: Any) -> Any:
+def LOAD_DEREF(tx: HandlerContext, inst: Any) -> Any:
     cell = tx.cells[inst.arg.name]
     if cell.contents is None:
         raise Unsupported(f"free variable {inst.arg.name!r} referenced before assignment")
@@ -187,7 +188,7 @@ def LOAD_DEREF(tx: Any, inst: Any) -> Any:
 
 
 @instruction("STORE_DEREF", pops=1)
-def STORE_DEREF(tx: Any, inst: Any, value: Any) -> None:
+def STORE_DEREF(tx: HandlerContext, inst: Any, value: Any) -> None:
     cell = tx.cells[inst.arg.name]
     if cell.pre_existing:
         tx.trace.side_effects.store_cell(cell, value)
@@ -195,7 +196,7 @@ def STORE_DEREF(tx: Any, inst: Any, value: Any) -> None:
 
 
 @instruction("DELETE_DEREF")
-def DELETE_DEREF(tx: Any, inst: Any) -> None:
+def DELETE_DEREF(tx: HandlerContext, inst: Any) -> None:
     cell = tx.cells[inst.arg.name]
     if cell.pre_existing:
         raise Unsupported(f"deleting the nonlocal {inst.arg.name!r}")
@@ -203,6 +204,6 @@ def DELETE_DEREF(tx: Any, inst: Any) -> None:
 
 
 @instruction("LOAD_BUILD_CLASS", pushes=1)
-def LOAD_BUILD_CLASS(tx: Any, inst: Any) -> Any:
+def LOAD_BUILD_CLASS(tx: HandlerContext, inst: Any) -> Any:
     # A class statement: calling __build_class__ breaks the graph, and CPython makes the class.
     return tx.wrap(builtins.__build_class__, None)

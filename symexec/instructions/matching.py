@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..context import HandlerContext
 from ..exc import Unsupported
 from ..variables import BuiltinVariable, ConstantVariable, ConstDictVariable, TupleVariable
 from ..variables.base import class_static, subclass_check
@@ -17,7 +18,7 @@ _TPFLAGS_SEQUENCE = 1 << 5
 _TPFLAGS_MAPPING = 1 << 6
 
 
-def _has_flag(tx: Any, value: Any, flag: int) -> bool:
+def _has_flag(tx: HandlerContext, value: Any, flag: int) -> bool:
     cls = value.python_type()
     answer = bool(cls.__flags__ & flag)
     tx.guards.class_flag(cls, flag, answer)
@@ -25,22 +26,22 @@ def _has_flag(tx: Any, value: Any, flag: int) -> bool:
 
 
 @instruction("MATCH_SEQUENCE", pushes=1)
-def MATCH_SEQUENCE(tx: Any, inst: Any) -> Any:
+def MATCH_SEQUENCE(tx: HandlerContext, inst: Any) -> Any:
     return ConstantVariable(_has_flag(tx, tx.peek(1), _TPFLAGS_SEQUENCE))
 
 
 @instruction("MATCH_MAPPING", pushes=1)
-def MATCH_MAPPING(tx: Any, inst: Any) -> Any:
+def MATCH_MAPPING(tx: HandlerContext, inst: Any) -> Any:
     return ConstantVariable(_has_flag(tx, tx.peek(1), _TPFLAGS_MAPPING))
 
 
 @instruction("GET_LEN", pushes=1)
-def GET_LEN(tx: Any, inst: Any) -> Any:
+def GET_LEN(tx: HandlerContext, inst: Any) -> Any:
     return BuiltinVariable(len).call_function(tx, [tx.peek(1)], {})
 
 
 @instruction("MATCH_KEYS", pushes=1)
-def MATCH_KEYS(tx: Any, inst: Any) -> Any:
+def MATCH_KEYS(tx: HandlerContext, inst: Any) -> Any:
     subject, keys = tx.peek(2), tx.peek(1)
     if not isinstance(subject, ConstDictVariable):
         raise Unsupported(f"matching the keys of {subject.describe()}")
@@ -51,7 +52,7 @@ def MATCH_KEYS(tx: Any, inst: Any) -> Any:
 
 
 @instruction("MATCH_CLASS", pops=3, pushes=1)
-def MATCH_CLASS(tx: Any, inst: Any, subject: Any, cls: Any, names: Any) -> Any:
+def MATCH_CLASS(tx: HandlerContext, inst: Any, subject: Any, cls: Any, names: Any) -> Any:
     klass = cls.as_python_constant()
     if not subclass_check(tx, subject.python_type(), klass):
         return ConstantVariable(None)

@@ -40,6 +40,7 @@ from torch.autograd.function import (
     _SingleLevelFunction,
 )
 
+from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from .base import BoundMethodVariable, VariableTracker, as_proxy, find_on_class
@@ -74,7 +75,7 @@ class AutogradFunctionVariable(UserDefinedClassVariable):
 
     models = type  # a user's autograd.Function class (the class itself)
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "apply" and find_on_class(tx, self.cls, "apply")[1] is _BASE_APPLY:
             return AutogradApplyVariable(self.cls, self.source or ConstSource.of(self.cls))
         return super().var_getattr(tx, name)
@@ -99,7 +100,7 @@ class AutogradApplyVariable(VariableTracker):
     def describe(self) -> str:
         return f"{self.cls.__qualname__}.apply"
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if not any(_requires_grad(arg) for arg in [*args, *kwargs.values()]):
             # forward runs as a plain call: any argument a user's function may take (a module,
             # a list it appends to), its effects tracked as any call's.
@@ -135,7 +136,7 @@ def _requires_grad(arg: VariableTracker) -> bool:
 
 
 # -- no input requires grad: forward traced into the graph ----------------------------------------
-def _inline(tx: Any, cls: type, class_source: Source, args: list[VariableTracker],
+def _inline(tx: TracerContext, cls: type, class_source: Source, args: list[VariableTracker],
             kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``apply`` where autograd records nothing (no input requires grad, in any grad mode): it
     runs forward under no_grad and hands back its outputs, an input returned unchanged as a new
@@ -163,7 +164,7 @@ def _inline(tx: Any, cls: type, class_source: Source, args: list[VariableTracker
     return result
 
 
-def _fresh_output(tx: Any, item: VariableTracker, inputs: list[VariableTracker]) -> VariableTracker:
+def _fresh_output(tx: TracerContext, item: VariableTracker, inputs: list[VariableTracker]) -> VariableTracker:
     """An output of forward as ``apply`` returns it: a tensor argument returned as it came is a
     view of it (never the same object)."""
     if isinstance(item, TensorVariable) and any(item is arg for arg in inputs):
@@ -172,7 +173,7 @@ def _fresh_output(tx: Any, item: VariableTracker, inputs: list[VariableTracker])
 
 
 # -- proving forward traceable ---------------------------------------------------------------------
-def _speculate(tx: Any, cls: type, class_source: Source, args: list[VariableTracker],
+def _speculate(tx: TracerContext, cls: type, class_source: Source, args: list[VariableTracker],
                kwargs: dict[str, VariableTracker]) -> bool:
     """Trace ``forward`` (and ``setup_context``) without keeping what it records; whether
     ``apply`` returns a tuple."""
@@ -199,7 +200,7 @@ def _speculate(tx: Any, cls: type, class_source: Source, args: list[VariableTrac
     return issubclass(result.python_type(), tuple)  # (apply returns a plain tuple for any tuple)
 
 
-def _trace_forward(tx: Any, cls: type, class_source: Source, forward: UserFunctionVariable,
+def _trace_forward(tx: TracerContext, cls: type, class_source: Source, forward: UserFunctionVariable,
                    args: list[VariableTracker], kwargs: dict[str, VariableTracker], grad_mode: bool, *,
                    recorded: bool) -> VariableTracker:
     """What ``apply`` runs of the user's code, in either style: forward's result (``recorded``:
@@ -223,7 +224,7 @@ def _set_grad_mode(state: Any, enabled: bool) -> None:
     torch._C._set_grad_enabled(enabled)
 
 
-def _static_function(tx: Any, cls: type, class_source: Source, name: str) -> UserFunctionVariable:
+def _static_function(tx: TracerContext, cls: type, class_source: Source, name: str) -> UserFunctionVariable:
     """``cls.name``, a staticmethod whose code the trace runs: guarded by the class lookup
     (the staticmethod object) and its ``__code__``."""
     _, static = find_on_class(tx, cls, name)
@@ -236,7 +237,7 @@ def _static_function(tx: Any, cls: type, class_source: Source, name: str) -> Use
     return UserFunctionVariable(fn, source)
 
 
-def _bound_inputs(tx: Any, cls: type, forward: UserFunctionVariable, args: list[VariableTracker],
+def _bound_inputs(tx: TracerContext, cls: type, forward: UserFunctionVariable, args: list[VariableTracker],
                   kwargs: dict[str, VariableTracker], recorded: bool) -> list[VariableTracker]:
     """The positional arguments ``apply`` hands forward and setup_context in the new style:
     the call bound to forward's signature, defaults applied (checked for a node: ``recorded``)."""
@@ -292,7 +293,7 @@ class AutogradCtxVariable(VariableTracker):
     def describe(self) -> str:
         return f"the ctx of {self.cls.__qualname__}"
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name in self.attrs:
             return self.attrs[name]
         if name == "needs_input_grad":
@@ -301,7 +302,7 @@ class AutogradCtxVariable(VariableTracker):
             return BoundMethodVariable(self, name)
         raise Unsupported(f"reading ctx.{name} in {self.cls.__qualname__}.forward")
 
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         if name.startswith("__") or name in self._DECLARATIONS or hasattr(BackwardCFunction, name):
             raise Unsupported(f"setting ctx.{name}, which autograd's ctx defines")
         if value is None:
@@ -311,7 +312,7 @@ class AutogradCtxVariable(VariableTracker):
         else:
             self.attrs[name] = value
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name in self.attrs:
             return self.attrs[name].call_function(tx, args, kwargs)
         if name not in self._DECLARATIONS:
@@ -322,7 +323,7 @@ class AutogradCtxVariable(VariableTracker):
 
 
 # -- the node -----------------------------------------------------------------------------------------
-def _record(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+def _record(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
             returns_tuple: bool) -> VariableTracker:
     node, example = tx.trace.graph.create_call("call_function", _apply_target(cls), tuple(as_proxy(a) for a in args),
                                           {k: as_proxy(v) for k, v in kwargs.items()})
@@ -332,7 +333,7 @@ def _record(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, V
     return TupleVariable(items) if returns_tuple else items[0]
 
 
-def _output_item(tx: Any, node: torch.fx.Node, index: int, value: Any) -> VariableTracker:
+def _output_item(tx: TracerContext, node: torch.fx.Node, index: int, value: Any) -> VariableTracker:
     if is_literal(value):
         return ConstantVariable(value)  # a constant output: the same on every call the guards admit
     item, _ = tx.trace.graph.create_call("call_function", operator.getitem, (node, index), {}, example=value)

@@ -77,7 +77,7 @@ class Methods(Registry):
             return method
         return register
 
-    def call(self, obj: "VariableTracker", tx: Any, name: str, args: list["VariableTracker"],
+    def call(self, obj: "VariableTracker", tx: TracerContext, name: str, args: list["VariableTracker"],
              kwargs: dict[str, "VariableTracker"]) -> "VariableTracker | None":
         """The call's result from the first table along ``extends`` that models it, or None."""
         table: Methods | None = self
@@ -316,7 +316,7 @@ def as_proxy(value: VariableTracker) -> Any:
 
 
 # -- reading classes ---------------------------------------------------------------------------
-def find_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type | None, Any]:
+def find_on_class(tx: TracerContext, cls: type, name: str, start_after: type | None = None) -> tuple[type | None, Any]:
     """Where ``name`` is found along ``cls``'s MRO (after ``start_after``, for super()), and
     what: ``(klass, klass.__dict__[name])``, or ``(None, None)`` when no class has it. The one
     way tracker code reads a class: guarded, so that a method or property replaced on the
@@ -335,7 +335,7 @@ def find_on_class(tx: Any, cls: type, name: str, start_after: type | None = None
     return found, static
 
 
-def class_static(tx: Any, cls: type, name: str) -> Any:
+def class_static(tx: TracerContext, cls: type, name: str) -> Any:
     """What ``cls`` holds for ``name`` along its MRO (no descriptor run), or None: guarded."""
     return find_on_class(tx, cls, name)[1]
 
@@ -346,7 +346,7 @@ def is_data_descriptor(static: Any) -> bool:
     return hasattr(static, "__set__") or hasattr(static, "__delete__")
 
 
-def subclass_check(tx: Any, cls: type, of: Any) -> bool:
+def subclass_check(tx: TracerContext, cls: type, of: Any) -> bool:
     """``issubclass(cls, of)``, guarded on its answer (bases may be assigned, a class
     registered with an ABC)."""
     answer = issubclass(cls, of)

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, ConstSource, PrivateObjectSource, Source, value_of
@@ -110,7 +111,7 @@ class BuiltinVariable(VariableTracker):
     def describe(self) -> str:
         return f"builtin {getattr(self.fn, '__name__', self.fn)}"
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         fn = self.fn
         handle = HANDLERS.get(fn)
         if handle is not None:
@@ -138,7 +139,7 @@ class BuiltinVariable(VariableTracker):
         names = ", ".join(a.describe() for a in args)
         raise Unsupported(f"calling {self.describe()} with {names or 'no arguments'}")
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         method = CLASS_METHODS.get((self.fn, name)) if isinstance(self.fn, type) else None
         if method is not None:  # dict.fromkeys: a builtin class's method with a handler
             return BuiltinVariable(method)
@@ -157,7 +158,7 @@ class BuiltinVariable(VariableTracker):
 
 # -- builtins -------------------------------------------------------------------------------
 @handler(len, operator.length_hint)
-def _len(tx: Any, obj: VariableTracker) -> VariableTracker | None:
+def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
     if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource) and \
             not isinstance(obj, (ConstDictVariable, BaseListVariable, SetVariable)):  # (those know their items)
         return ConstantVariable(len(_private_value(tx, obj)))
@@ -177,7 +178,7 @@ def _len(tx: Any, obj: VariableTracker) -> VariableTracker | None:
 
 
 @handler(super)
-def _super(tx: Any, *args: VariableTracker) -> VariableTracker:
+def _super(tx: TracerContext, *args: VariableTracker) -> VariableTracker:
     if args:
         if len(args) != 2:
             raise Unsupported("super() with one argument")
@@ -192,7 +193,7 @@ def _super(tx: Any, *args: VariableTracker) -> VariableTracker:
 
 
 @handler(functools.partial)
-def _partial(tx: Any, fn: VariableTracker, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+def _partial(tx: TracerContext, fn: VariableTracker, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
     if isinstance(fn, PartialVariable) and fn.cls is functools.partial and fn.source is None:
         # partial(partial(f, a), b) flattens, as CPython's does for plain partials.
         return PartialVariable(fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, cls=functools.partial)
@@ -223,10 +224,10 @@ class PartialVariable(VariableTracker):
             raise Unsupported("the type of a functools.partial passed in")
         return self.cls
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "func":
             return self.fn
         if name == "args":
@@ -262,7 +263,7 @@ def _make_partial(fn: Any, args: tuple, keywords: dict) -> functools.partial:
     return functools.partial(fn, *args, **keywords)
 
 
-def _private_value(tx: Any, var: VariableTracker) -> Any:
+def _private_value(tx: TracerContext, var: VariableTracker) -> Any:
     """The real object behind a tracker reached from an object private to the trace, while the
     trace has changed nothing inside that object through a tracker (a dict of the copy edited:
     the real copy is behind, and the trace breaks instead of reading it)."""
@@ -276,7 +277,7 @@ def _private_value(tx: Any, var: VariableTracker) -> Any:
     return value_of(var.source)
 
 
-def _real_value(tx: Any, var: VariableTracker) -> Any:
+def _real_value(tx: TracerContext, var: VariableTracker) -> Any:
     """The real object a tracker stands for, where the trace has it (not a graph value)."""
     if var.source is not None and isinstance(var.source.root(), PrivateObjectSource):
         return _private_value(tx, var)
@@ -288,12 +289,12 @@ def _real_value(tx: Any, var: VariableTracker) -> Any:
 
 
 def _copy_handler(copier: Any) -> Handler:
-    def copy_object(tx: Any, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
+    def copy_object(tx: TracerContext, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
         return _copy(tx, copier, obj, rest)
     return copy_object
 
 
-def _copy(tx: Any, copier: Any, obj: VariableTracker, rest: tuple) -> VariableTracker | None:
+def _copy(tx: TracerContext, copier: Any, obj: VariableTracker, rest: tuple) -> VariableTracker | None:
     if rest:
         return None
     if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource):
@@ -326,7 +327,7 @@ HANDLERS[copy.copy] = _copy_handler(copy.copy)
 
 
 @handler(id)
-def _id(tx: Any, obj: VariableTracker) -> VariableTracker:
+def _id(tx: TracerContext, obj: VariableTracker) -> VariableTracker:
     """``id(obj)`` of an object the call was given (a module, a parameter, an input tensor):
     its address now, guarded to stay that (``id(L['m']) == 1403...``, the fact the result is:
     another object retraces). What the trace made has no address it could know."""
@@ -345,7 +346,7 @@ def _id(tx: Any, obj: VariableTracker) -> VariableTracker:
 
 
 
-def run_pure(tx: Any, fn: Any, args: tuple, kwargs: dict) -> VariableTracker:
+def run_pure(tx: TracerContext, fn: Any, args: tuple, kwargs: dict) -> VariableTracker:
     value = fn(*[_real_value(tx, a) for a in args], **{k: _real_value(tx, v) for k, v in kwargs.items()})
     if is_literal(value):
         return ConstantVariable(value)
@@ -361,7 +362,7 @@ def _flat_classes(cls: Any) -> list[Any]:
     return [cls]
 
 
-def _instancecheck(tx: Any, obj: VariableTracker, cls: Any) -> bool:
+def _instancecheck(tx: TracerContext, obj: VariableTracker, cls: Any) -> bool:
     """``isinstance(obj, cls)`` for one class, as its metaclass's __instancecheck__ decides."""
     check = class_static(tx, type(cls), "__instancecheck__")
     if check is None or check is type.__instancecheck__ or not isinstance(cls, type):
@@ -403,7 +404,7 @@ _OBJECT_CLASS = object.__dict__["__class__"]
 _FORWARDING_TYPES = (weakref.ProxyType, weakref.CallableProxyType)  # (their __class__ is the referent's)
 
 
-def _class_read(tx: Any, obj: VariableTracker, cls: Any) -> None:
+def _class_read(tx: TracerContext, obj: VariableTracker, cls: Any) -> None:
     """``isinstance`` reads ``obj.__class__``: that is ``type(obj)``, with no code of the
     user's run, unless the object's class answers it itself, with a Python ``__getattribute__``
     or a ``__class__`` of its own (the class lookups guarded). Then the call breaks the graph
@@ -421,13 +422,13 @@ def _unsupported_check(cls: Any) -> bool:
 
 
 @handler(isinstance)
-def _isinstance(tx: Any, obj: VariableTracker, classes: VariableTracker) -> VariableTracker:
+def _isinstance(tx: TracerContext, obj: VariableTracker, classes: VariableTracker) -> VariableTracker:
     cls = _real_value(tx, classes)  # a class, a tuple of them, or a typing alias
     return ConstantVariable(any(_instancecheck(tx, obj, c) for c in _flat_classes(cls)))
 
 
 @handler(issubclass)
-def _issubclass(tx: Any, cls: VariableTracker, classes: VariableTracker) -> VariableTracker:
+def _issubclass(tx: TracerContext, cls: VariableTracker, classes: VariableTracker) -> VariableTracker:
     # Classes are constants of the trace: the real check (their metaclass's __subclasscheck__),
     # guarded on its answer.
     try:
@@ -437,7 +438,7 @@ def _issubclass(tx: Any, cls: VariableTracker, classes: VariableTracker) -> Vari
 
 
 @handler(setattr)
-def _setattr(tx: Any, obj: VariableTracker, name: VariableTracker, value: VariableTracker) -> VariableTracker:
+def _setattr(tx: TracerContext, obj: VariableTracker, name: VariableTracker, value: VariableTracker) -> VariableTracker:
     # The same path as STORE_ATTR: later reads of the attribute see the write.
     attr = name.as_python_constant()
     if type(attr) is not str:
@@ -447,7 +448,7 @@ def _setattr(tx: Any, obj: VariableTracker, name: VariableTracker, value: Variab
 
 
 @handler(delattr)
-def _delattr(tx: Any, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+def _delattr(tx: TracerContext, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
     attr = name.as_python_constant()
     if type(attr) is not str:
         raise Unsupported("delattr() with a name that is not a str")
@@ -456,13 +457,13 @@ def _delattr(tx: Any, obj: VariableTracker, name: VariableTracker) -> VariableTr
 
 
 @handler(type)
-def _type(tx: Any, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
+def _type(tx: TracerContext, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
     if rest:
         return None
     return tx.wrap(obj.python_type(), None)
 
 
-def _lookup(tx: Any, obj: VariableTracker, attr: str) -> VariableTracker | None:
+def _lookup(tx: TracerContext, obj: VariableTracker, attr: str) -> VariableTracker | None:
     """``obj.attr``, or None when it does not exist (then, for an input, guarded absent)."""
     try:
         return obj.var_getattr(tx, attr)
@@ -472,7 +473,7 @@ def _lookup(tx: Any, obj: VariableTracker, attr: str) -> VariableTracker | None:
         return None
 
 
-def read_attribute(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
+def read_attribute(tx: TracerContext, obj: VariableTracker, name: str) -> VariableTracker:
     """``obj.name`` (LOAD_ATTR, ``getattr``): where the trace knows the AttributeError CPython
     raises, the trace raises it (its absence guarded), for an ``except`` to handle."""
     try:
@@ -486,7 +487,7 @@ def read_attribute(tx: Any, obj: VariableTracker, name: str) -> VariableTracker:
 
 
 @handler(getattr)
-def _getattr(tx: Any, obj: VariableTracker, name: VariableTracker, default: VariableTracker | None = None) -> VariableTracker:
+def _getattr(tx: TracerContext, obj: VariableTracker, name: VariableTracker, default: VariableTracker | None = None) -> VariableTracker:
     attr = name.as_python_constant()
     if default is None:
         return read_attribute(tx, obj, attr)
@@ -495,17 +496,17 @@ def _getattr(tx: Any, obj: VariableTracker, name: VariableTracker, default: Vari
 
 
 @handler(hasattr)
-def _hasattr(tx: Any, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
+def _hasattr(tx: TracerContext, obj: VariableTracker, name: VariableTracker) -> VariableTracker:
     return ConstantVariable(_lookup(tx, obj, name.as_python_constant()) is not None)
 
 
 @handler(range)
-def _range(tx: Any, *args: VariableTracker) -> VariableTracker:
+def _range(tx: TracerContext, *args: VariableTracker) -> VariableTracker:
     return RangeVariable(range(*[a.as_python_constant() for a in args]))
 
 
 @handler(slice)
-def _slice(tx: Any, *args: VariableTracker) -> VariableTracker:
+def _slice(tx: TracerContext, *args: VariableTracker) -> VariableTracker:
     parts = list(args) + [ConstantVariable(None)] * (3 - len(args))
     if len(args) == 1:
         parts = [ConstantVariable(None), args[0], ConstantVariable(None)]
@@ -529,7 +530,7 @@ def _iter_type(obj: VariableTracker) -> type | None:
 
 
 @handler(iter)
-def _iter(tx: Any, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker:
+def _iter(tx: TracerContext, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker:
     if rest:
         raise Unsupported("iter(callable, sentinel)")
     if isinstance(obj, IteratorVariable):
@@ -538,7 +539,7 @@ def _iter(tx: Any, obj: VariableTracker, *rest: VariableTracker) -> VariableTrac
 
 
 @handler(next)
-def _next(tx: Any, it: VariableTracker, default: VariableTracker | None = None) -> VariableTracker:
+def _next(tx: TracerContext, it: VariableTracker, default: VariableTracker | None = None) -> VariableTracker:
     if not isinstance(it, IteratorVariable):
         raise Unsupported(f"next() on {it.describe()}")
     item = it.next_item()
@@ -553,7 +554,7 @@ def _next(tx: Any, it: VariableTracker, default: VariableTracker | None = None) 
 # they make over them are their own, so when items are taken cannot be seen. Over an iterator
 # someone else holds too (the caller, a local, a loop, a container) they are lazy, as in
 # CPython: each item taken from it when asked for.
-def held_elsewhere(tx: Any, iterator: VariableTracker) -> bool:
+def held_elsewhere(tx: TracerContext, iterator: VariableTracker) -> bool:
     """Whether an iterator handed to a combinator can be seen by anyone else: one passed in
     (the caller holds it), or one that a frame's locals, stack or cells, or a value the trace
     wrote somewhere, reach."""
@@ -569,14 +570,14 @@ def held_elsewhere(tx: Any, iterator: VariableTracker) -> bool:
     return any(var is iterator for var in reachable(roots, set()))
 
 
-def lazy_source(tx: Any, iterable: VariableTracker) -> bool:
+def lazy_source(tx: TracerContext, iterable: VariableTracker) -> bool:
     """Whether a combinator over ``iterable`` must take its items when CPython would: someone
     else holds the iterator, or taking an item runs code (a generator, a lazy ``map``)."""
     return isinstance(iterable, IteratorVariable) and (iterable.pending() or held_elsewhere(tx, iterable))
 
 
 @handler(enumerate)
-def _enumerate(tx: Any, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
+def _enumerate(tx: TracerContext, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
     first = start.as_python_constant() if start is not None else 0
     if lazy_source(tx, iterable):
         return LazyIteratorVariable(tx, enumerate, ConstantVariable(first), [iterable])
@@ -585,7 +586,7 @@ def _enumerate(tx: Any, iterable: VariableTracker, start: VariableTracker | None
 
 
 @handler(zip)
-def _zip(tx: Any, *iterables: VariableTracker, strict: VariableTracker | None = None) -> VariableTracker:
+def _zip(tx: TracerContext, *iterables: VariableTracker, strict: VariableTracker | None = None) -> VariableTracker:
     if any(lazy_source(tx, it) for it in iterables):
         if strict is not None and strict.as_python_constant():
             raise Unsupported("zip(strict=True) over an iterator")
@@ -597,7 +598,7 @@ def _zip(tx: Any, *iterables: VariableTracker, strict: VariableTracker | None = 
 
 
 @handler(reversed)
-def _reversed(tx: Any, seq: VariableTracker) -> VariableTracker:
+def _reversed(tx: TracerContext, seq: VariableTracker) -> VariableTracker:
     if isinstance(seq, ObjectVariableBase) or not isinstance(
             seq, (BaseListVariable, ConstDictVariable, ConstantVariable, DictViewVariable)):
         raise Unsupported(f"reversed() of {seq.describe()}")
@@ -620,7 +621,7 @@ HANDLERS[tuple] = lambda tx, iterable=None: TupleVariable(iterable.unpack(tx) if
 
 
 @handler(dict)
-def _dict(tx: Any, arg: VariableTracker | None = None, **kwargs: VariableTracker) -> VariableTracker:
+def _dict(tx: TracerContext, arg: VariableTracker | None = None, **kwargs: VariableTracker) -> VariableTracker:
     items: dict[Any, VariableTracker] = {}
     if isinstance(arg, ConstDictVariable):
         items.update(arg.items)
@@ -633,13 +634,13 @@ def _dict(tx: Any, arg: VariableTracker | None = None, **kwargs: VariableTracker
 
 
 @handler(collections.OrderedDict)
-def _ordered_dict(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+def _ordered_dict(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
     plain = _dict(tx, *args, **kwargs)
     return ConstDictVariable(plain.items, user_cls=collections.OrderedDict)
 
 
 @handler(collections.defaultdict)
-def _defaultdict(tx: Any, factory: VariableTracker | None = None, *args: VariableTracker) -> VariableTracker:
+def _defaultdict(tx: TracerContext, factory: VariableTracker | None = None, *args: VariableTracker) -> VariableTracker:
     plain = _dict(tx, *args)
     return ConstDictVariable(plain.items, user_cls=collections.defaultdict, default_factory=factory or ConstantVariable(None))
 
@@ -649,13 +650,13 @@ HANDLERS[frozenset] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) 
 
 
 @handler(callable)
-def _callable(tx: Any, obj: VariableTracker) -> VariableTracker | None:
+def _callable(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
     answer = obj.is_callable(tx)
     return None if answer is None else ConstantVariable(answer)  # (None: a constant, folded)
 
 
 @handler(sorted)
-def _sorted(tx: Any, iterable: VariableTracker, *, key: VariableTracker | None = None,
+def _sorted(tx: TracerContext, iterable: VariableTracker, *, key: VariableTracker | None = None,
             reverse: VariableTracker | None = None) -> VariableTracker:
     items = iterable.unpack(tx)
     keys = sort_keys(tx, items, key)
@@ -664,7 +665,7 @@ def _sorted(tx: Any, iterable: VariableTracker, *, key: VariableTracker | None =
 
 
 @handler(map)
-def _map(tx: Any, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
+def _map(tx: TracerContext, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
     if not iterables:
         raise Unsupported("TypeError: map() must have at least two arguments.")
     return LazyIteratorVariable(tx, map, fn, [_iter(tx, it) for it in iterables],
@@ -672,7 +673,7 @@ def _map(tx: Any, fn: VariableTracker, *iterables: VariableTracker) -> VariableT
 
 
 @handler(filter)
-def _filter(tx: Any, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
+def _filter(tx: TracerContext, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
     return LazyIteratorVariable(tx, filter, fn, [_iter(tx, iterable)], shared=lazy_source(tx, iterable))
 
 
@@ -684,7 +685,7 @@ class LazyIteratorVariable(IteratorVariable):
 
     models = (map, filter, zip, enumerate)
 
-    def __init__(self, tx: Any, cls: type, fn: VariableTracker, sources: list[IteratorVariable],
+    def __init__(self, tx: TracerContext, cls: type, fn: VariableTracker, sources: list[IteratorVariable],
                  shared: bool = False) -> None:
         super().__init__([], cls)
         self.tx, self.fn, self.sources = tx, fn, sources
@@ -701,7 +702,7 @@ class LazyIteratorVariable(IteratorVariable):
     def pending(self) -> bool:
         return not self.exhausted
 
-    def _pull(self, tx: Any) -> bool:
+    def _pull(self, tx: TracerContext) -> bool:
         """Compute one more item; False when the sources are exhausted."""
         if self.exhausted:
             return False
@@ -733,7 +734,7 @@ class LazyIteratorVariable(IteratorVariable):
             return None
         return super().next_item()
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         while self._pull(tx):
             pass
         return super().unpack(tx)
@@ -755,7 +756,7 @@ class LazyIteratorVariable(IteratorVariable):
 
 
 @handler(functools.reduce)
-def _reduce(tx: Any, fn: VariableTracker, iterable: VariableTracker, initial: VariableTracker | None = None) -> VariableTracker:
+def _reduce(tx: TracerContext, fn: VariableTracker, iterable: VariableTracker, initial: VariableTracker | None = None) -> VariableTracker:
     items = iterable.unpack(tx)
     acc = initial if initial is not None else items.pop(0)
     for item in items:

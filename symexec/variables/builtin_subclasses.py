@@ -17,6 +17,7 @@ from __future__ import annotations
 import types
 from typing import Any, Callable
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from .base import BoundMethodVariable, Methods, VariableTracker, class_static, find_on_class
@@ -42,7 +43,7 @@ _METHOD_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDesc
 _BUILTIN_METHOD_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
-def overrides_protocol(tx: Any, cls: type, base: type) -> bool:
+def overrides_protocol(tx: TracerContext, cls: type, base: type) -> bool:
     """Whether a subclass of the builtin container ``base`` defines a protocol method of its own
     (the class lookups guarded)."""
     protocol = DICT_PROTOCOL if issubclass(base, dict) else CONTAINER_PROTOCOL
@@ -54,7 +55,7 @@ def overrides_protocol(tx: Any, cls: type, base: type) -> bool:
     return False
 
 
-def python_override(tx: Any, cls: type, base: type, name: str) -> types.FunctionType | None:
+def python_override(tx: TracerContext, cls: type, base: type, name: str) -> types.FunctionType | None:
     """The Python function ``cls`` defines for ``name`` above the builtin ``base``, if any (guarded)."""
     klass, method = find_on_class(tx, cls, name)
     if klass is None or klass in base.__mro__ or not isinstance(method, types.FunctionType):
@@ -62,13 +63,13 @@ def python_override(tx: Any, cls: type, base: type, name: str) -> types.Function
     return method
 
 
-def run_python(tx: Any, fn: types.FunctionType, args: list[VariableTracker],
+def run_python(tx: TracerContext, fn: types.FunctionType, args: list[VariableTracker],
                kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``fn(*args, **kwargs)`` for a Python function found on a class (the lookup guarded), inlined."""
     return tx.wrap(fn, ConstSource.of(fn)).call_function(tx, args, kwargs)
 
 
-def own_method_call(tx: Any, obj: VariableTracker, cls: type, base: type, name: str, args: list[VariableTracker],
+def own_method_call(tx: TracerContext, obj: VariableTracker, cls: type, base: type, name: str, args: list[VariableTracker],
                     kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     """``obj.name(*args)`` where a subclass ``cls`` of the builtin ``base`` defines ``name`` in
     Python: its method, inlined; None where the builtin's runs."""
@@ -108,7 +109,7 @@ class SubclassInstance(VariableTracker):
         return isinstance(static, (types.MethodDescriptorType, types.WrapperDescriptorType)) and \
             static.__objclass__ in self.native_classes
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         cls = self.user_cls
         if class_static(tx, cls, "__getattribute__") is not self.base.__getattribute__:  # (the generic lookup)
             raise Unsupported(f"reading {name!r} of {self.describe()}: its class has __getattribute__")
@@ -128,7 +129,7 @@ class SubclassInstance(VariableTracker):
             return class_attribute(tx, self, cls, name)
         return self._missing(tx, name)
 
-    def _own_attribute(self, tx: Any, name: str) -> VariableTracker | None:
+    def _own_attribute(self, tx: TracerContext, name: str) -> VariableTracker | None:
         """The instance attribute ``name``, or None where the object has none."""
         if name in self.attributes:
             return self.attributes[name]
@@ -142,7 +143,7 @@ class SubclassInstance(VariableTracker):
         tx.guards.not_in_instance_dict(self.source, name)  # (one set later would shadow the class's)
         return None
 
-    def _missing(self, tx: Any, name: str) -> VariableTracker:
+    def _missing(self, tx: TracerContext, name: str) -> VariableTracker:
         """No attribute ``name``: the class's ``__getattr__``, or an AttributeError."""
         getattr_ = class_static(tx, self.user_cls, "__getattr__")
         if isinstance(getattr_, types.FunctionType):
@@ -154,7 +155,7 @@ class SubclassInstance(VariableTracker):
         error = AttributeError(f"'{self.user_cls.__name__}' object has no attribute '{name}'")
         raise AttributeMissing.exactly(error)
 
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         setter = class_static(tx, self.user_cls, "__delattr__" if value is None else "__setattr__")
         if isinstance(setter, types.FunctionType):
             run_python(tx, setter, [self, ConstantVariable(name)] + ([] if value is None else [value]), {})
@@ -166,7 +167,7 @@ class SubclassInstance(VariableTracker):
             raise Unsupported(f"setting {name!r} of {self.describe()} runs a builtin __setattr__")
         self.generic_store(tx, name, value)
 
-    def generic_store(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """``object.__setattr__(self, name, value)``: the instance's own ``__dict__``."""
         static = class_static(tx, self.user_cls, name)
         if value is None or hasattr(static, "__set__") or hasattr(static, "__delete__"):
@@ -178,7 +179,7 @@ class SubclassInstance(VariableTracker):
             tx.trace.side_effects.store_attr(self, name, value)
         self.attributes[name] = value
 
-    def native_setattr(self, tx: Any, name: str, args: list[VariableTracker],
+    def native_setattr(self, tx: TracerContext, name: str, args: list[VariableTracker],
                        kwargs: dict[str, VariableTracker]) -> bool:
         """``object.__setattr__(self, name, value)`` reached as a native method: done, or False."""
         if name == "__setattr__" and len(args) == 2 and not kwargs and args[0].is_python_constant():
@@ -203,7 +204,7 @@ class SubclassInstance(VariableTracker):
 
         cg.call_const(self.maker, arguments)
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         call = class_static(tx, self.user_cls, "__call__")
         if not isinstance(call, types.FunctionType):
             raise Unsupported(f"calling {self.describe()}" + ("" if call is None else ": its __call__ is not Python"))
@@ -245,11 +246,11 @@ class ListSubclassVariable(SubclassInstance, ListVariable):
     def subvalues(self) -> list[VariableTracker]:
         return [*self.items, *self.attributes.values()]
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         own = own_method_call(tx, self, self.user_cls, list, name, args, kwargs)
         return own if own is not None else self.native_call_method(tx, name, args, kwargs)
 
-    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker],
+    def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker],
                            kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """The method of list itself (also what ``super().append(...)`` reaches)."""
         if self.native_setattr(tx, name, args, kwargs):
@@ -259,7 +260,7 @@ class ListSubclassVariable(SubclassInstance, ListVariable):
     methods = Methods("list, for a subclass", extends=ListVariable.methods)
 
     @methods("__init__")
-    def _init(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _init(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         """``list.__init__``: clear, then extend."""
         if len(args) > 1 or kwargs:
             return None
@@ -278,7 +279,7 @@ class ListSubclassVariable(SubclassInstance, ListVariable):
         return f"ListSubclassVariable({self.user_cls.__qualname__}, {self.items[:6]!r})"
 
 
-def construct_list_subclass(tx: Any, cls: type, args: list[VariableTracker],
+def construct_list_subclass(tx: TracerContext, cls: type, args: list[VariableTracker],
                             kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user subclass of list: the builtin ``__new__`` makes it
     empty, then its ``__init__`` runs (inlined, or list's own)."""

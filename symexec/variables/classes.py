@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from ..guards import GuardKind
@@ -49,7 +50,7 @@ for _alias_type in COMPUTED_ALIAS_TYPES:
 
 
 
-def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a Python class, while tracing: a class whose instances a
     family models (transformers' ``ModelOutput``) is made by that family; any other by
     ``user_objects.construct``, as CPython's ``type.__call__`` makes an object."""
@@ -75,7 +76,7 @@ class UserDefinedClassVariable(VariableTracker):
     def describe(self) -> str:
         return f"class {self.cls.__qualname__}"
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name in CLASS_DATA_ATTRS:
             # Assignable on a class: read through a source, so guarded like any attribute.
             return tx.wrap(getattr(self.cls, name), AttrSource(self.source or ConstSource.of(self.cls), name))
@@ -93,14 +94,14 @@ class UserDefinedClassVariable(VariableTracker):
             raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__}: its metaclass has __getattr__")
         raise AttributeMissing.exactly(AttributeError(f"type object '{tp_name(self.cls)}' has no attribute '{name}'"))
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "__subclasses__" and not args and not kwargs and type(self.cls) is type:
             return self._subclasses(tx)
         if name == "__getitem__" and len(args) == 1 and not kwargs:
             return self._class_getitem(tx, args[0])
         return super().call_method(tx, name, args, kwargs)
 
-    def _class_getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
+    def _class_getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
         """``cls[index]`` (``list[int]``, ``Callable[[T], bool]`` in an annotation): the
         metaclass's ``__getitem__``, else the class's ``__class_getitem__`` (lookups guarded).
         The standard library's make an alias object and nothing else: made now, a constant."""
@@ -115,7 +116,7 @@ class UserDefinedClassVariable(VariableTracker):
             return method.call_function(tx, [index], {})
         raise Unsupported(f"subscripting class {self.cls.__qualname__}")
 
-    def _subclasses(self, tx: Any) -> VariableTracker:
+    def _subclasses(self, tx: TracerContext) -> VariableTracker:
         """``cls.__subclasses__()``: the live subclasses, guarded to be these (a class defined,
         or collected, later changes the answer)."""
         found = self.cls.__subclasses__()
@@ -124,7 +125,7 @@ class UserDefinedClassVariable(VariableTracker):
                       f"{cls_name}.__subclasses__() == {found_name}")
         return ListVariable([tx.wrap(c, None) for c in found])
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if subclass_check(tx, self.cls, torch.nn.Module):
             return construct_user_module(tx, self.cls, args, kwargs)
         return construct(tx, self.cls, args, kwargs)
@@ -157,7 +158,7 @@ class PythonModuleVariable(VariableTracker):
     def describe(self) -> str:
         return f"module {self.module.__name__}"
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         source = self.source or ConstSource.of(self.module)
         members = self.module.__dict__
         if name not in members and type(self.module) is types.ModuleType and \

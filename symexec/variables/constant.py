@@ -19,6 +19,7 @@ except ImportError:  # pragma: no cover - numpy missing
 
 import torch
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import Source
 from .base import BoundMethodVariable, Registry, VariableTracker, class_static
@@ -99,7 +100,7 @@ class ConstantVariable(VariableTracker):
     def describe(self) -> str:
         return f"the constant {self._value!r}"[:80]
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if is_object_constant(self._value):
             return self._object_attribute(tx, name)
         value = self.as_python_constant()
@@ -111,7 +112,7 @@ class ConstantVariable(VariableTracker):
             return BoundMethodVariable(self, name)
         return wrap_constant(attr)
 
-    def _object_attribute(self, tx: Any, name: str) -> VariableTracker:
+    def _object_attribute(self, tx: TracerContext, name: str) -> VariableTracker:
         """``value.name`` of an instance of a subclass of a builtin type, or of an enum member:
         a builtin method of its base runs on the value (a constant). An enum member's ``name``
         and ``value`` are fixed (Enum forbids assigning them). Anything else is read from the
@@ -126,13 +127,13 @@ class ConstantVariable(VariableTracker):
             return BoundMethodVariable(self, name)  # (call_method runs it on the value)
         return self.instance_attribute(tx, name)
 
-    def instance_attribute(self, tx: Any, name: str) -> VariableTracker:
+    def instance_attribute(self, tx: TracerContext, name: str) -> VariableTracker:
         """``value.name`` read from the object itself, as CPython's generic lookup finds it.
         Only a constant read from a source has the real object to read: the builder wraps
         those as ``user_objects.ObjectConstantVariable``; one the trace made is unsupported."""
         raise Unsupported(f"reading {name!r} of a {type(self._value).__qualname__} made by the trace")
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if is_object_constant(self._value):
             attribute = self._object_attribute(tx, name)
             if not isinstance(attribute, BoundMethodVariable) or attribute.obj is not self:
@@ -149,7 +150,7 @@ class ConstantVariable(VariableTracker):
             raise Unsupported(f"method {type(value).__name__}.{name} called with non-constant arguments") from e
         return wrap_constant(getattr(value, name)(*const_args, **const_kwargs))
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         value = self.as_python_constant()
         if isinstance(value, (str, bytes, tuple, frozenset)):
             return [wrap_constant(v) for v in value]
@@ -183,7 +184,7 @@ def graph_scalar(value: Any) -> Any:
     raise Unsupported(f"a numpy.{type(value).__name__} scalar as an argument of a torch operation")
 
 
-def _constant_argument(tx: Any, arg: VariableTracker) -> Any:
+def _constant_argument(tx: TracerContext, arg: VariableTracker) -> Any:
     """An argument of a pure method: a constant, or an iterable of constants (``sep.join(map(...))``)."""
     if arg.is_python_constant():
         return arg.as_python_constant()

@@ -15,13 +15,14 @@ from typing import Any
 
 import torch
 
+from ..context import TracerContext
 from ..exc import Unsupported
 from ..source import AttrSource, Source
 from .base import VariableTracker, find_on_class
 from .constant import ConstantVariable
 
 
-def set_grad_mode(tx: Any, enabled: bool) -> None:
+def set_grad_mode(tx: TracerContext, enabled: bool) -> None:
     state = tx.trace.torch
     if state.grad_enabled == enabled:
         return
@@ -43,7 +44,7 @@ class GradModeVariable(VariableTracker):
         self.prev = prev
 
     @classmethod
-    def create(cls, tx: Any, torch_cls: type, args: list[VariableTracker]) -> "GradModeVariable":
+    def create(cls, tx: TracerContext, torch_cls: type, args: list[VariableTracker]) -> "GradModeVariable":
         if torch_cls is torch.set_grad_enabled:
             target = bool(args[0].as_python_constant())
             var = cls(target, torch_cls, prev=tx.trace.torch.grad_enabled)
@@ -59,7 +60,7 @@ class GradModeVariable(VariableTracker):
     def describe(self) -> str:
         return f"{self.cls.__qualname__}()"
 
-    def enter(self, tx: Any) -> tuple[VariableTracker, VariableTracker]:
+    def enter(self, tx: TracerContext) -> tuple[VariableTracker, VariableTracker]:
         prev = self.prev if self.prev is not None else tx.trace.torch.grad_enabled
         set_grad_mode(tx, self.target)
         return GradModeExitVariable(prev), ConstantVariable(None)
@@ -84,7 +85,7 @@ class AutocastVariable(VariableTracker):
         self.values = values  # device_type, dtype, enabled, cache_enabled
 
     @classmethod
-    def create(cls, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> "AutocastVariable":
+    def create(cls, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> "AutocastVariable":
         bound = inspect.signature(torch.autocast.__init__).bind(None, *[a.as_python_constant() for a in args],
                                                                 **{k: v.as_python_constant() for k, v in kwargs.items()})
         bound.apply_defaults()
@@ -93,7 +94,7 @@ class AutocastVariable(VariableTracker):
         return cls((arguments["device_type"], dtype, arguments["enabled"], arguments["cache_enabled"]))
 
     @classmethod
-    def wrap(cls, tx: Any, value: Any, source: Source | None) -> "AutocastVariable":
+    def wrap(cls, tx: TracerContext, value: Any, source: Source | None) -> "AutocastVariable":
         """An autocast object made outside (``ac = torch.autocast(...)``, the one a
         ``@torch.autocast(...)`` decorator holds): its settings guarded, and torch's own
         ``__enter__``/``__exit__`` (the class lookups guarded), which the trace models."""
@@ -111,7 +112,7 @@ class AutocastVariable(VariableTracker):
     def python_type(self) -> type:
         return torch.autocast
 
-    def enter(self, tx: Any) -> tuple[VariableTracker, VariableTracker]:
+    def enter(self, tx: TracerContext) -> tuple[VariableTracker, VariableTracker]:
         if self.source is not None:  # the object's own __enter__ records what it restores
             device = self.values[0]
             for name, prev in (("prev_cache_enabled", torch.is_autocast_cache_enabled()),
@@ -140,7 +141,7 @@ class AutocastExitVariable(VariableTracker):
         super().__init__()
         self.node, self.real = node, real
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         tx.trace.graph.create_call("call_function", torch.amp.autocast_mode._exit_autocast, (self.node,), {}, example=True)
         torch.amp.autocast_mode._exit_autocast(self.real)
         tx.trace.torch.active_contexts.remove(self.real)
@@ -178,7 +179,7 @@ class GradModeExitVariable(VariableTracker):
     def python_type(self) -> type:
         return GradModeExit
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         set_grad_mode(tx, self.prev)
         return ConstantVariable(None)
 
@@ -186,7 +187,7 @@ class GradModeExitVariable(VariableTracker):
         cg.load_const(GradModeExit(self.prev))
 
     @classmethod
-    def wrap(cls, tx: Any, value: GradModeExit, source: Source | None) -> "GradModeExitVariable":
+    def wrap(cls, tx: TracerContext, value: GradModeExit, source: Source | None) -> "GradModeExitVariable":
         if source is not None:
             tx.guards.type_match(source, value)
             tx.guards.equals_match(AttrSource(source, "prev"), value.prev)
@@ -212,7 +213,7 @@ class RecordFunctionVariable(VariableTracker):
     models = torch.autograd.profiler.record_function
 
     @classmethod
-    def create(cls, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> "RecordFunctionVariable":
+    def create(cls, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> "RecordFunctionVariable":
         bound = inspect.signature(torch.autograd.profiler.record_function.__init__).bind(
             None, *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
         name, arguments = bound.arguments["name"], bound.arguments.get("args")
@@ -231,7 +232,7 @@ class RecordFunctionVariable(VariableTracker):
     def describe(self) -> str:
         return "a record_function"
 
-    def enter(self, tx: Any) -> tuple[VariableTracker, VariableTracker]:
+    def enter(self, tx: TracerContext) -> tuple[VariableTracker, VariableTracker]:
         return RecordFunctionExitVariable(), self
 
     def reconstruct(self, cg: Any) -> None:
@@ -252,7 +253,7 @@ class RecordFunctionExitVariable(VariableTracker):
     def python_type(self) -> type:
         return type(record_function_exit)
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return ConstantVariable(None)
 
     def reconstruct(self, cg: Any) -> None:

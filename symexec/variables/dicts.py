@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, DictItemSource, Source
@@ -63,7 +64,7 @@ class ConstDictVariable(VariableTracker):
     def as_proxy(self) -> Any:
         return {k: (v.as_proxy() if hasattr(v, "as_proxy") else v.as_python_constant()) for k, v in self.items.items()}
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         if any(isinstance(k, Identity) for k in self.items):
             raise Unsupported("iterating over a dict keyed by objects")
         return [ConstantVariable(k) for k in self.items]
@@ -71,16 +72,16 @@ class ConstDictVariable(VariableTracker):
     def subvalues(self) -> list[VariableTracker]:
         return list(self.items.values())
 
-    def is_callable(self, tx: Any) -> bool:
+    def is_callable(self, tx: TracerContext) -> bool:
         return type_is_callable(tx, self.python_type())  # (a subclass may have a __call__: LogitsProcessorList)
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         return bool(self.items)
 
-    def length(self, tx: Any) -> int:
+    def length(self, tx: TracerContext) -> int:
         return len(self.items)
 
-    def getitem(self, tx: Any, key: VariableTracker) -> VariableTracker:
+    def getitem(self, tx: TracerContext, key: VariableTracker) -> VariableTracker:
         k = _key(key, tx)
         if k not in self.items:
             if self.default_factory is not None and not (self.default_factory.is_python_constant()
@@ -93,14 +94,14 @@ class ConstDictVariable(VariableTracker):
             raise TracedException(KeyError(k))
         return self.items[k]
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if self.user_cls is not dict:
             own = own_method_call(tx, self, self.user_cls, dict, name, args, kwargs)  # a dict subclass's
             if own is not None:
                 return own
         return self.native_call_method(tx, name, args, kwargs)
 
-    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """The method of dict itself (also what ``super().get(...)`` reaches in a subclass)."""
         result = self.methods.call(self, tx, name, args, kwargs)
         if result is None:
@@ -113,29 +114,29 @@ class ConstDictVariable(VariableTracker):
     methods = Methods("dict")
 
     @methods("__getitem__")
-    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _getitem_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return self.getitem(tx, args[0]) if len(args) == 1 else None
 
     @methods("__len__")
-    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _len(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return ConstantVariable(self.length(tx))
 
     @methods("__contains__")
-    def _contains(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _contains(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return ConstantVariable(_key(args[0], tx) in self.items) if len(args) == 1 else None
 
     @methods("get")
-    def _get(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _get(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not 1 <= len(args) <= 2:
             return None
         return self.items.get(_key(args[0], tx), args[1] if len(args) == 2 else ConstantVariable(None))
 
     @methods("keys", "values", "items")
-    def _view(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _view(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return None if args or kwargs else DictViewVariable(self, name)  # live: it sees later changes of the dict
 
     @methods("copy")
-    def _copy(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _copy(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if args or kwargs:
             return None
         if self.user_cls not in (dict, collections.OrderedDict, collections.defaultdict):
@@ -145,23 +146,23 @@ class ConstDictVariable(VariableTracker):
         return ConstDictVariable(self.items, user_cls=self.user_cls, default_factory=self.default_factory)
 
     @methods("__init__")
-    def _init(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _init(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         """``dict.__init__`` (reached through ``super()``): update's arguments."""
         return self.native_call_method(tx, "update", args, kwargs)
 
-    def _changing(self, tx: Any) -> dict[Any, VariableTracker]:
+    def _changing(self, tx: TracerContext) -> dict[Any, VariableTracker]:
         """The items, before a change: checked replayable, and the dict marked changed."""
         self.check_replayable(tx)
         tx.trace.side_effects.mutate(self)
         return self.items
 
     @methods("__setitem__")
-    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _setitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         self._changing(tx)[_key(args[0], tx)] = args[1]
         return ConstantVariable(None)
 
     @methods("update")
-    def _update(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _update(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         items = self._changing(tx)
         for other in args:
             if isinstance(other, ConstDictVariable):
@@ -175,7 +176,7 @@ class ConstDictVariable(VariableTracker):
         return ConstantVariable(None)
 
     @methods("pop")
-    def _pop(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _pop(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         items = self._changing(tx)
         k = _key(args[0], tx)
         if k in items:
@@ -185,7 +186,7 @@ class ConstDictVariable(VariableTracker):
         raise TracedException(KeyError(k))
 
     @methods("setdefault")
-    def _setdefault(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _setdefault(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         items = self._changing(tx)
         k = _key(args[0], tx)
         if k not in items:
@@ -193,17 +194,17 @@ class ConstDictVariable(VariableTracker):
         return items[k]
 
     @methods("__delitem__")
-    def _delitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _delitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         del self._changing(tx)[_key(args[0], tx)]
         return ConstantVariable(None)
 
     @methods("clear")
-    def _clear(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _clear(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         self._changing(tx).clear()
         return ConstantVariable(None)
 
     @methods("move_to_end")
-    def _move_to_end(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _move_to_end(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         """OrderedDict's: to the end, or (``last=False``) to the front."""
         if not issubclass(self.user_cls, collections.OrderedDict):
             return None
@@ -223,7 +224,7 @@ class ConstDictVariable(VariableTracker):
         return ConstantVariable(None)
 
     @methods("popitem")
-    def _popitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _popitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         """The last item (OrderedDict's, with ``last=False``, the first)."""
         items = self._changing(tx)
         ordered = issubclass(self.user_cls, collections.OrderedDict)
@@ -236,7 +237,7 @@ class ConstDictVariable(VariableTracker):
         value = items.pop(k)
         return TupleVariable([k.var if isinstance(k, Identity) else ConstantVariable(k), value])
 
-    def check_replayable(self, tx: Any) -> None:
+    def check_replayable(self, tx: TracerContext) -> None:
         """A change of a dict passed in is replayed by its ``clear`` and ``update``: they must
         be the builtin ones (a subclass's own would run its code, or refuse)."""
         if self.not_replayable:
@@ -310,7 +311,7 @@ class DictViewVariable(VariableTracker):
             raise Unsupported("a view of a dict keyed by objects")
         return items
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         items = self._items()
         if self.kind == "keys":
             return [ConstantVariable(k) for k in items]
@@ -321,19 +322,19 @@ class DictViewVariable(VariableTracker):
     def subvalues(self) -> list[VariableTracker]:
         return [self.dict_var]
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         return bool(self.dict_var.items)
 
     def as_python_constant(self) -> Any:
         # A view of an equal dict: it compares, hashes and combines (``&``, ``|``) the same.
         return getattr(self.dict_var.as_python_constant(), self.kind)()
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "mapping":
             raise Unsupported("reading the mapping of a dict view")
         return super().var_getattr(tx, name)
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         self._base()
         if name == "__len__" and not args and not kwargs:
             return ConstantVariable(len(self.dict_var.items))
@@ -383,7 +384,7 @@ _VIEW_PURE_METHODS = frozenset({
 })
 
 
-def _bind(tx: Any, names: tuple[str, ...], defaults: tuple[Any, ...], args: list[VariableTracker],
+def _bind(tx: TracerContext, names: tuple[str, ...], defaults: tuple[Any, ...], args: list[VariableTracker],
           kwargs: dict[str, VariableTracker], method: str) -> list[VariableTracker]:
     """The arguments of a builtin method, positional or by name, the last ones defaulted."""
     values: list[VariableTracker | None] = [*args, *[None] * (len(names) - len(args))]
@@ -400,7 +401,7 @@ def _bind(tx: Any, names: tuple[str, ...], defaults: tuple[Any, ...], args: list
     return values  # type: ignore[return-value]
 
 
-def _key(key: VariableTracker, tx: Any) -> Any:
+def _key(key: VariableTracker, tx: TracerContext) -> Any:
     return hash_key(key, tx)
 
 
@@ -419,7 +420,7 @@ class MappingProxyVariable(ConstDictVariable):
         super().__init__(items, source, user_cls=types.MappingProxyType)
         self.view_base = view_base  # whose keys/values/items its own are (dict or OrderedDict), if known
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name not in self._READS:
             raise Unsupported(f"method {name!r} of a mappingproxy")
         return self.native_call_method(tx, name, args, kwargs)
@@ -430,7 +431,7 @@ class MappingProxyVariable(ConstDictVariable):
 _BUILTIN_DICTS = (dict, collections.OrderedDict)
 
 
-def dict_base(tx: Any, cls: type) -> type | None:
+def dict_base(tx: TracerContext, cls: type) -> type | None:
     """The builtin dict class (dict or OrderedDict) storing the items of a ``cls`` instance
     (None for a defaultdict's subclass); the answers are guarded."""
     if subclass_check(tx, cls, collections.defaultdict):
@@ -450,7 +451,7 @@ def make_dict(cls: type, base: type, items: dict, attributes: dict) -> Any:
     return obj
 
 
-def construct_dict_subclass(tx: Any, cls: type, args: list[VariableTracker],
+def construct_dict_subclass(tx: TracerContext, cls: type, args: list[VariableTracker],
                             kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user subclass of dict or OrderedDict: the builtin
     ``__new__`` makes it empty, then its ``__init__`` runs (inlined, or the builtin's update)."""
@@ -487,12 +488,12 @@ class DictSubclassVariable(SubclassInstance, ConstDictVariable):
     def subvalues(self) -> list[VariableTracker]:
         return [*self.items.values(), *self.attributes.values()]
 
-    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if self.native_setattr(tx, name, args, kwargs):
             return ConstantVariable(None)
         return super().native_call_method(tx, name, args, kwargs)
 
-    def check_replayable(self, tx: Any) -> None:
+    def check_replayable(self, tx: TracerContext) -> None:
         if self.source is not None and any(python_override(tx, self.user_cls, dict, m) for m in ("clear", "update")):
             raise Unsupported(f"changing {self.describe()}: its own clear or update would replay it")
 
@@ -544,21 +545,21 @@ class TensorKeyedDictVariable(ConstDictVariable):
     def as_python_constant(self) -> Any:
         raise Unsupported("a dict keyed by tensors is not a constant")
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         raise Unsupported(f"iterating over {self.describe()}")
 
     def subvalues(self) -> list[VariableTracker]:
         written = [v for _, v in self.writes if v is not DELETED]
         return [*self.known.values(), *written, *(k.var for k, _ in self.writes)]
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         return self.length(tx) > 0
 
-    def length(self, tx: Any) -> int:
+    def length(self, tx: TracerContext) -> int:
         tx.guards.len_match(self.source, len(self.real))
         return len(self.real) + self.added
 
-    def resolve(self, tx: Any, key: VariableTracker) -> Identity:
+    def resolve(self, tx: TracerContext, key: VariableTracker) -> Identity:
         """The key ``key`` stands for, with its entry in ``items`` if the dict holds it now."""
         if not isinstance(key, TensorVariable):
             raise Unsupported(f"looking up {self.describe()} by {key.describe()}")
@@ -577,7 +578,7 @@ class TensorKeyedDictVariable(ConstDictVariable):
             self.known[k] = tx.wrap(self.real[real], DictItemSource(self.source, key.source))  # type: ignore[arg-type]
         return k
 
-    def getitem(self, tx: Any, key: VariableTracker) -> VariableTracker:
+    def getitem(self, tx: TracerContext, key: VariableTracker) -> VariableTracker:
         k = self.resolve(tx, key)
         if k in self.known:
             return self.known[k]
@@ -588,7 +589,7 @@ class TensorKeyedDictVariable(ConstDictVariable):
         self.write(tx, k, value)
         return value
 
-    def write(self, tx: Any, k: Identity, value: Any) -> None:
+    def write(self, tx: TracerContext, k: Identity, value: Any) -> None:
         """``S[k] = value``, or ``del S[k]`` (value DELETED) for a key it holds."""
         tx.trace.side_effects.mutate(self)
         if value is DELETED:
@@ -605,7 +606,7 @@ class TensorKeyedDictVariable(ConstDictVariable):
         else:
             self.writes.append([k, value])
 
-    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         result = None if kwargs else self.methods.call(self, tx, name, args, kwargs)
         if result is None:
             raise Unsupported(f"method {name!r} of {self.describe()}")
@@ -615,33 +616,33 @@ class TensorKeyedDictVariable(ConstDictVariable):
     methods = Methods("dict keyed by tensors")
 
     @methods("__len__")
-    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _len(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return None if args else ConstantVariable(self.length(tx))
 
     @methods("__getitem__")
-    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _getitem_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return self.getitem(tx, args[0]) if len(args) == 1 else None
 
     @methods("__contains__")
-    def _contains(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _contains(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return ConstantVariable(self.resolve(tx, args[0]) in self.known) if len(args) == 1 else None
 
     @methods("get")
-    def _get(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _get(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) not in (1, 2):
             return None
         k = self.resolve(tx, args[0])
         return self.known[k] if k in self.known else (args[1] if len(args) == 2 else ConstantVariable(None))
 
     @methods("__setitem__")
-    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _setitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) != 2:
             return None
         self.write(tx, self.resolve(tx, args[0]), args[1])
         return ConstantVariable(None)
 
     @methods("setdefault")
-    def _setdefault(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _setdefault(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) not in (1, 2):
             return None
         k = self.resolve(tx, args[0])
@@ -650,7 +651,7 @@ class TensorKeyedDictVariable(ConstDictVariable):
         return self.known[k]
 
     @methods("pop", "__delitem__")
-    def _remove(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _remove(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) not in ((1, 2) if name == "pop" else (1,)):
             return None
         k = self.resolve(tx, args[0])
@@ -691,7 +692,7 @@ class TensorKeyedDictVariable(ConstDictVariable):
         return f"TensorKeyedDictVariable({len(self.known)} read, {len(self.writes)} written)"
 
 
-def wrap_tensor_keyed_dict(tx: Any, value: dict, source: Source | None) -> VariableTracker:
+def wrap_tensor_keyed_dict(tx: TracerContext, value: dict, source: Source | None) -> VariableTracker:
     """A dict passed in whose keys are all tensors hashed by identity (not a subclass: its own
     methods would run)."""
     if source is None or type(value) not in (dict, collections.defaultdict) or not all(

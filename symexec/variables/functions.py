@@ -15,6 +15,7 @@ import types
 from typing import Any, Callable
 
 from ..callees import disabled_by_torch
+from ..context import TracerContext
 from ..exc import Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, Source
 from .base import VariableTracker
@@ -88,7 +89,7 @@ class CellVariable(VariableTracker):
         return f"CellVariable({self.contents!r})"
 
 
-def real_cell(tx: Any, cell: types.CellType, source: Source | None, store: "Callable[[Any], None] | None",
+def real_cell(tx: TracerContext, cell: types.CellType, source: Source | None, store: "Callable[[Any], None] | None",
               cell_source: Source | None = None) -> CellVariable:
     """A tracker for a cell that exists outside the trace; its contents are wrapped when read.
     ``source`` re-fetches the contents; ``store`` writes new contents in generated code;
@@ -126,15 +127,15 @@ class BaseUserFunctionVariable(VariableTracker):
         if self.code.co_flags & _NOT_INLINABLE_FLAGS:
             raise Unsupported(f"calling coroutine function {self.code.co_name}()")
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         self.check_inlinable()
         return tx.inline_call(self, args, kwargs)
 
-    def bind(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+    def bind(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
         """Map parameter names to trackers as CPython would, defaults and */** included."""
         raise NotImplementedError
 
-    def closure_cells(self, tx: Any) -> list[CellVariable]:
+    def closure_cells(self, tx: TracerContext) -> list[CellVariable]:
         raise NotImplementedError
 
     def _bind_with(self, shell: types.FunctionType, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
@@ -231,7 +232,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def describe(self) -> str:
         return f"function {self.fn.__qualname__}"
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if disabled_by_torch(self.fn) and self.source is not None:
             # torch's wrapper that keeps torch.compile out (Optimizer.zero_grad, or what
             # torch.compile itself marks after tracing an optimizer): it only switches
@@ -253,14 +254,14 @@ class UserFunctionVariable(BaseUserFunctionVariable):
                               hint="the call runs as plain Python between graphs")
         super().check_inlinable()
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "__code__":
             return ConstantVariable(self.code)  # immutable; the function itself is guarded
         if name in _FUNCTION_ATTRS or name in getattr(self.fn, "__dict__", {}):
             return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
         return super().var_getattr(tx, name)
 
-    def bind(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+    def bind(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
         defaults = self.fn.__defaults__ or ()
         positional = self.code.co_varnames[: self.code.co_argcount]
         first_default = len(positional) - len(defaults)
@@ -275,7 +276,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
 
         return self._bind_with(self.fn, args, kwargs, wrap_default)
 
-    def closure_cells(self, tx: Any) -> list[CellVariable]:
+    def closure_cells(self, tx: TracerContext) -> list[CellVariable]:
         cells = []
         base = self.source or ConstSource.of(self.fn)  # (a function held by the trace itself)
         for i, cell in enumerate(self.fn.__closure__ or ()):
@@ -345,14 +346,14 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
     def describe(self) -> str:
         return f"function {self.code.co_qualname}"
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "__code__":
             return ConstantVariable(self.code)
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(getattr(self.code, "co_" + name.strip("_")))
         return super().var_getattr(tx, name)
 
-    def bind(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
+    def bind(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
         # A function object with our trackers as its defaults lets inspect do the binding.
         shell = types.FunctionType(
             self.code, {}, self.code.co_name,
@@ -364,7 +365,7 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
             shell.__kwdefaults__ = dict(self.kwdefaults.items)
         return self._bind_with(shell, args, kwargs, lambda name, value: ConstantVariable(value))
 
-    def closure_cells(self, tx: Any) -> list[CellVariable]:
+    def closure_cells(self, tx: TracerContext) -> list[CellVariable]:
         return list(self.closure.unpack(tx)) if self.closure else []  # type: ignore[arg-type]
 
     def subvalues(self) -> list[VariableTracker]:
@@ -440,7 +441,7 @@ class UserMethodVariable(VariableTracker):
     def python_type(self) -> type:
         return types.MethodType
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.fn.call_function(tx, [self.obj, *args], kwargs)
 
     def subvalues(self) -> list[VariableTracker]:
@@ -479,7 +480,7 @@ class LruCacheVariable(VariableTracker):
     def describe(self) -> str:
         return f"lru_cache wrapper of {getattr(self.value, '__qualname__', '?')}"
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         try:
             const_args = [a.as_python_constant() for a in args]
             const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -505,7 +506,7 @@ class LruCacheVariable(VariableTracker):
         return f"LruCacheVariable({getattr(self.value, '__qualname__', '?')})"
 
 
-def _state_fingerprint(tx: Any) -> tuple:
+def _state_fingerprint(tx: TracerContext) -> tuple:
     """What a pure call leaves unchanged: the graph's operations and every recorded side effect."""
     effects = tx.trace.side_effects
     contents = [(key, [id(v) for v in (var.items.values() if isinstance(var.items, dict) else var.items)])
@@ -523,25 +524,25 @@ def _class_function(fn: types.FunctionType) -> UserFunctionVariable:
     return UserFunctionVariable(fn, ConstSource.of(fn))
 
 
-def _bind_function(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+def _bind_function(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,
                    class_source: Source | None) -> VariableTracker | None:
     fn = _class_function(static)
     return fn if obj is None else UserMethodVariable(fn, obj)
 
 
-def _bind_staticmethod(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+def _bind_staticmethod(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,
                        class_source: Source | None) -> VariableTracker | None:
     return _class_function(static.__func__) if isinstance(static.__func__, types.FunctionType) else None
 
 
-def _bind_classmethod(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+def _bind_classmethod(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,
                       class_source: Source | None) -> VariableTracker | None:
     if not isinstance(static.__func__, types.FunctionType):
         return None
     return UserMethodVariable(_class_function(static.__func__), tx.wrap(cls, class_source))
 
 
-def _bind_property(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+def _bind_property(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,
                    class_source: Source | None) -> VariableTracker | None:
     if obj is None:
         return None  # (the property object itself, through its __get__)
@@ -569,5 +570,5 @@ class GraphBreakVariable(VariableTracker):
     def python_type(self) -> type:
         return type(lambda: None)
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         raise Unsupported("symexec.graph_break() was called", hint="remove the call to keep one graph")

@@ -34,6 +34,7 @@ import torch.utils._pytree as pytree
 from torch._C._functorch import _vmap_decrement_nesting as _pop_level_now, is_batchedtensor, maybe_get_level
 from torch._functorch import predispatch
 
+from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker, as_proxy
 from .builtin_functions import handler
@@ -49,7 +50,7 @@ _EAGER_RAISES = "vmap raises; CPython raises it"
 
 
 @handler(functorch_vmap.vmap_impl)
-def _vmap_impl(tx: Any, func: VariableTracker, in_dims: VariableTracker, out_dims: VariableTracker,
+def _vmap_impl(tx: TracerContext, func: VariableTracker, in_dims: VariableTracker, out_dims: VariableTracker,
                randomness: VariableTracker, chunk_size: VariableTracker, *args: VariableTracker,
                **kwargs: VariableTracker) -> VariableTracker:
     in_dims_value, out_dims_value = _constant(in_dims, "in_dims"), _constant(out_dims, "out_dims")
@@ -107,7 +108,7 @@ def _flat_in_dims(in_dims: Any, flat_args: list[VariableTracker], spec: Any) -> 
     return result
 
 
-def _batch_size(tx: Any, flat_in_dims: list[int | None], flat_args: list[VariableTracker]) -> VariableTracker:
+def _batch_size(tx: TracerContext, flat_in_dims: list[int | None], flat_args: list[VariableTracker]) -> VariableTracker:
     """The size of the mapped dimension, as ``_validate_and_get_batch_size`` reads it: a
     constant, or a symbolic size (its equality with the other inputs' becomes a shape guard)."""
     mapped = [(arg, in_dim) for arg, in_dim in zip(flat_args, flat_in_dims) if in_dim is not None]
@@ -120,14 +121,14 @@ def _batch_size(tx: Any, flat_in_dims: list[int | None], flat_args: list[Variabl
     return arg.call_method(tx, "size", [ConstantVariable(in_dim)], {})
 
 
-def _push_level(tx: Any, batch_size: VariableTracker) -> int:
+def _push_level(tx: TracerContext, batch_size: VariableTracker) -> int:
     """Record ``_vmap_increment_nesting`` and run it: the new level, pushed for real."""
     args = (as_proxy(batch_size), "error")
     _, level = tx.trace.graph.create_call("call_function", predispatch._vmap_increment_nesting, args, {})
     return level
 
 
-def _call_batched(tx: Any, func: VariableTracker, flat_args: list[VariableTracker], flat_in_dims: list[int | None],
+def _call_batched(tx: TracerContext, func: VariableTracker, flat_args: list[VariableTracker], flat_in_dims: list[int | None],
                   spec: Any, level: int, kwargs: dict[str, VariableTracker]) -> tuple[VariableTracker, dict[int, Any]]:
     """``func`` traced on the batched arguments, and each batched argument's input (by the
     batched tracker's id). A break or an exception inside it breaks the graph before the vmap:
@@ -145,7 +146,7 @@ def _call_batched(tx: Any, func: VariableTracker, flat_args: list[VariableTracke
                           hint="the graph breaks before the vmap; CPython runs it") from e
 
 
-def _unwrap_outputs(tx: Any, outputs: VariableTracker, out_dims: Any, level: int,
+def _unwrap_outputs(tx: TracerContext, outputs: VariableTracker, out_dims: Any, level: int,
                     batch_size: VariableTracker, inputs: dict[int, Any]) -> VariableTracker:
     """Each output with the batch dimension moved to its out_dim, as ``_unwrap_batched`` does.
     An output that is a batched input itself, its batch dimension where it was, unwraps to that
@@ -188,7 +189,7 @@ def _level_of(var: TensorVariable) -> int:
     return -1 if level is None else level
 
 
-def _check_no_escape(tx: Any, level: int) -> None:
+def _check_no_escape(tx: TracerContext, level: int) -> None:
     """A batched value the function stored outside (a list, an attribute, a cell) outlives its
     level: eager keeps a dead BatchedTensor there, which the trace cannot hold."""
     todo = list(tx.trace.side_effects.values())

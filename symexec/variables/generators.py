@@ -15,6 +15,7 @@ import types
 from typing import Any
 
 from ..context import Frame
+from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable
@@ -68,7 +69,7 @@ class GeneratorVariable(IteratorVariable):
         self.item = value
         raise Suspended
 
-    def _pull(self, tx: Any) -> bool:
+    def _pull(self, tx: TracerContext) -> bool:
         """Run the frame to its next ``yield``; False once it has returned."""
         if self.exhausted:
             return False
@@ -102,7 +103,7 @@ class GeneratorVariable(IteratorVariable):
             return None
         return super().next_item()
 
-    def unpack(self, tx: Any) -> list[Any]:
+    def unpack(self, tx: TracerContext) -> list[Any]:
         while self._pull(tx):
             pass
         return super().unpack(tx)
@@ -117,7 +118,7 @@ class GeneratorVariable(IteratorVariable):
         frame = self.frame
         return [*self.items[self.index:], *frame.stack, *frame.locals.values(), *frame.cells.values()]
 
-    def call_method(self, tx: Any, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def call_method(self, tx: TracerContext, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if name in ("send", "throw", "close") or name not in ("__iter__", "__next__"):
             raise Unsupported(f"generator.{name}() of an inlined generator")
         return super().call_method(tx, name, args, kwargs)

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
 from .base import Methods, VariableTracker, as_proxy, class_static, find_on_class
@@ -22,7 +23,7 @@ from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .object_protocol import call_operator, class_attribute, type_is_callable
 
 
-def sort_keys(tx: Any, items: list[VariableTracker], key: VariableTracker | None) -> list[Any]:
+def sort_keys(tx: TracerContext, items: list[VariableTracker], key: VariableTracker | None) -> list[Any]:
     """The constant sort keys of ``items``: the items themselves, or what ``key`` returns."""
     if key is None or (key.is_python_constant() and key.as_python_constant() is None):
         return [i.as_python_constant() for i in items]
@@ -57,7 +58,7 @@ class BaseListVariable(VariableTracker):
     def describe(self) -> str:
         return f"the {self.python_cls.__name__} {self.source.name}" if self.source else f"a {self.python_cls.__name__}"
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         cls = self.python_type()
         if cls in (tuple, list) and class_static(tx, cls, name) is None:
             # A builtin tuple or list has only its class's attributes, and none can be added:
@@ -65,19 +66,19 @@ class BaseListVariable(VariableTracker):
             raise _no_attribute(cls, name)
         return super().var_getattr(tx, name)
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         return list(self.items)
 
     def subvalues(self) -> list[VariableTracker]:
         return [] if isinstance(self, RangeVariable) else list(self.items)
 
-    def is_callable(self, tx: Any) -> bool:
+    def is_callable(self, tx: TracerContext) -> bool:
         return type_is_callable(tx, self.python_type())  # (a subclass may have a __call__: LogitsProcessorList)
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         return bool(self.items)
 
-    def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
+    def getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
         key = index.as_python_constant()
         if isinstance(key, slice):  # (a subclass's slice is a plain list or tuple; Size's is a Size)
             return (ListVariable if isinstance(self, ListVariable) else TupleVariable)(self.items[key])
@@ -89,22 +90,22 @@ class BaseListVariable(VariableTracker):
     # The methods of tuple and list that read (``ListVariable.methods`` adds list's others).
     methods = Methods("tuple and list")
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         result = self.methods.call(self, tx, name, args, kwargs)
         if result is None:
             raise Unsupported(f"method {name!r} of {self.describe()}")
         return result
 
     @methods("__getitem__")
-    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _getitem_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return self.getitem(tx, args[0]) if len(args) == 1 else None
 
     @methods("__len__")
-    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _len(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return None if args else ConstantVariable(len(self.items))
 
     @methods("index", "count")
-    def _search(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _search(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if kwargs:
             return None
         # Equality of items must be known: constants only.
@@ -142,7 +143,7 @@ class SizeVariable(TupleVariable):
     def as_proxy(self) -> Any:
         return tuple(as_proxy(item) for item in self.items)  # (FX writes a Size as a tuple: see Tensor.new)
 
-    def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
+    def getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
         key = index.as_python_constant()
         if isinstance(key, slice):
             return SizeVariable(self.items[key])
@@ -151,7 +152,7 @@ class SizeVariable(TupleVariable):
     methods = Methods("torch.Size", extends=BaseListVariable.methods)
 
     @methods("numel")
-    def _numel(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _numel(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if args:
             return None
         if all(item.is_python_constant() for item in self.items):
@@ -194,7 +195,7 @@ class NamedTupleVariable(TupleVariable):
         # A namedtuple has _fields; a structseq (torch.return_types.max) has __match_args__.
         return tuple(getattr(self.cls, "_fields", None) or getattr(self.cls, "__match_args__", ()))
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         fields = self.fields()
         if class_static(tx, self.cls, "_fields") is None:  # a structseq: fields and tuple methods only
             if name in fields:
@@ -255,7 +256,7 @@ class ListVariable(BaseListVariable):
     # in, the change is replayed after the graph); a call with arguments not modelled is None.
     methods = Methods("list", extends=BaseListVariable.methods)
 
-    def _changing(self, tx: Any, arity: Callable[[int], bool], args: list[VariableTracker],
+    def _changing(self, tx: TracerContext, arity: Callable[[int], bool], args: list[VariableTracker],
                   kwargs: dict[str, VariableTracker]) -> bool:
         """Whether a changing method's call is modelled (no keywords, as many arguments as it
         takes); if so the list is marked changed."""
@@ -265,14 +266,14 @@ class ListVariable(BaseListVariable):
         return True
 
     @methods("append")
-    def _append(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _append(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 1, args, kwargs):
             return None
         self.items.append(args[0])
         return ConstantVariable(None)
 
     @methods("extend", "__iadd__")
-    def _extend(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _extend(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 1, args, kwargs):
             return None
         if args[0] is self:
@@ -283,41 +284,41 @@ class ListVariable(BaseListVariable):
         return self if name == "__iadd__" else ConstantVariable(None)
 
     @methods("__imul__")
-    def _imul(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _imul(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 1, args, kwargs):
             return None
         self.items[:] = self.items * operator.index(args[0].as_python_constant())
         return self
 
     @methods("insert")
-    def _insert(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _insert(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 2, args, kwargs):
             return None
         self.items.insert(args[0].as_python_constant(), args[1])
         return ConstantVariable(None)
 
     @methods("pop")
-    def _pop(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _pop(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n <= 1, args, kwargs):
             return None
         return self.items.pop(args[0].as_python_constant() if args else -1)
 
     @methods("clear", "reverse")
-    def _clear_or_reverse(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _clear_or_reverse(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 0, args, kwargs):
             return None
         getattr(self.items, name)()
         return ConstantVariable(None)
 
     @methods("remove")
-    def _remove(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _remove(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 1, args, kwargs):
             return None
         del self.items[self.as_python_constant().index(args[0].as_python_constant())]
         return ConstantVariable(None)
 
     @methods("sort")
-    def _sort(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _sort(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if args or set(kwargs) - {"key", "reverse"}:
             return None
         tx.trace.side_effects.mutate(self)
@@ -327,7 +328,7 @@ class ListVariable(BaseListVariable):
         return ConstantVariable(None)
 
     @methods("__setitem__")
-    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _setitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 2, args, kwargs):
             return None
         key = args[0].as_python_constant()
@@ -335,14 +336,14 @@ class ListVariable(BaseListVariable):
         return ConstantVariable(None)
 
     @methods("__delitem__")
-    def _delitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _delitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 1, args, kwargs):
             return None
         del self.items[args[0].as_python_constant()]
         return ConstantVariable(None)
 
     @methods("copy")
-    def _copy(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _copy(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return None if args or kwargs else ListVariable(list(self.items))
 
 
@@ -363,7 +364,7 @@ class RangeVariable(BaseListVariable):
             raise Unsupported(f"unrolling {self.value!r}: too many iterations to trace")
         return [ConstantVariable(v) for v in self.value]
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         return bool(self.value)
 
     def as_python_constant(self) -> Any:
@@ -372,14 +373,14 @@ class RangeVariable(BaseListVariable):
     def as_proxy(self) -> Any:
         return self.value
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name in ("start", "stop", "step"):  # (a range from a source is guarded by its fields)
             return ConstantVariable(getattr(self.value, name))
         if class_static(tx, range, name) is None:
             raise _no_attribute(range, name)
         return super().var_getattr(tx, name)
 
-    def getitem(self, tx: Any, index: VariableTracker) -> VariableTracker:
+    def getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
         try:
             return wrap_constant(self.value[index.as_python_constant()])
         except (IndexError, TypeError) as e:
@@ -420,7 +421,7 @@ class SliceVariable(VariableTracker):
         return f"SliceVariable({self.parts!r})"
 
 
-def items_one_by_one(tx: Any, iterable: VariableTracker) -> Any:
+def items_one_by_one(tx: TracerContext, iterable: VariableTracker) -> Any:
     """The items of ``iterable`` as a consumer that may stop early takes them (``any``,
     ``in``, ``list.extend``): an iterator's one at a time, so what is left stays unrun; a
     container's from the items it holds."""
@@ -468,12 +469,12 @@ class IteratorVariable(VariableTracker):
         self.index += 1
         return self.items[self.index - 1]
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         rest = self.items[self.index:]
         self.index = len(self.items)
         return rest
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         result = None if args or kwargs else self.methods.call(self, tx, name, args, kwargs)
         if result is None:
             raise Unsupported(f"method {name!r} of an iterator")
@@ -482,11 +483,11 @@ class IteratorVariable(VariableTracker):
     methods = Methods("iterator")
 
     @methods("__iter__")
-    def _iter(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _iter(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return self
 
     @methods("__next__")
-    def _next(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _next(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         item = self.next_item()
         if item is None:
             raise TracedException(StopIteration())
@@ -577,7 +578,7 @@ class InputIteratorVariable(IteratorVariable):
         self._advanced(self)
         return item
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         rest = []
         while (item := self.next_item()) is not None:
             rest.append(item)

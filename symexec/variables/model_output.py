@@ -16,6 +16,7 @@ import sys
 import types
 from typing import Any
 
+from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, Source
@@ -51,7 +52,7 @@ _METHODS = frozenset({"__getitem__", "__setitem__", "__contains__", "__len__", "
 _RENAMED = frozenset({"past_key_values", "cache_params"})
 
 
-def is_model_output_class(tx: Any, cls: type) -> bool:
+def is_model_output_class(tx: TracerContext, cls: type) -> bool:
     """Whether ``cls`` is a dataclass subclass of ``ModelOutput`` whose dict protocol is
     ModelOutput's own (the lookups that decide it are guarded)."""
     base = model_output_base()
@@ -87,7 +88,7 @@ class _Probe:
 _GENERATED_FILE = _Probe.__init__.__code__.co_filename
 
 
-def _generated_init(tx: Any, init: Any) -> bool:
+def _generated_init(tx: TracerContext, init: Any) -> bool:
     """Whether ``init`` is the ``__init__`` ``@dataclass`` made (as ModelOutput's metaclass
     wraps it, to rename old keywords), not one written in the class, which may do anything."""
     if isinstance(init, types.FunctionType) and init.__code__ in _bc_wrapper_codes(tx):
@@ -96,7 +97,7 @@ def _generated_init(tx: Any, init: Any) -> bool:
         and init.__name__ == "__init__"
 
 
-def _bc_wrapper_codes(tx: Any) -> tuple[types.CodeType, ...]:
+def _bc_wrapper_codes(tx: TracerContext) -> tuple[types.CodeType, ...]:
     """The code of the wrapper ModelOutput's metaclass puts around a dataclass ``__init__``
     (which calls the closed-over ``init`` after renaming keywords this model does not take)."""
     setter = class_static(tx, type(model_output_base()), "__setattr__")
@@ -125,7 +126,7 @@ class ModelOutputBase(ObjectVariableBase):
     fields: dict[str, VariableTracker]
     dict: "_ModelOutputDict"
 
-    def _set(self, tx: Any, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
+    def _set(self, tx: TracerContext, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
         raise NotImplementedError
 
     def _commit(self, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
@@ -141,11 +142,11 @@ class ModelOutputBase(ObjectVariableBase):
     def field_names(self) -> list[str]:
         return [f.name for f in dataclasses.fields(self.cls)]
 
-    def _overridden(self, tx: Any, name: str) -> bool:
+    def _overridden(self, tx: TracerContext, name: str) -> bool:
         """Whether the class defines ``name`` (one of ``_OVERRIDABLE``) itself."""
         return name in _OVERRIDABLE and find_on_class(tx, self.cls, name)[0] not in _from_model_output(self.cls)
 
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         if value is None:
             raise Unsupported(f"deleting attribute {name!r} of {self.describe()}")
         name = self._field_name(name, "setting the attribute")
@@ -154,13 +155,13 @@ class ModelOutputBase(ObjectVariableBase):
             items[name] = value
         self._set(tx, name, value, items)
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         return bool(self.dict.items)
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         return [ConstantVariable(k) for k in self.dict.items]
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         result = None if kwargs else self.methods.call(self, tx, name, args, kwargs)
         return result if result is not None else self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
@@ -175,21 +176,21 @@ class ModelOutputBase(ObjectVariableBase):
         return key
 
     @methods("__contains__")
-    def _contains(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _contains(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not args:
             return None
         key = self._known_key(args)
         return ConstantVariable(key in self.dict.items) if len(args) == 1 else None
 
     @methods("get")
-    def _get(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _get(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not args:
             return None
         key = self._known_key(args)
         return self.dict.items.get(key, args[1] if len(args) == 2 else ConstantVariable(None)) if len(args) <= 2 else None
 
     @methods("__getitem__")
-    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _getitem_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not args:
             return None
         key = self._known_key(args)
@@ -202,7 +203,7 @@ class ModelOutputBase(ObjectVariableBase):
         return self.call_method(tx, "to_tuple", [], {}).call_method(tx, "__getitem__", args, {})
 
     @methods("__setitem__")
-    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _setitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) != 2:
             return None
         key = self._field_name(args[0].as_python_constant(), "setting the item")
@@ -210,20 +211,20 @@ class ModelOutputBase(ObjectVariableBase):
         return ConstantVariable(None)
 
     @methods("to_tuple")
-    def _to_tuple(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _to_tuple(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if args or self._overridden(tx, name):
             return None
         return TupleVariable(list(self.dict.items.values()))
 
     @methods("__len__")
-    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _len(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return None if args else ConstantVariable(len(self.dict.items))
 
     @methods("keys", "values", "items")
-    def _view(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _view(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return None if args else DictViewVariable(self.dict, name)  # live, like OrderedDict's views
 
-    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """OrderedDict's own reads reached through ``super()`` (ModelOutput's ``get`` and
         ``__contains__`` call them after renaming a key): over the items, as the dict's."""
         if name in _NATIVE_READS:
@@ -271,14 +272,14 @@ class ModelOutputVariable(ModelOutputBase):
             return None
         return {k: v for k, v in fields.items() if not _is_none(v)}
 
-    def _set(self, tx: Any, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
+    def _set(self, tx: TracerContext, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
         """Set field ``name`` to ``value`` with the dict becoming ``items``, if rebuilding gives it."""
         rebuilt = self._rebuilt_items({**self.fields, name: value})
         if rebuilt is None or not _same_items(rebuilt, items):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name}: the object could not be rebuilt from its fields")
         self._commit(name, value, items)
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name in self.fields:
             return self.fields[name]
         if name in _METHODS and not self._overridden(tx, name):  # ModelOutput's or OrderedDict's
@@ -319,7 +320,7 @@ class InputModelOutputVariable(ModelOutputBase):
     def subvalues(self) -> list[VariableTracker]:
         return list(self.fields.values())
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name in self.fields:
             return self.fields[name]
         if name in _METHODS and not self._overridden(tx, name):
@@ -330,7 +331,7 @@ class InputModelOutputVariable(ModelOutputBase):
             tx.guards.not_in_instance_dict(self.source, name)
         return class_attribute(tx, self, self.cls, name, class_source=AttrSource(self.source, "__class__"))
 
-    def _set(self, tx: Any, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
+    def _set(self, tx: TracerContext, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
         side_effects = tx.trace.side_effects
         side_effects.store_attr(self, name, value)
         replayed = dict(self.original)  # what the attribute writes, replayed in their order, make
@@ -356,7 +357,7 @@ class _ModelOutputDict(ConstDictVariable):
         super().__init__(items, user_cls=owner.cls)
         self.owner = owner
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.owner.call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:
@@ -369,7 +370,7 @@ def _items_are_attributes(obj: Any) -> bool:
     return all(k in attributes and attributes[k] is v for k, v in dict.items(obj))
 
 
-def wrap_model_output(tx: Any, value: Any, source: Source | None) -> VariableTracker:
+def wrap_model_output(tx: TracerContext, value: Any, source: Source | None) -> VariableTracker:
     """Wrap a ModelOutput passed in (``is_model_output_class`` holds for its class)."""
     if source is None:
         raise Unsupported(f"a {type(value).__qualname__} that cannot be re-fetched from the inputs")
@@ -385,7 +386,7 @@ def wrap_model_output(tx: Any, value: Any, source: Source | None) -> VariableTra
     return var
 
 
-def construct_model_output(tx: Any, cls: type, args: list[VariableTracker],
+def construct_model_output(tx: TracerContext, cls: type, args: list[VariableTracker],
                            kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a ModelOutput class (``is_model_output_class``)."""
     fields = [f for f in dataclasses.fields(cls) if f.init]

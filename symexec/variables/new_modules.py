@@ -19,10 +19,10 @@ generated code hands out, as for any module.
 
 from __future__ import annotations
 
-from typing import Any
 
 import torch
 
+from ..context import TracerContext
 from ..exc import Unsupported
 from ..source import AttrSource, PrivateObjectSource
 from .base import VariableTracker, class_static
@@ -30,7 +30,7 @@ from .constant import is_literal
 from .nn_module import NNModuleVariable, has_writes
 from .object_protocol import class_attribute
 
-def construct_torch_module(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def construct_torch_module(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     if not cls.__module__.startswith("torch.nn.modules."):
         raise Unsupported(f"constructing {cls.__qualname__} inside a compiled function")
     try:
@@ -49,7 +49,7 @@ def construct_torch_module(tx: Any, cls: type, args: list[VariableTracker], kwar
     return tx.wrap(module, PrivateObjectSource.of(module))
 
 
-def construct_user_module(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def construct_user_module(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user's subclass of ``nn.Module``: a new object private to
     the trace (``object.__new__``, as ``type.__call__`` makes it: nn.Module has no ``__new__``),
     then its ``__init__``, traced."""
@@ -71,14 +71,14 @@ class NewModuleVariable(NNModuleVariable):
 
     models = torch.nn.Module
 
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         if value is not None and self._settable_now(tx, name, value):
             setattr(self.module, name, value.as_python_constant())
             tx.trace.memos.input_trackers.pop(AttrSource(self.source, name), None)  # read afresh
         else:
             super().store_attr(tx, name, value)  # a traced write, replayed
 
-    def _settable_now(self, tx: Any, name: str, value: VariableTracker) -> bool:
+    def _settable_now(self, tx: TracerContext, name: str, value: VariableTracker) -> bool:
         """Whether ``module.name = value`` may run now: a constant, set by torch's own
         ``__setattr__`` as a plain attribute (no descriptor, no parameter, buffer or submodule
         of that name), with no traced write to the module waiting (replayed after, it would win)."""

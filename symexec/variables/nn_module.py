@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, GetItemSource, ModuleMemberSource, PrivateObjectSource
@@ -38,14 +39,14 @@ _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_gl
                       "_global_backward_pre_hooks", "_global_forward_hooks_always_called")
 
 
-def _registration_hooks(tx: Any, name: str) -> bool:
+def _registration_hooks(tx: TracerContext, name: str) -> bool:
     """Whether a global registration hook of this kind is registered now; guarded either way."""
     hooks = getattr(torch.nn.modules.module, name)
     tx.guards.add(GuardKind.GLOBAL_STATE, f"no {name}", f"not {tx.guards.constant(hooks)}")
     return bool(hooks)
 
 
-def _is_buffer(tx: Any, value: VariableTracker) -> bool:
+def _is_buffer(tx: TracerContext, value: VariableTracker) -> bool:
     """``isinstance(value, torch.nn.Buffer)``: a tensor with a true ``_is_buffer`` attribute."""
     if not issubclass(value.python_type(), torch.Tensor):
         return False
@@ -61,7 +62,7 @@ def _typename(value: VariableTracker) -> str:
     return torch.typename(example if isinstance(example, torch.Tensor) else value.as_python_constant())
 
 
-def _global_hooks(tx: Any) -> bool:
+def _global_hooks(tx: TracerContext) -> bool:
     """Whether a global module hook is registered now; guarded either way."""
     module = torch.nn.modules.module
     dicts = [getattr(module, name) for name in _GLOBAL_HOOK_DICTS if isinstance(getattr(module, name, None), dict)]
@@ -92,7 +93,7 @@ _MODULE_INIT = torch.nn.Module.__init__
 _CONTAINER_INITS = {cls.__dict__["__init__"]: cls for cls in (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)}
 
 
-def has_writes(tx: Any, var: VariableTracker) -> bool:
+def has_writes(tx: TracerContext, var: VariableTracker) -> bool:
     """Whether the trace wrote an attribute of ``var`` (a write replayed after the graph)."""
     return any(obj is var for obj, _, _ in tx.trace.side_effects.attributes.values())
 
@@ -130,7 +131,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
     def module(self) -> torch.nn.Module:
         return self.value
 
-    def own_call(self, tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def own_call(self, tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         """torch's ``nn.Module.__init__`` (or what now stands for it on the class), or a torch
         container's (``Sequential``'s...), called on a module the trace made: run for real, before
         any traced write to the module (a write it would overwrite must not win)."""
@@ -154,7 +155,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
             raise Unsupported(f"nn.Module.__init__ raises {type(e).__name__}: {e}") from e
         return ConstantVariable(None)
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         written = self.written_attribute(tx, name)
         if written is not None:
             return written
@@ -188,13 +189,13 @@ class NNModuleVariable(UserDefinedObjectVariable):
             raise AttributeMissing.exactly(AttributeError(f"'{self.cls.__name__}' object has no attribute '{name}'"),
                                            guarded=True) from None
 
-    def _plain_lookup(self, tx: Any) -> bool:
+    def _plain_lookup(self, tx: TracerContext) -> bool:
         """The module's attribute lookup is torch's own: ``Module.__getattr__`` (the stores),
         ``object.__getattribute__`` (the class and instance dict), both guarded."""
         return (self._own_method(tx, "__getattr__")
                 and class_static(tx, self.cls, "__getattribute__") is object.__getattribute__)
 
-    def _member_source(self, tx: Any, store: str, name: str, index: int | None = None) -> Any:
+    def _member_source(self, tx: TracerContext, store: str, name: str, index: int | None = None) -> Any:
         """Where generated code re-reads member ``name`` (in ``store``): straight from that dict
         where ``module.name`` (``module[index]``) cannot find anything else, which is guarded:
         the lookup is torch's own (``__getattr__``, ``__getattribute__``, and for a child the
@@ -214,7 +215,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
             tx.guards.not_in_member_store(self.source, earlier, name)
         return ModuleMemberSource(self.source, store, name, index)
 
-    def _own_container_getitem(self, tx: Any) -> bool:
+    def _own_container_getitem(self, tx: TracerContext) -> bool:
         """``container[i]`` is the i-th of ``_modules`` (``ModuleList``'s and ``Sequential``'s
         own ``__getitem__``, the class lookup guarded; the keys are guarded by the caller)."""
         for base in (torch.nn.ModuleList, torch.nn.Sequential):
@@ -222,7 +223,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
                 return class_static(tx, self.cls, "__getitem__") is base.__getitem__
         return False
 
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """``module.name = value`` as ``nn.Module.__setattr__`` does it: a Parameter is
         registered, a tensor replaces a buffer of that name, a wrong type for a parameter, buffer
         or submodule slot raises its TypeError, anything else is a plain attribute. The write is
@@ -235,7 +236,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
             self._check_assignment(tx, name, value)
         tx.trace.side_effects.store_attr(self, name, DELETED if value is None else value)
 
-    def _check_assignment(self, tx: Any, name: str, value: VariableTracker) -> None:
+    def _check_assignment(self, tx: TracerContext, name: str, value: VariableTracker) -> None:
         slot = self._slot(tx, name)
         kind = value.python_type()
         none = value.is_python_constant() and value.as_python_constant() is None
@@ -260,7 +261,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
         elif hasattr(class_static(tx, self.cls, name), "__set__"):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs a data descriptor")
 
-    def _slot(self, tx: Any, name: str) -> str | None:
+    def _slot(self, tx: TracerContext, name: str) -> str | None:
         """Which of the module's dicts holds ``name`` (their keys guarded), or None."""
         for store in ("_parameters", "_modules", "_buffers"):
             entries = self.module.__dict__.get(store)
@@ -271,7 +272,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
                 return store
         return None
 
-    def _check_new_parameter(self, tx: Any, name: str, value: VariableTracker, slot: str | None) -> None:
+    def _check_new_parameter(self, tx: TracerContext, name: str, value: VariableTracker, slot: str | None) -> None:
         """What ``register_parameter`` checks, where the answer is not a plain registration."""
         if "." in name or not name or (slot != "_parameters" and class_static(tx, self.cls, name) is not None):
             raise Unsupported(f"registering the parameter {name!r}: register_parameter raises")
@@ -282,17 +283,17 @@ class NNModuleVariable(UserDefinedObjectVariable):
         if _registration_hooks(tx, "_global_parameter_registration_hooks"):
             raise Unsupported("a global parameter registration hook is registered")
 
-    def _own_method(self, tx: Any, name: str) -> bool:
+    def _own_method(self, tx: TracerContext, name: str) -> bool:
         """Whether ``name`` is ``torch.nn.Module``'s own method for this module (the class
         lookup guarded; an instance attribute of that name is guarded absent by the caller)."""
         return class_static(tx, self.cls, name) is getattr(torch.nn.Module, name)
 
-    def has_pending_writes(self, tx: Any) -> bool:
+    def has_pending_writes(self, tx: TracerContext) -> bool:
         """Whether the trace set or deleted attributes of this module (replayed after the
         graph: until then its real ``_parameters``, ``_buffers`` and ``__dict__`` are stale)."""
         return any(obj is self for obj, _, _ in tx.trace.side_effects.attributes.values())
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         mod = self.module
         _, call = lookup_on_class(tx, self.cls, "__call__")
         if call is not torch.nn.Module.__call__:  # the class's own __call__ runs, as in eager
@@ -310,7 +311,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
         forward = self.var_getattr(tx, "forward")
         return forward.call_function(tx, args, kwargs)
 
-    def _children(self, tx: Any) -> list[tuple[Any, VariableTracker]]:
+    def _children(self, tx: TracerContext) -> list[tuple[Any, VariableTracker]]:
         mod = self.module
         self._guard_children(tx)
         if isinstance(mod, torch.nn.ModuleDict):
@@ -319,13 +320,13 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return [(i, tx.wrap(m, self._child_source(tx, i))) for i, m in enumerate(mod)]
         raise Unsupported(f"iterating over {self.describe()}")
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         children = self._children(tx)
         if isinstance(self.module, torch.nn.ModuleDict):
             return [ConstantVariable(k) for k, _ in children]
         return [v for _, v in children]
 
-    def _child_source(self, tx: Any, index: Any) -> Any:
+    def _child_source(self, tx: TracerContext, index: Any) -> Any:
         """Where generated code re-reads ``container[index]``: the index-th entry of its
         ``_modules`` (their keys guarded, in order) where the container's lookup is torch's."""
         mod = self.module
@@ -340,14 +341,14 @@ class NNModuleVariable(UserDefinedObjectVariable):
             return GetItemSource(self.source, index)
         return self._member_source(tx, "_modules", key, index)
 
-    def _guard_children(self, tx: Any) -> None:
+    def _guard_children(self, tx: TracerContext) -> None:
         """The container's children, as the trace enumerates them: their names, in order
         (a ModuleList appended to later retraces)."""
         store = "_parameters" if isinstance(self.module, (torch.nn.ParameterList, torch.nn.ParameterDict)) else "_modules"
         if self.source is not None:
             tx.guards.keys_match(AttrSource(self.source, store), list(getattr(self.module, store)))
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         result = self.methods.call(self, tx, name, args, kwargs)
         return result if result is not None else super().call_method(tx, name, args, kwargs)  # (as any object's)
 
@@ -356,14 +357,14 @@ class NNModuleVariable(UserDefinedObjectVariable):
     methods = Methods("torch.nn.Module")
 
     @methods("__len__")
-    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _len(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not isinstance(self.module, (torch.nn.Sequential, torch.nn.ModuleList, torch.nn.ModuleDict)):
             return None
         self._guard_children(tx)
         return ConstantVariable(len(self.module))
 
     @methods("__getitem__")
-    def _getitem_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _getitem_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) != 1:
             return None
         mod = self.module
@@ -392,7 +393,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
         return tx.wrap(child, self._child_source(tx, key))
 
     @methods("items", "keys", "values")
-    def _dict_view(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _dict_view(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not isinstance(self.module, torch.nn.ModuleDict) or args:
             return None
         children = self._children(tx)
@@ -403,11 +404,11 @@ class NNModuleVariable(UserDefinedObjectVariable):
         return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in children])
 
     @methods(*_MEMBER_METHODS)
-    def _members(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _members(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return ModuleMembersVariable(members(tx, self, name, args, kwargs)) if self._own_method(tx, name) else None
 
     @methods("__iter__")
-    def _iter(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _iter(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return ListVariable(self.unpack(tx))
 
     def __repr__(self) -> str:
@@ -421,7 +422,7 @@ class ModuleInstanceDictVariable(InstanceDictVariable):
 
     models = dict
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "__setitem__" and len(args) == 2 and not kwargs:
             key, value = args[0].as_python_constant(), args[1]
             if type(key) is not str or self.obj._slot(tx, key) is not None or _is_buffer(tx, value) or \
@@ -432,7 +433,7 @@ class ModuleInstanceDictVariable(InstanceDictVariable):
             return ConstantVariable(None)
         return super().call_method(tx, name, args, kwargs)
 
-    def _lookup(self, tx: Any, key: VariableTracker) -> VariableTracker | None:
+    def _lookup(self, tx: TracerContext, key: VariableTracker) -> VariableTracker | None:
         name = key.as_python_constant()
         pending = tx.trace.side_effects.pending_attr(self.obj, name) if type(name) is str else None
         if pending is not None and (pending is DELETED or self.obj._slot(tx, name) is not None or
@@ -445,7 +446,7 @@ class ModuleInstanceDictVariable(InstanceDictVariable):
 # (the methods themselves: _MEMBER_METHODS, above NNModuleVariable)
 
 
-def members(tx: Any, var: NNModuleVariable, method: str, args: list[VariableTracker],
+def members(tx: TracerContext, var: NNModuleVariable, method: str, args: list[VariableTracker],
             kwargs: dict[str, VariableTracker]) -> list[VariableTracker]:
     """What ``var.method(*args, **kwargs)`` yields, as torch.nn.Module's own generators walk
     the tree: modules depth first, each member once by identity unless ``remove_duplicate``
@@ -475,7 +476,7 @@ def members(tx: Any, var: NNModuleVariable, method: str, args: list[VariableTrac
     return [v for _, v in found]
 
 
-def _entries(tx: Any, var: NNModuleVariable, store: str) -> list[tuple[str, VariableTracker]]:
+def _entries(tx: TracerContext, var: NNModuleVariable, store: str) -> list[tuple[str, VariableTracker]]:
     """The non-None entries of one of a module's dicts, wrapped (its keys guarded, and each
     None entry guarded to stay None)."""
     if var.has_pending_writes(tx):
@@ -494,7 +495,7 @@ def _entries(tx: Any, var: NNModuleVariable, store: str) -> list[tuple[str, Vari
     return found
 
 
-def _tree(tx: Any, var: NNModuleVariable, prefix: str, dedup: bool, memo: set[int]) -> list[tuple[str, NNModuleVariable]]:
+def _tree(tx: TracerContext, var: NNModuleVariable, prefix: str, dedup: bool, memo: set[int]) -> list[tuple[str, NNModuleVariable]]:
     """``named_modules()``: the module and its descendants, depth first (each submodule's own
     ``named_modules`` is Module's, guarded), each once unless ``dedup`` is False."""
     if id(var.module) in memo:
@@ -511,7 +512,7 @@ def _tree(tx: Any, var: NNModuleVariable, prefix: str, dedup: bool, memo: set[in
     return found
 
 
-def _dedup(tx: Any, items: list[tuple[str, VariableTracker]], dedup: bool) -> list[tuple[str, VariableTracker]]:
+def _dedup(tx: TracerContext, items: list[tuple[str, VariableTracker]], dedup: bool) -> list[tuple[str, VariableTracker]]:
     """Each object once, the first time it is met (trackers of one object are one tracker:
     the builder shares them, with an alias guard)."""
     seen: set[int] = set()
@@ -526,7 +527,7 @@ def _dedup(tx: Any, items: list[tuple[str, VariableTracker]], dedup: bool) -> li
     return found
 
 
-def _distinct(tx: Any, var: VariableTracker) -> None:
+def _distinct(tx: TracerContext, var: VariableTracker) -> None:
     """The walk relied on ``var`` being no other object it met: guarded with the inputs."""
     if var.source is not None:
         tx.guards.distinct(var.source)
@@ -568,13 +569,13 @@ class SlicedContainerVariable(VariableTracker):
     def subvalues(self) -> list[VariableTracker]:
         return [child for _, child in self.children]
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         return self.subvalues()
 
-    def _torch_method(self, tx: Any, name: str, base: type) -> bool:
+    def _torch_method(self, tx: TracerContext, name: str, base: type) -> bool:
         return class_static(tx, self.cls, name) is base.__dict__[name]
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if not issubclass(self.cls, torch.nn.Sequential) or kwargs or len(args) != 1 or \
                 not self._torch_method(tx, "forward", torch.nn.Sequential) or \
                 not self._torch_method(tx, "__call__", torch.nn.Module) or \
@@ -585,7 +586,7 @@ class SlicedContainerVariable(VariableTracker):
             value = child.call_function(tx, [value], {})
         return value
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         base = torch.nn.Sequential if issubclass(self.cls, torch.nn.Sequential) else torch.nn.ModuleList
         if name == "__len__" and not args and self._torch_method(tx, "__len__", base):
             return ConstantVariable(len(self.children))

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from ..context import TracerContext
 from ..exc import Unsupported
 from .base import VariableTracker
 from .builtin_functions import HANDLERS, BuiltinVariable, Handler, handler, in_graph, is_tensor
@@ -19,12 +20,12 @@ from .tensor import SymNodeVariable, record_call
 from .user_objects import ExceptionVariable, ObjectVariableBase
 
 
-def _fold_items(tx: Any, args: tuple[VariableTracker, ...]) -> list[VariableTracker]:
+def _fold_items(tx: TracerContext, args: tuple[VariableTracker, ...]) -> list[VariableTracker]:
     return list(args[0].unpack(tx)) if len(args) == 1 else list(args)
 
 
 def _make_minmax(fn: Any) -> Handler:
-    def minmax(tx: Any, *args: VariableTracker, key: VariableTracker | None = None,
+    def minmax(tx: TracerContext, *args: VariableTracker, key: VariableTracker | None = None,
                default: VariableTracker | None = None) -> VariableTracker | None:
         items = _fold_items(tx, args)
         if any(is_tensor(i) for i in items):
@@ -61,7 +62,7 @@ HANDLERS[max] = _make_minmax(max)
 
 
 @handler(sum)
-def _sum(tx: Any, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
+def _sum(tx: TracerContext, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
     total = start if start is not None else ConstantVariable(0)
     add = BuiltinVariable(operator.add)
     for item in iterable.unpack(tx):
@@ -70,7 +71,7 @@ def _sum(tx: Any, iterable: VariableTracker, start: VariableTracker | None = Non
 
 
 @handler(pow)
-def _pow(tx: Any, base: VariableTracker, exp: VariableTracker, mod: VariableTracker | None = None) -> VariableTracker | None:
+def _pow(tx: TracerContext, base: VariableTracker, exp: VariableTracker, mod: VariableTracker | None = None) -> VariableTracker | None:
     if mod is None and (in_graph(base) or in_graph(exp)):
         return record_call(tx, "call_function", operator.pow, [base, exp], {})
     return None
@@ -82,7 +83,7 @@ HANDLERS[all] = lambda tx, iterable: ConstantVariable(all(i.truth(tx) for i in i
 
 
 @handler(str, complex)
-def _scalar(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+def _scalar(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
     if len(args) == 1 and isinstance(args[0], (ExceptionVariable, ObjectVariableBase)):
         return args[0].call_method(tx, "__str__", [], {}) if isinstance(args[0], ExceptionVariable) else None
     if any(is_tensor(a) for a in args):
@@ -91,7 +92,7 @@ def _scalar(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> Varia
 
 
 def _make_number(fn: type, symbolic: Any) -> Handler:
-    def number(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+    def number(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
         if len(args) == 1 and not kwargs and isinstance(args[0], SymNodeVariable) and \
                 args[0].python_type() in (int, float):
             # A symbolic number stays symbolic: int() truncates as torch.sym_int does,

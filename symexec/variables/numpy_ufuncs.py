@@ -10,8 +10,8 @@ unsupported: CPython runs it.
 
 from __future__ import annotations
 
-from typing import Any
 
+from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker
 from .builtin_functions import BuiltinVariable
@@ -34,7 +34,7 @@ class NumpyUfuncVariable(BuiltinVariable):
     def describe(self) -> str:
         return f"numpy.{self.fn.__name__}"
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         values = [a.as_python_constant() for a in args if a.is_python_constant()]
         if kwargs or len(values) != len(args) or not all(isinstance(v, _NUMBER_TYPES) for v in values):
             raise Unsupported(f"calling {self.describe()} on anything but constant numbers",

@@ -28,6 +28,7 @@ import types
 from typing import Any, Callable, Protocol
 
 from .. import versions
+from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, ObjectAttrSource, Source
 from .base import Registry, VariableTracker, class_static, find_on_class, is_data_descriptor
@@ -46,7 +47,7 @@ Binder = Callable[[Any, Any, "VariableTracker | None", type, str, "Source | None
 DESCRIPTORS: dict[type, Binder] = Registry("object_protocol.DESCRIPTORS")
 
 
-def call_operator(tx: Any, fn: Any, *operands: VariableTracker) -> VariableTracker:
+def call_operator(tx: TracerContext, fn: Any, *operands: VariableTracker) -> VariableTracker:
     """``fn(*operands)`` for an operator ``HANDLERS`` models (``operator.mul`` of symbolic
     sizes): its handler's answer, or the value folded where every operand is a constant."""
     handled = HANDLERS[fn](tx, *operands)
@@ -57,7 +58,7 @@ def call_operator(tx: Any, fn: Any, *operands: VariableTracker) -> VariableTrack
     return ConstantVariable(fn(*[operand.as_python_constant() for operand in operands]))
 
 
-def type_is_callable(tx: Any, cls: type) -> bool:
+def type_is_callable(tx: TracerContext, cls: type) -> bool:
     """Whether instances of ``cls`` are callable: whether the class has ``__call__`` (a builtin
     class's answer is fixed; a user class's lookup is guarded, as a ``__call__`` may be added
     or removed)."""
@@ -73,7 +74,7 @@ def python_function(fn: types.FunctionType) -> VariableTracker:
     return bound
 
 
-def lookup_on_class(tx: Any, cls: type, name: str, start_after: type | None = None) -> tuple[type, Any]:
+def lookup_on_class(tx: TracerContext, cls: type, name: str, start_after: type | None = None) -> tuple[type, Any]:
     """``find_on_class``, where a missing name is an AttributeError."""
     klass, static = find_on_class(tx, cls, name, start_after)
     if klass is None:
@@ -81,7 +82,7 @@ def lookup_on_class(tx: Any, cls: type, name: str, start_after: type | None = No
     return klass, static
 
 
-def class_attribute(tx: Any, obj: VariableTracker | None, cls: type, name: str, start_after: type | None = None,
+def class_attribute(tx: TracerContext, obj: VariableTracker | None, cls: type, name: str, start_after: type | None = None,
                     class_source: Source | None = None) -> VariableTracker:
     """``name`` looked up on ``cls`` (after ``start_after`` in its MRO, for super()), bound to
     ``obj`` when it is an instance attribute access."""
@@ -125,13 +126,13 @@ class RealInstance(Protocol):
 
     @property
     def receiver(self) -> VariableTracker: ...  # what its methods get as ``self``
-    def written_attribute(self, tx: Any, name: str) -> VariableTracker | None: ...  # the trace's own write
-    def dict_variable(self, tx: Any, native: bool) -> VariableTracker: ...  # ``obj.__dict__``
-    def missing_attribute(self, tx: Any, name: str) -> VariableTracker: ...  # ``__getattr__``, or AttributeError
+    def written_attribute(self, tx: TracerContext, name: str) -> VariableTracker | None: ...  # the trace's own write
+    def dict_variable(self, tx: TracerContext, native: bool) -> VariableTracker: ...  # ``obj.__dict__``
+    def missing_attribute(self, tx: TracerContext, name: str) -> VariableTracker: ...  # ``__getattr__``, or AttributeError
     def _class_source(self) -> Source | None: ...
 
 
-def generic_getattr(tx: Any, obj: RealInstance, name: str, native: bool = False) -> VariableTracker:
+def generic_getattr(tx: TracerContext, obj: RealInstance, name: str, native: bool = False) -> VariableTracker:
     """``object.__getattribute__(obj, name)`` (CPython's ``PyObject_GenericGetAttr``) for an
     object that existed before the call: a data descriptor of its class, else its own
     ``__dict__``, else its class's attribute (bound), else ``__getattr__``. What is read from
@@ -206,7 +207,7 @@ def is_slot(static: Any, name: str) -> bool:
     return type(static) is types.MemberDescriptorType and name not in ("__dict__", "__weakref__")
 
 
-def generic_access(tx: Any, cls: type, name: str) -> bool:
+def generic_access(tx: TracerContext, cls: type, name: str) -> bool:
     """Whether ``cls``'s ``name`` (``__getattribute__`` or ``__setattr__``) is object's own
     behaviour (the class lookup guarded)."""
     static = class_static(tx, cls, name)

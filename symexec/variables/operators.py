@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..context import TracerContext
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import display
@@ -30,7 +31,7 @@ from .tensor import SymNodeVariable, record_call
 from .base import class_static
 from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase
 
-def _type_value(tx: Any, var: VariableTracker) -> Any:
+def _type_value(tx: TracerContext, var: VariableTracker) -> Any:
     """The type, alias or union ``var`` stands for (``int``, ``list[int]``, ``typing.Optional``,
     None), its identity guarded; ``_NOT_A_TYPE`` for anything else. Annotations combine them
     (``T | None``, ``Optional[T]``): pure, immutable values."""
@@ -51,7 +52,7 @@ def _type_value(tx: Any, var: VariableTracker) -> Any:
 _NOT_A_TYPE = object()
 
 
-def _sequences_equal(tx: Any, a: BaseListVariable, b: BaseListVariable) -> bool | None:
+def _sequences_equal(tx: TracerContext, a: BaseListVariable, b: BaseListVariable) -> bool | None:
     """``a == b`` for two lists or two tuples (a ``torch.Size`` is one) holding numbers, some
     symbolic (a shape): item by item, as CPython compares them, each symbolic comparison a guard
     on that relation (``s0 == s1``) instead of both sizes specialised to their values. None
@@ -81,7 +82,7 @@ def _plain_sequence(*operands: VariableTracker) -> type[BaseListVariable]:
     return ListVariable if isinstance(operands[0], ListVariable) else TupleVariable
 
 
-def _base_operand(tx: Any, var: VariableTracker, fn: Any) -> VariableTracker:
+def _base_operand(tx: TracerContext, var: VariableTracker, fn: Any) -> VariableTracker:
     """An operand that is an instance of a user subclass of int, float, str... (not an enum) as
     its builtin value, where its class leaves the operator to the builtin (the lookups guarded):
     torch's symbolic numbers do not take a subclass (``s0 == Int(1)`` would be False). One whose
@@ -118,7 +119,7 @@ def _specialised_beside(var: VariableTracker, other: VariableTracker) -> Variabl
 
 
 def _make_binary(fn: Any) -> Handler:
-    def binary(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+    def binary(tx: TracerContext, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
         a, b = _base_operand(tx, a, fn), _base_operand(tx, b, fn)
         if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):
             a, b = _bool_as_int(a), _bool_as_int(b)  # (sympy takes no True beside a symbol)
@@ -171,7 +172,7 @@ for _fn in BINARY_OPERATORS:
 
 
 def _make_inplace(inplace: Any, plain: Any) -> Handler:
-    def inplace_op(tx: Any, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+    def inplace_op(tx: TracerContext, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
         if is_tensor(a):
             result = record_call(tx, "call_function", inplace, [a, b], {})
             # x += 1 mutates x and keeps its identity; x @= y has no in-place form and rebinds.
@@ -217,7 +218,7 @@ for _inplace, _plain in INPLACE_OPERATORS.items():
 
 
 def _make_unary(fn: Any) -> Handler:
-    def unary(tx: Any, a: VariableTracker) -> VariableTracker | None:
+    def unary(tx: TracerContext, a: VariableTracker) -> VariableTracker | None:
         if in_graph(a):
             return record_call(tx, "call_function", operator.abs if fn is abs else fn, [a], {})
         return None
@@ -229,16 +230,16 @@ for _fn in UNARY_OPERATORS:
 
 
 @handler(operator.not_)
-def _not(tx: Any, a: VariableTracker) -> VariableTracker:
+def _not(tx: TracerContext, a: VariableTracker) -> VariableTracker:
     return ConstantVariable(not a.truth(tx))
 
 
 @handler(operator.truth, bool)
-def _bool(tx: Any, a: VariableTracker | None = None) -> VariableTracker:
+def _bool(tx: TracerContext, a: VariableTracker | None = None) -> VariableTracker:
     return ConstantVariable(False if a is None else a.truth(tx))
 
 
-def identical(a: VariableTracker, b: VariableTracker, tx: Any = None) -> bool:
+def identical(a: VariableTracker, b: VariableTracker, tx: TracerContext | None = None) -> bool:
     """``a is b`` for trackers: the same tracker, the same source, or constants that are."""
     if a is b or (a.source is not None and a.source == b.source):
         return True
@@ -278,7 +279,7 @@ _MISSING = object()
 _SINGLETONS = (type(None), bool, type(Ellipsis), type(NotImplemented), enum.Enum)  # guarded by identity already
 
 
-def _real_identity(a: VariableTracker, b: VariableTracker, tx: Any) -> bool | None:
+def _real_identity(a: VariableTracker, b: VariableTracker, tx: TracerContext) -> bool | None:
     """``a is b`` where one of them is an immutable input (an int, a str, a tuple: equal values
     need not be one object), answered from the real objects and guarded as identity; None
     where neither is one."""
@@ -315,7 +316,7 @@ HANDLERS[operator.is_not] = lambda tx, a, b: ConstantVariable(not identical(a, b
 
 
 @handler(operator.contains)
-def _contains(tx: Any, container: VariableTracker, item: VariableTracker) -> VariableTracker | None:
+def _contains(tx: TracerContext, container: VariableTracker, item: VariableTracker) -> VariableTracker | None:
     if isinstance(container, ObjectVariableBase) and container.has_python_method(tx, "__contains__"):
         return ConstantVariable(container.call_method(tx, "__contains__", [item], {}).truth(tx))
     if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable, InstanceDictVariable)):
@@ -335,7 +336,7 @@ def _contains(tx: Any, container: VariableTracker, item: VariableTracker) -> Var
 
 
 @handler(operator.getitem)
-def _getitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableTracker | None:
+def _getitem(tx: TracerContext, obj: VariableTracker, index: VariableTracker) -> VariableTracker | None:
     if is_tensor(obj):
         view = _symbolic_basic_index(tx, obj, index)
         if view is not None:
@@ -356,7 +357,7 @@ def _getitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableT
     return obj.call_method(tx, "__getitem__", [index], {})
 
 
-def _symbolic_basic_index(tx: Any, obj: Any, index: VariableTracker, value: Any = None) -> VariableTracker | None:
+def _symbolic_basic_index(tx: TracerContext, obj: Any, index: VariableTracker, value: Any = None) -> VariableTracker | None:
     """``t[i]``, ``t[:, i]``, ``t[i, 1:j]`` where ``i`` is a symbolic int: the view as the chain
     of ``torch.select`` (an int), slicing (a slice), ``unsqueeze`` (None) and ``...`` that basic
     indexing is. torch's own indexing reads a symbolic int in an int position with
@@ -396,7 +397,7 @@ def _symbolic_basic_index(tx: Any, obj: Any, index: VariableTracker, value: Any 
 
 
 @handler(operator.setitem)
-def _setitem(tx: Any, obj: VariableTracker, index: VariableTracker, value: VariableTracker) -> VariableTracker:
+def _setitem(tx: TracerContext, obj: VariableTracker, index: VariableTracker, value: VariableTracker) -> VariableTracker:
     if is_tensor(obj):
         number = isinstance(value, SymNodeVariable) or (
             isinstance(value, ConstantVariable) and value.python_type() in (int, float, bool, complex))
@@ -410,6 +411,6 @@ def _setitem(tx: Any, obj: VariableTracker, index: VariableTracker, value: Varia
 
 
 @handler(operator.delitem)
-def _delitem(tx: Any, obj: VariableTracker, index: VariableTracker) -> VariableTracker:
+def _delitem(tx: TracerContext, obj: VariableTracker, index: VariableTracker) -> VariableTracker:
     return obj.call_method(tx, "__delitem__", [index], {})
 

@@ -45,6 +45,7 @@ from typing import Any
 import torch
 from torch.optim.optimizer import _get_capturable_supported_devices
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from .constant import ConstantVariable
 from .ctx import record_function_records
@@ -59,7 +60,7 @@ class OptimizerVariable(UserDefinedObjectVariable):
 
     models = torch.optim.Optimizer
 
-    def var_getattr(self, tx: Any, name: str) -> Any:
+    def var_getattr(self, tx: TracerContext, name: str) -> Any:
         found = super().var_getattr(tx, name)
         if name == "param_groups" and isinstance(found, ListVariable):
             for group in found.items:
@@ -103,11 +104,11 @@ class InitGroupVariable(UserMethodVariable):
 
     models = types.MethodType
 
-    def call_function(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def call_function(self, tx: TracerContext, args: list[Any], kwargs: dict[str, Any]) -> Any:
         self._make_state(tx, args, kwargs)
         return super().call_function(tx, args, kwargs)
 
-    def _make_state(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+    def _make_state(self, tx: TracerContext, args: list[Any], kwargs: dict[str, Any]) -> None:
         optimizer = self.obj.value
         memos = tx.trace.memos
         if kwargs or not args or tx.trace.side_effects:  # a pending write: the real world is not the trace's
@@ -134,7 +135,7 @@ class ZeroGradVariable(UserMethodVariable):
 
     models = types.MethodType
 
-    def call_function(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def call_function(self, tx: TracerContext, args: list[Any], kwargs: dict[str, Any]) -> Any:
         given = args[0] if args else kwargs.get("set_to_none")
         if len(args) + len(kwargs) > 1 or kwargs and "set_to_none" not in kwargs \
                 or given is not None and not (given.is_python_constant() and given.as_python_constant() is True) \
@@ -147,7 +148,7 @@ class ZeroGradVariable(UserMethodVariable):
                 param.store_attr(tx, "grad", none)
         return none
 
-    def _patched(self, tx: Any) -> bool:
+    def _patched(self, tx: TracerContext) -> bool:
         """Whether torch has patched the optimizer's step (its first ``zero_grad`` or ``step``
         does it, by ``_patch_step_function``), read and guarded as the method reads it."""
         try:
@@ -166,7 +167,7 @@ class StepVariable(UserMethodVariable):
 
     runs_uncompiled = True
 
-    def call_function(self, tx: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def call_function(self, tx: TracerContext, args: list[Any], kwargs: dict[str, Any]) -> Any:
         refused = _refused_capturable(self.obj.value)
         if refused is not None:
             raise Unsupported(f"{refused}: torch checks the devices of a capturable step only when not compiling "

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch.utils._pytree as pytree
 
+from ..context import TracerContext
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import PrivateObjectSource, value_of
@@ -37,14 +38,14 @@ class _Leaf:
         self.var = var
 
 
-def _guard_registry(tx: Any) -> None:
+def _guard_registry(tx: TracerContext) -> None:
     nodes = pytree.SUPPORTED_NODES
     name = tx.guards.constant(nodes)
     tx.guards.add(GuardKind.EQUALS_MATCH, f"len(torch.utils._pytree.SUPPORTED_NODES) == {len(nodes)}",
                   f"{name}.__len__() == {len(nodes)}")
 
 
-def _skeleton(tx: Any, var: VariableTracker) -> Any:
+def _skeleton(tx: TracerContext, var: VariableTracker) -> Any:
     """A real value with ``var``'s pytree structure."""
     if isinstance(var, ConstantVariable) and is_literal(var.as_python_constant()):
         return var.as_python_constant()
@@ -64,7 +65,7 @@ def _skeleton(tx: Any, var: VariableTracker) -> Any:
     return _Leaf(var)  # (an object of a type pytree has no node for: a leaf)
 
 
-def _tracker(tx: Any, value: Any) -> VariableTracker:
+def _tracker(tx: TracerContext, value: Any) -> VariableTracker:
     """The tracker of a real structure made of skeleton parts."""
     if isinstance(value, _Leaf):
         return value.var
@@ -80,7 +81,7 @@ def _tracker(tx: Any, value: Any) -> VariableTracker:
     raise Unsupported(f"torch.utils._pytree made a {type(value).__qualname__}")
 
 
-def _flatten(tx: Any, tree: VariableTracker, is_leaf: VariableTracker | None) -> tuple[list[VariableTracker], Any]:
+def _flatten(tx: TracerContext, tree: VariableTracker, is_leaf: VariableTracker | None) -> tuple[list[VariableTracker], Any]:
     if is_leaf is not None and not (is_leaf.is_python_constant() and is_leaf.as_python_constant() is None):
         raise Unsupported("torch.utils._pytree with is_leaf")
     _guard_registry(tx)
@@ -88,7 +89,7 @@ def _flatten(tx: Any, tree: VariableTracker, is_leaf: VariableTracker | None) ->
     return [_tracker(tx, leaf) for leaf in leaves], spec
 
 
-def _spec(tx: Any, var: VariableTracker) -> Any:
+def _spec(tx: TracerContext, var: VariableTracker) -> Any:
     """The real TreeSpec behind a tracker: one the trace made (private to it)."""
     if var.source is None or not isinstance(var.source.root(), PrivateObjectSource):
         raise Unsupported("tree_unflatten with a TreeSpec not made in the trace")
@@ -98,30 +99,30 @@ def _spec(tx: Any, var: VariableTracker) -> Any:
     return spec
 
 
-def _unflatten(tx: Any, leaves: list[VariableTracker], spec: Any) -> VariableTracker:
+def _unflatten(tx: TracerContext, leaves: list[VariableTracker], spec: Any) -> VariableTracker:
     if len(leaves) != spec.num_leaves:
         raise Unsupported("tree_unflatten with a wrong number of leaves (pytree raises)")
     return _tracker(tx, pytree.tree_unflatten([_Leaf(v) for v in leaves], spec))
 
 
 @handler(pytree.tree_flatten)
-def _tree_flatten(tx: Any, tree: VariableTracker, is_leaf: VariableTracker | None = None) -> VariableTracker:
+def _tree_flatten(tx: TracerContext, tree: VariableTracker, is_leaf: VariableTracker | None = None) -> VariableTracker:
     leaves, spec = _flatten(tx, tree, is_leaf)
     return TupleVariable([ListVariable(leaves), tx.wrap(spec, PrivateObjectSource.of(spec))])
 
 
 @handler(pytree.tree_leaves)
-def _tree_leaves(tx: Any, tree: VariableTracker, is_leaf: VariableTracker | None = None) -> VariableTracker:
+def _tree_leaves(tx: TracerContext, tree: VariableTracker, is_leaf: VariableTracker | None = None) -> VariableTracker:
     return ListVariable(_flatten(tx, tree, is_leaf)[0])
 
 
 @handler(pytree.tree_unflatten)
-def _tree_unflatten(tx: Any, leaves: VariableTracker, treespec: VariableTracker) -> VariableTracker:
+def _tree_unflatten(tx: TracerContext, leaves: VariableTracker, treespec: VariableTracker) -> VariableTracker:
     return _unflatten(tx, leaves.unpack(tx), _spec(tx, treespec))
 
 
 @handler(pytree.tree_map)
-def _tree_map(tx: Any, func: VariableTracker, tree: VariableTracker, *rests: VariableTracker,
+def _tree_map(tx: TracerContext, func: VariableTracker, tree: VariableTracker, *rests: VariableTracker,
               is_leaf: VariableTracker | None = None) -> VariableTracker:
     if rests:
         raise Unsupported("tree_map over several trees")

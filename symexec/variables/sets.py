@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .base import Identity, Methods, VariableTracker, hash_key
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
@@ -24,14 +25,14 @@ class SetVariable(VariableTracker):
 
     built_once = True
 
-    def __init__(self, items: list[VariableTracker], frozen: bool = False, tx: Any = None) -> None:
+    def __init__(self, items: list[VariableTracker], frozen: bool = False, tx: TracerContext | None = None) -> None:
         super().__init__()
         self.frozen = frozen
         self.items: dict[Any, VariableTracker] = {}
         for item in items:
             self.add(item, tx)
 
-    def add(self, item: VariableTracker, tx: Any = None) -> None:
+    def add(self, item: VariableTracker, tx: TracerContext | None = None) -> None:
         """(``tx`` guards what a tensor input's identity as a member relies on: see hash_key.)"""
         self.items.setdefault(hash_key(item, tx), item)
 
@@ -46,7 +47,7 @@ class SetVariable(VariableTracker):
     def subvalues(self) -> list[VariableTracker]:
         return list(self.items.values())
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         # The same order as the real set would iterate in (objects by their real hashes); a
         # tensor's hash is its address, which no trace knows for the tensors of later calls.
         if any(isinstance(k, Identity) and isinstance(k.obj, torch.Tensor) for k in self.items):
@@ -54,17 +55,17 @@ class SetVariable(VariableTracker):
         real = {(k.obj if isinstance(k, Identity) else k): k for k in self.items}
         return [self.items[real[v]] for v in self.python_type()(real)]
 
-    def is_callable(self, tx: Any) -> bool:
+    def is_callable(self, tx: TracerContext) -> bool:
         return type_is_callable(tx, self.python_type())  # (a subclass may have a __call__: LogitsProcessorList)
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         return bool(self.items)
 
     # set's and frozenset's methods. One that changes the set marks it changed first (on a set
     # passed in, the change is replayed after the graph); a frozenset has none of them.
     methods = Methods("set and frozenset")
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name in _SET_CHANGING and not self.frozen:
             tx.trace.side_effects.mutate(self)
         result = self.methods.call(self, tx, name, args, kwargs)
@@ -73,7 +74,7 @@ class SetVariable(VariableTracker):
         return result
 
     @methods("intersection_update", "difference_update", "symmetric_difference_update")
-    def _update_by(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _update_by(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if self.frozen or len(args) != 1 or not isinstance(args[0], SetVariable) or kwargs:
             return None
         other = args[0].items
@@ -89,14 +90,14 @@ class SetVariable(VariableTracker):
         return ConstantVariable(None)
 
     @methods("add")
-    def _add(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _add(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) != 1 or self.frozen:
             return None
         self.add(args[0], tx)
         return ConstantVariable(None)
 
     @methods("update")
-    def _update(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _update(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if self.frozen:
             return None
         for arg in args:
@@ -105,7 +106,7 @@ class SetVariable(VariableTracker):
         return ConstantVariable(None)
 
     @methods("remove", "discard")
-    def _remove(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _remove(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) != 1 or self.frozen:
             return None
         key = hash_key(args[0], tx)
@@ -117,24 +118,24 @@ class SetVariable(VariableTracker):
         return ConstantVariable(None)
 
     @methods("clear")
-    def _clear(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _clear(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if args or self.frozen:
             return None
         self.items.clear()
         return ConstantVariable(None)
 
     @methods("__contains__")
-    def _contains(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _contains(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return ConstantVariable(hash_key(args[0], tx) in self.items) if len(args) == 1 else None
 
     @methods("__len__")
-    def _len(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _len(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not args and not kwargs:
             return ConstantVariable(len(self.items))
         return self._run_on_constants(tx, name, args, kwargs)
 
     @methods("union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset", "isdisjoint", "copy")
-    def _run_on_constants(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _run_on_constants(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         """Methods that make a new value: run on the constants (items and arguments)."""
         result = getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args])
         return wrap_other_constant(result) if isinstance(result, (set, frozenset)) else ConstantVariable(result)

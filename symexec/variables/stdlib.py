@@ -15,6 +15,7 @@ import types
 from typing import Any, Callable
 
 from .. import versions
+from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, EnvironItemSource, PrivateObjectSource
@@ -35,7 +36,7 @@ from .user_objects import UserDefinedObjectVariable
 def _itertools(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
-        def checked(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+        def checked(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
             if any(held_elsewhere(tx, a) for a in (*args, *kwargs.values())):
                 # (computed at once, it would take every item of an iterator someone else may
                 # hold, where CPython's takes them as they are asked for)
@@ -53,45 +54,45 @@ def _none(var: VariableTracker | None) -> bool:
 
 
 @_itertools(itertools.chain)
-def _chain(tx: Any, *iterables: VariableTracker) -> list[VariableTracker]:
+def _chain(tx: TracerContext, *iterables: VariableTracker) -> list[VariableTracker]:
     return [item for it in iterables for item in it.unpack(tx)]
 
 
 @_itertools(itertools.product)
-def _product(tx: Any, *iterables: VariableTracker, repeat: VariableTracker | None = None) -> list[VariableTracker]:
+def _product(tx: TracerContext, *iterables: VariableTracker, repeat: VariableTracker | None = None) -> list[VariableTracker]:
     pools = [it.unpack(tx) for it in iterables] * (1 if repeat is None else repeat.as_python_constant())
     return [TupleVariable(list(row)) for row in itertools.product(*pools)]
 
 
 @_itertools(itertools.combinations)
-def _combinations(tx: Any, iterable: VariableTracker, r: VariableTracker) -> list[VariableTracker]:
+def _combinations(tx: TracerContext, iterable: VariableTracker, r: VariableTracker) -> list[VariableTracker]:
     return [TupleVariable(list(row)) for row in itertools.combinations(iterable.unpack(tx), r.as_python_constant())]
 
 
 @_itertools(itertools.permutations)
-def _permutations(tx: Any, iterable: VariableTracker, r: VariableTracker | None = None) -> list[VariableTracker]:
+def _permutations(tx: TracerContext, iterable: VariableTracker, r: VariableTracker | None = None) -> list[VariableTracker]:
     count = None if r is None else r.as_python_constant()
     return [TupleVariable(list(row)) for row in itertools.permutations(iterable.unpack(tx), count)]
 
 
 @_itertools(itertools.pairwise)
-def _pairwise(tx: Any, iterable: VariableTracker) -> list[VariableTracker]:
+def _pairwise(tx: TracerContext, iterable: VariableTracker) -> list[VariableTracker]:
     return [TupleVariable(list(pair)) for pair in itertools.pairwise(iterable.unpack(tx))]
 
 
 @_itertools(itertools.islice)
-def _islice(tx: Any, iterable: VariableTracker, *bounds: VariableTracker) -> list[VariableTracker]:
+def _islice(tx: TracerContext, iterable: VariableTracker, *bounds: VariableTracker) -> list[VariableTracker]:
     return list(itertools.islice(iterable.unpack(tx), *[b.as_python_constant() for b in bounds]))
 
 
 @_itertools(itertools.zip_longest)
-def _zip_longest(tx: Any, *iterables: VariableTracker, fillvalue: VariableTracker | None = None) -> list[VariableTracker]:
+def _zip_longest(tx: TracerContext, *iterables: VariableTracker, fillvalue: VariableTracker | None = None) -> list[VariableTracker]:
     fill = fillvalue if fillvalue is not None else ConstantVariable(None)
     return [TupleVariable(list(row)) for row in itertools.zip_longest(*[it.unpack(tx) for it in iterables], fillvalue=fill)]
 
 
 @_itertools(itertools.accumulate)
-def _accumulate(tx: Any, iterable: VariableTracker, func: VariableTracker | None = None, *,
+def _accumulate(tx: TracerContext, iterable: VariableTracker, func: VariableTracker | None = None, *,
                 initial: VariableTracker | None = None) -> list[VariableTracker]:
     items = iterable.unpack(tx) if _none(initial) else [initial, *iterable.unpack(tx)]
     step = BuiltinVariable(operator.add) if _none(func) else func
@@ -102,7 +103,7 @@ def _accumulate(tx: Any, iterable: VariableTracker, func: VariableTracker | None
 
 
 @_itertools(itertools.filterfalse)
-def _filterfalse(tx: Any, predicate: VariableTracker, iterable: VariableTracker) -> list[VariableTracker]:
+def _filterfalse(tx: TracerContext, predicate: VariableTracker, iterable: VariableTracker) -> list[VariableTracker]:
     items = iterable.unpack(tx)
     if _none(predicate):
         return [v for v in items if not v.truth(tx)]
@@ -129,7 +130,7 @@ class OperatorCallableVariable(VariableTracker):
     def describe(self) -> str:
         return f"operator.{type(self.value).__name__}"
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if len(args) != 1 or kwargs:
             raise Unsupported(f"calling {self.describe()} with {len(args)} arguments")
         obj = args[0]
@@ -154,7 +155,7 @@ class OperatorCallableVariable(VariableTracker):
 
 
 def _make_operator_handler(kind: type) -> Callable[..., VariableTracker]:
-    def make(tx: Any, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+    def make(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
         try:
             const_args = tuple(a.as_python_constant() for a in args)
             const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -186,7 +187,7 @@ def operator_callable(value: Any) -> OperatorCallableVariable:
 
 # -- tuple.__new__(cls, iterable): a namedtuple's ``_make`` (and so ``_replace``) -------------
 @handler(tuple.__new__)
-def _tuple_new(tx: Any, cls: VariableTracker, iterable: VariableTracker | None = None) -> VariableTracker | None:
+def _tuple_new(tx: TracerContext, cls: VariableTracker, iterable: VariableTracker | None = None) -> VariableTracker | None:
     klass = cls.as_python_constant()
     items = iterable.unpack(tx) if iterable is not None else []
     if klass is tuple:
@@ -198,7 +199,7 @@ def _tuple_new(tx: Any, cls: VariableTracker, iterable: VariableTracker | None =
 
 # -- dict.fromkeys(keys, value): every key maps to the one value object -------------------------
 def _fromkeys_handler(cls: type) -> Callable[..., VariableTracker]:
-    def fromkeys(tx: Any, keys: VariableTracker, value: VariableTracker | None = None) -> VariableTracker:
+    def fromkeys(tx: TracerContext, keys: VariableTracker, value: VariableTracker | None = None) -> VariableTracker:
         shared = value if value is not None else ConstantVariable(None)
         return ConstDictVariable({k.as_python_constant(): shared for k in keys.unpack(tx)}, user_cls=cls)
     return fromkeys
@@ -216,14 +217,14 @@ for _fn in (inspect.isclass, inspect.isfunction, inspect.ismethod, inspect.iscor
 
 
 def _signature_handler(inspector: Any, follows_wrapped: bool) -> Handler:
-    def signature(tx: Any, fn: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+    def signature(tx: TracerContext, fn: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
         follow = kwargs["follow_wrapped"].as_python_constant() if "follow_wrapped" in kwargs else follows_wrapped
         _guard_signature_facts(tx, fn, bool(follow))
         return run_pure(tx, inspector, (fn,), kwargs)
     return signature
 
 
-def _guard_signature_facts(tx: Any, fn: VariableTracker, follow_wrapped: bool) -> None:
+def _guard_signature_facts(tx: TracerContext, fn: VariableTracker, follow_wrapped: bool) -> None:
     """What ``inspect.signature`` reads of a function besides its code: the ``__wrapped__``
     chain it follows (functools.wraps; not with ``follow_wrapped=False`` nor for
     ``getfullargspec``), and, of the function at its end, its defaults and annotations
@@ -280,7 +281,7 @@ class EnvironVariable(UserDefinedObjectVariable):
 
     models = os._Environ
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         found = super().var_getattr(tx, name)  # (the class lookup, guarded)
         if name in _ENVIRON_READS and isinstance(found, UserMethodVariable) and found.obj is self \
                 and getattr(found.fn, "fn", None) is _ENVIRON_READS[name]:
@@ -297,7 +298,7 @@ class EnvironReadVariable(UserMethodVariable):
         super().__init__(fn, obj, source)
         self.name = name
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         arity = (1, 2) if self.name == "get" else (1,)
         if kwargs or len(args) not in arity or not args[0].is_python_constant() \
                 or type(args[0].as_python_constant()) is not str:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, Source
 from .base import BoundMethodVariable, VariableTracker, as_proxy, only_asking
@@ -110,16 +111,16 @@ class TensorVariable(VariableTracker):
     def as_proxy(self) -> torch.fx.Node:
         return self.node
 
-    def is_callable(self, tx: Any) -> bool:
+    def is_callable(self, tx: TracerContext) -> bool:
         return False
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         raise Unsupported(
             "data-dependent control flow: the branch depends on a tensor's value",
             hint="use torch.where or torch.cond, or move the condition out of the compiled function",
         )
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "shape":
             return self.call_method(tx, "size", [], {})
         if name in _METADATA_ATTRS:
@@ -138,7 +139,7 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"reading attribute {name!r} of a tensor")
         return self.python_attribute(tx, name)
 
-    def real_value(self, tx: Any) -> torch.Tensor:
+    def real_value(self, tx: TracerContext) -> torch.Tensor:
         """The input tensor of this call (only for a tracker with a source)."""
         self.make()  # (its real tensor is the graph input's)
         real = tx.trace.graph.real_input(self.source)
@@ -146,7 +147,7 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"the real tensor behind {self.source.name} is gone")  # type: ignore[union-attr]
         return real
 
-    def input_fact(self, tx: Any, text: str, suffix: str, read: Any) -> VariableTracker:
+    def input_fact(self, tx: TracerContext, text: str, suffix: str, read: Any) -> VariableTracker:
         """A fact of an input tensor that no tensor guard pins (``is_leaf``, ``is_conj()``,
         ``storage_offset()``): read from the real tensor, and guarded in the same call."""
         value = read(self.real_value(tx))
@@ -155,7 +156,7 @@ class TensorVariable(VariableTracker):
         tx.guards.tensor_fact(self.source, suffix, value)
         return ConstantVariable(value)
 
-    def grad(self, tx: Any) -> VariableTracker:
+    def grad(self, tx: TracerContext) -> VariableTracker:
         """``x.grad`` of an input: an input itself, reached by ``x.grad`` (a tensor, with its
         tensor guard, or None, guarded when used), or what the trace assigned to it. Only
         ``backward()``, which breaks the graph, and an assignment change it."""
@@ -164,7 +165,7 @@ class TensorVariable(VariableTracker):
             return written
         return tx.wrap(self.real_value(tx).grad, AttrSource(self.source, "grad"))
 
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """``x.grad = g`` on an input (``None``, or a tensor torch accepts), replayed after the
         graph; torch's own error for any other value is CPython's to raise."""
         if name != "grad" or self.source is None or value is None:
@@ -175,7 +176,7 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"assigning tensor.grad {value.describe()}")
         tx.trace.side_effects.store_attr(self, "grad", value)
 
-    def accepts_grad(self, tx: Any, grad: "TensorVariable") -> bool:
+    def accepts_grad(self, tx: TracerContext, grad: "TensorVariable") -> bool:
         """What torch checks of a new ``.grad``: another tensor, of this one's device, layout,
         size (static) and ``grad_dtype`` (read from the input, guarded)."""
         fake, mine = grad.example, self.example
@@ -185,7 +186,7 @@ class TensorVariable(VariableTracker):
             return False
         return self.input_fact(tx, "grad_dtype", ".grad_dtype", lambda t: t.grad_dtype).as_python_constant() == fake.dtype
 
-    def python_attribute(self, tx: Any, name: str) -> VariableTracker:
+    def python_attribute(self, tx: TracerContext, name: str) -> VariableTracker:
         """An attribute user code set on a tensor (``x.scale = 2``): the input's own, read
         and guarded through its source; absent is guarded too (``getattr(x, "scale", 1)``)."""
         if self.source is None:  # made by an operation of the trace: no attributes of its own
@@ -196,7 +197,7 @@ class TensorVariable(VariableTracker):
         tx.guards.hasattr_match(self.source, name, False)
         raise AttributeMissing(f"AttributeError: 'Tensor' object has no attribute {name!r}")
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name in ("item", "tolist") and tx.config.capture_scalar_outputs and not args and not kwargs:
             return record_call(tx, "call_method", name, [self], {})  # (a number the graph returns)
         if name in _BREAKING_METHODS:
@@ -230,7 +231,7 @@ class TensorVariable(VariableTracker):
             return self  # an in-place method returns the same object, mutated: keep identity and source
         return result
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         if self.example.dim() == 0:
             raise Unsupported("iterating over a 0-d tensor")
         return [
@@ -287,14 +288,14 @@ class SymNodeVariable(VariableTracker):
             return value
         return self.python_type()(self.example)  # specialises, with a guard
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         return bool(self.example)  # the ShapeEnv guards on the branch taken
 
     def __repr__(self) -> str:
         return f"SymNodeVariable({self.node.name}: {self.example})"
 
 
-def tensor_method(tx: Any, method: Any, source: Source | None) -> VariableTracker:
+def tensor_method(tx: TracerContext, method: Any, source: Source | None) -> VariableTracker:
     """``x.sum`` read before a graph break and handed to the continuation: the method of that
     name of the tensor it is bound to (its type and name guarded, the tensor wrapped as any)."""
     if source is None:
@@ -313,7 +314,7 @@ def is_symbolic(value: Any) -> bool:
     return False
 
 
-def record_call(tx: Any, op: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def record_call(tx: TracerContext, op: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """Record ``target(*args, **kwargs)`` in the graph and wrap its result."""
     if isinstance(target, type) and issubclass(target, torch.nn.Parameter):
         # (a backend may return a plain tensor for it: only CPython makes a real Parameter)
@@ -324,7 +325,7 @@ def record_call(tx: Any, op: str, target: Any, args: list[VariableTracker], kwar
     return wrap_fx_value(tx, node, example)
 
 
-def wrap_fx_value(tx: Any, node: torch.fx.Node, example: Any) -> VariableTracker:
+def wrap_fx_value(tx: TracerContext, node: torch.fx.Node, example: Any) -> VariableTracker:
     """Wrap the fake result of a recorded node into trackers."""
     if isinstance(example, torch.Tensor):
         return TensorVariable(node, example)

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, CallSource, ConstSource, Source
 from .base import Registry, VariableTracker, as_proxy, class_static, subclass_check
@@ -122,7 +123,7 @@ class TorchVariable(VariableTracker):
     def describe(self) -> str:
         return f"torch function {getattr(self.fn, '__qualname__', self.fn)}"
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if isinstance(self.fn, type) and name in CLASS_DATA_ATTRS:
             return UserDefinedClassVariable(self.fn, self.source).var_getattr(tx, name)  # (its __name__...)
         if isinstance(self.fn, type):
@@ -139,7 +140,7 @@ class TorchVariable(VariableTracker):
             return var
         return super().var_getattr(tx, name)
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         fn = self.fn
         if args and (self.owner is not None or isinstance(fn, (types.MethodDescriptorType, types.WrapperDescriptorType))):
             return _unbound_tensor_method(tx, fn, getattr(fn, "__objclass__", self.owner), args, kwargs)
@@ -197,12 +198,12 @@ class TorchVariable(VariableTracker):
         return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
 
 
-def _annotate(tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+def _annotate(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     # a type hint for TorchScript: the value itself, as under torch.compile
     return args[1] if len(args) == 2 and not kwargs else None
 
 
-def _is_tensor(tx: Any, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+def _is_tensor(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     # isinstance(obj, torch.Tensor)
     if len(args) != 1 or kwargs:
         return None
@@ -227,7 +228,7 @@ _SPECIAL_CALLS.update({
 })
 
 
-def _plain_python_class(tx: Any, cls: type) -> bool:
+def _plain_python_class(tx: TracerContext, cls: type) -> bool:
     """A class whose every base but ``object`` is written in Python (a heap type) and that is
     not a context manager: an object made for its values, not for an effect (an RAII guard,
     ``inference_mode``, is made to be entered)."""
@@ -254,7 +255,7 @@ def _graph_can_hold(args: list[VariableTracker], kwargs: dict[str, VariableTrack
     return True
 
 
-def _unbound_tensor_method(tx: Any, fn: Any, owner: type, args: list[VariableTracker],
+def _unbound_tensor_method(tx: TracerContext, fn: Any, owner: type, args: list[VariableTracker],
                            kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``torch.Tensor.add(x, y)``: ``x.add(y)``, where ``x``'s class does not override it (a
     subclass's own method would run instead of this one)."""
@@ -281,7 +282,7 @@ class _Opaque(VariableTracker):
     def python_type(self) -> type:
         return type(self.value)
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         return wrap_constant(getattr(self.value, name))
 
     def reconstruct(self, cg: Any) -> None:
@@ -303,7 +304,7 @@ class TorchModuleVariable(PythonModuleVariable):
 
     models = types.ModuleType
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         try:
             value = getattr(self.module, name)
         except AttributeError as e:

@@ -16,6 +16,7 @@ import enum
 import types
 from typing import Any
 
+from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, ObjectAttrSource, PrivateObjectSource, Source
 from .base import DELETED, Methods, VariableTracker, class_static, find_on_class
@@ -66,24 +67,24 @@ class ObjectVariableBase(VariableTracker):
             return ObjectAttrSource(self.source, "__class__")
         return AttrSource(self.source, "__class__")
 
-    def has_python_method(self, tx: Any, name: str) -> bool:
+    def has_python_method(self, tx: TracerContext, name: str) -> bool:
         return isinstance(class_static(tx, self.cls, name), types.FunctionType)
 
-    def class_variable(self, tx: Any) -> VariableTracker:
+    def class_variable(self, tx: TracerContext) -> VariableTracker:
         return tx.wrap(self.cls, self._class_source())
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name.startswith("__") and name.endswith("__") and not self.has_python_method(tx, name):
             raise Unsupported(f"{self.cls.__qualname__} has no Python {name}")
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.call_method(tx, "__call__", args, kwargs)
 
-    def is_callable(self, tx: Any) -> bool:
+    def is_callable(self, tx: TracerContext) -> bool:
         return type_is_callable(tx, self.cls)
 
-    def truth(self, tx: Any) -> bool:
+    def truth(self, tx: TracerContext) -> bool:
         if self.has_python_method(tx, "__bool__"):
             return self.call_method(tx, "__bool__", [], {}).truth(tx)
         if self.has_python_method(tx, "__len__"):
@@ -92,7 +93,7 @@ class ObjectVariableBase(VariableTracker):
             return True
         raise Unsupported(f"the truth of a {self.cls.__qualname__} (a C __bool__ or __len__)")
 
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """``obj.name = value`` (``del obj.name``): the class's Python ``__setattr__`` runs
         inlined (a frozen dataclass's raises, others end in ``object.__setattr__``); without
         one, the generic store."""
@@ -105,11 +106,11 @@ class ObjectVariableBase(VariableTracker):
         else:
             raise Unsupported(f"{method} of {self.describe()} is not Python")
 
-    def generic_store(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None)."""
         raise Unsupported(f"setting attribute {name!r} of {self.describe()}")
 
-    def native_call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """``object``'s own method, reached through ``super()`` or called as ``object.name(obj, ...)``."""
         if name == "__getattribute__" and len(args) == 1 and not kwargs and type(args[0].as_python_constant()) is str \
                 and type(self) is UserDefinedObjectVariable:
@@ -125,7 +126,7 @@ class ObjectVariableBase(VariableTracker):
         self.generic_store(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
         return ConstantVariable(None)
 
-    def unpack(self, tx: Any) -> list[VariableTracker]:
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         if self.has_python_method(tx, "__iter__"):
             return self.call_method(tx, "__iter__", [], {}).unpack(tx)
         if self.has_python_method(tx, "__getitem__"):
@@ -164,7 +165,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
     def describe(self) -> str:
         return f"{self.cls.__qualname__} object" + (f" {self.source.name}" if self.source else "")
 
-    def written_attribute(self, tx: Any, name: str) -> VariableTracker | None:
+    def written_attribute(self, tx: TracerContext, name: str) -> VariableTracker | None:
         """What the trace itself wrote into ``obj.name``, if it did (the real object does not
         have it yet: the write is replayed after the graph)."""
         if self.source is None:
@@ -176,7 +177,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             return self.class_variable(tx)
         return pending
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         written = self.written_attribute(tx, name)
         if written is not None:
             return written
@@ -185,7 +186,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             return found if found is not None else self.real_attribute(tx, name)
         return self.generic_getattr(tx, name)
 
-    def real_attribute(self, tx: Any, name: str) -> VariableTracker:
+    def real_attribute(self, tx: TracerContext, name: str) -> VariableTracker:
         """Where the class customises attribute access (a C ``__getattribute__``, a Python
         ``__getattr__``), read the attribute for real: its value is wrapped with the source
         ``obj.name``, so it is guarded and re-fetched like any input. A Python
@@ -196,14 +197,14 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             raise Unsupported(f"reading {name!r} of {self.describe()} runs {_qualname_of(static)}, which could not be traced")
         return self._read_for_real(tx, name)
 
-    def generic_getattr(self, tx: Any, name: str, native: bool = False) -> VariableTracker:
+    def generic_getattr(self, tx: TracerContext, name: str, native: bool = False) -> VariableTracker:
         """``object.__getattribute__(obj, name)`` (``object_protocol.generic_getattr``)."""
         return generic_getattr(tx, self, name, native)
 
-    def dict_variable(self, tx: Any, native: bool) -> VariableTracker:
+    def dict_variable(self, tx: TracerContext, native: bool) -> VariableTracker:
         return InstanceDictVariable.of(tx, self, native)
 
-    def _through_getattribute(self, tx: Any, name: str) -> VariableTracker | None:
+    def _through_getattribute(self, tx: TracerContext, name: str) -> VariableTracker | None:
         """``obj.name`` where the class's ``__getattribute__`` is a Python function (a config
         mapping names, then ``super().__getattribute__``): traced like any call, so that what
         it reads is guarded where it is (an instance dict, a class) instead of running the method
@@ -237,7 +238,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
         finally:
             tx.trace.location = location
 
-    def missing_attribute(self, tx: Any, name: str) -> VariableTracker:
+    def missing_attribute(self, tx: TracerContext, name: str) -> VariableTracker:
         hook = class_static(tx, self.cls, "__getattr__")
         if isinstance(hook, types.FunctionType):  # traced, so it runs once per read, as in eager
             return call_getattr_hook(tx, UserMethodVariable(_function(hook, None), self.receiver), name)
@@ -245,7 +246,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             return self.real_attribute(tx, name)
         raise AttributeMissing.exactly(no_attribute(self.cls, name))
 
-    def _read_for_real(self, tx: Any, name: str) -> VariableTracker:
+    def _read_for_real(self, tx: TracerContext, name: str) -> VariableTracker:
         try:
             value = getattr(self.value, name)
         except AttributeError as e:
@@ -258,7 +259,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
                                       self.receiver)
         return tx.wrap(value, AttrSource(self.source, name))
 
-    def store_attr(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         if isinstance(self.source, PrivateObjectSource):  # the trace's own object: change it now
             read = tx.trace.memos.input_trackers.get(AttrSource(self.source, name))
             if read is not None:  # (a constant read is held as its value; anything else by where it was)
@@ -272,7 +273,7 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             return
         super().store_attr(tx, name, value)
 
-    def generic_store(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """Replayed after the graph as ``obj.name = value``, which is the generic store only
         where the class's ``__setattr__`` (``__delattr__``) is object's."""
         static = class_static(tx, self.cls, name)
@@ -295,11 +296,11 @@ class ObjectConstantVariable(ConstantVariable):
 
     models = (int, float, complex, str, bytes, enum.Enum)  # (user subclasses of; enum members)
 
-    def instance_attribute(self, tx: Any, name: str) -> VariableTracker:
+    def instance_attribute(self, tx: TracerContext, name: str) -> VariableTracker:
         return UserDefinedObjectVariable(self.peek(), self.source, receiver=self).var_getattr(tx, name)
 
 
-def call_getattr_hook(tx: Any, hook: VariableTracker, name: str) -> VariableTracker:
+def call_getattr_hook(tx: TracerContext, hook: VariableTracker, name: str) -> VariableTracker:
     """A Python ``__getattr__`` (a class's, bound, or a module's) called for ``name``, inlined:
     what it reads is guarded where it reads it, and an AttributeError it raises is the missing
     attribute (``hasattr`` is False, ``getattr``'s default is taken)."""
@@ -349,7 +350,7 @@ class NewObjectVariable(ObjectVariableBase):
     def subvalues(self) -> list[VariableTracker]:
         return list(self.attributes.values())
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name in self.attributes:
             return self.attributes[name]
         if name == "__class__":
@@ -360,7 +361,7 @@ class NewObjectVariable(ObjectVariableBase):
             raise AttributeMissing.exactly(unset_slot(self.cls, name))
         return class_attribute(tx, self, self.cls, name, class_source=None)
 
-    def generic_store(self, tx: Any, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         static = class_static(tx, self.cls, name)
         if hasattr(static, "__set__") and not is_slot(static, name):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor)")
@@ -400,7 +401,7 @@ class InstanceDictVariable(VariableTracker):
         self.obj = obj
 
     @classmethod
-    def of(cls, tx: Any, obj: Any, native: bool = False) -> "InstanceDictVariable":
+    def of(cls, tx: TracerContext, obj: Any, native: bool = False) -> "InstanceDictVariable":
         """``native``: read by ``object.__getattribute__(obj, '__dict__')``, whatever the
         class's own ``__getattribute__`` does."""
         static = class_static(tx, obj.cls, "__dict__")
@@ -418,7 +419,7 @@ class InstanceDictVariable(VariableTracker):
     def describe(self) -> str:
         return f"the __dict__ of {self.obj.describe()}"
 
-    def _lookup(self, tx: Any, key: VariableTracker) -> VariableTracker | None:
+    def _lookup(self, tx: TracerContext, key: VariableTracker) -> VariableTracker | None:
         name = key.as_python_constant()
         if type(name) is not str:
             raise Unsupported(f"a {type(name).__name__} key of {self.describe()}")
@@ -434,7 +435,7 @@ class InstanceDictVariable(VariableTracker):
         tx.guards.not_in_instance_dict(obj.source, name, self.native)
         return None
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if kwargs:
             raise Unsupported(f"{self.describe()}.{name}() with keyword arguments")
         result = self.methods.call(self, tx, name, args, kwargs)
@@ -445,7 +446,7 @@ class InstanceDictVariable(VariableTracker):
     methods = Methods("an object's __dict__")
 
     @methods("__setitem__")
-    def _setitem(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _setitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) != 2:
             return None
         if type(args[0].as_python_constant()) is not str:
@@ -454,7 +455,7 @@ class InstanceDictVariable(VariableTracker):
         return ConstantVariable(None)
 
     @methods("__getitem__", "__contains__", "get")
-    def _read(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    def _read(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) not in ((1, 2) if name == "get" else (1,)):
             return None
         found = self._lookup(tx, args[0])
@@ -488,7 +489,7 @@ class ExceptionVariable(VariableTracker):
         self.args = args
 
     @classmethod
-    def of(cls, tx: Any, value: VariableTracker) -> "ExceptionVariable":
+    def of(cls, tx: TracerContext, value: VariableTracker) -> "ExceptionVariable":
         """What ``raise value`` raises: an instance, or a class called with no arguments."""
         if isinstance(value, ExceptionVariable):
             return value
@@ -509,12 +510,12 @@ class ExceptionVariable(VariableTracker):
         args = ", ".join(repr(a.as_python_constant()) if a.is_python_constant() else "..." for a in self.args)
         return f"{self.cls.__name__}({args})"
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "args":
             return TupleVariable(list(self.args))
         raise Unsupported(f"reading {name!r} of an exception made while tracing")
 
-    def call_method(self, tx: Any, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "__str__" and not args:
             return ConstantVariable(str(self.cls(*[a.as_python_constant() for a in self.args])))
         return super().call_method(tx, name, args, kwargs)
@@ -531,7 +532,7 @@ class ExceptionVariable(VariableTracker):
         return list(self.args)
 
 
-def construct(tx: Any, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user class, while tracing (``classes.construct`` first gives
     the classes that a higher family models, ModelOutput's, to that family)."""
     if issubclass(cls, BaseException) and not kwargs and not any(
@@ -578,7 +579,7 @@ class NativeMethodVariable(VariableTracker):
         super().__init__()
         self.obj, self.name = obj, name
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if self.name == "__init__" and not args and not kwargs and not isinstance(self.obj, ListVariable):
             return ConstantVariable(None)  # object.__init__, dict.__init__ (list's clears the list)
         native = getattr(self.obj, "native_call_method", None)
@@ -604,7 +605,7 @@ class NativeDescriptorVariable(VariableTracker):
     def python_type(self) -> type:
         return type(self.descriptor)
 
-    def call_function(self, tx: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         owner = self.descriptor.__objclass__
         if owner not in _NATIVE_OWNERS or not args or not issubclass(args[0].python_type(), owner):
             raise Unsupported(f"calling {owner.__name__}.{self.descriptor.__name__} without a {owner.__name__}")
@@ -612,7 +613,7 @@ class NativeDescriptorVariable(VariableTracker):
 
 
 
-def _bind_native_descriptor(tx: Any, static: Any, obj: VariableTracker | None, cls: type, name: str,
+def _bind_native_descriptor(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,
                             class_source: Source | None) -> VariableTracker | None:
     # ``object.__setattr__`` read from the class, called with the object; on an instance: as it is
     return NativeDescriptorVariable(static) if obj is None else None
@@ -633,7 +634,7 @@ class SuperVariable(VariableTracker):
     def python_type(self) -> type:
         return super
 
-    def var_getattr(self, tx: Any, name: str) -> VariableTracker:
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         obj_cls = self.obj.python_type()
         if self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type):
             obj_cls = self.obj.as_python_constant()  # super() in a classmethod: cls's own MRO
