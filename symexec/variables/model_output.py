@@ -379,7 +379,7 @@ def wrap_model_output(b: Any, value: Any, source: Source | None) -> VariableTrac
     b.guards.type_match(source, value)
     b.guards.keys_match(source, keys)
     b.guards.add(GuardKind.ID_MATCH, f"{source.name}'s items are its attributes",
-                 f"{b.guards.constant(_items_are_attributes)}({source.expr()})", source)
+                 b.guards.code(f"{b.guards.constant(_items_are_attributes)}(", source, ")"), source)
     var = InputModelOutputVariable(value, source, {k: b(getattr(value, k), AttrSource(source, k)) for k in keys})
     b.output.objects_by_id[id(value)] = (value, var)  # reached again through another source: this tracker
     return var
