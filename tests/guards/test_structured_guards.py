@@ -115,3 +115,15 @@ def test_guard_modules_do_not_parse_text():
         assert "re" not in imported, name
         calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
         assert not calls & {"find", "rfind", "finditer", "findall"}, name
+
+
+def test_shape_guards_share_reads_with_the_other_guards():
+    # The ShapeEnv's guards name their sources structurally: a parameter's size() is read once,
+    # through the temp the tensor guard bound (once printed in full per size).
+    lin = torch.nn.Linear(4, 4)
+    compiled = symexec.compile(lambda x: lin(x), dynamic=True)
+    for n in (2, 3, 4):
+        compiled(torch.ones(n, 4))
+    entry = symexec.cache_entries(compiled)[0]
+    text = " and ".join(shared_expressions(entry.guards))
+    assert "_parameters['weight'].size()" not in text and "_parameters['weight'].stride()" not in text, text
