@@ -111,6 +111,7 @@ class _SharedRenderer:
         return self._share(source, source.expr_with(self.source(base)), self.uses, "___t")
 
     def shape_call(self, call: ShapeCall) -> str:
+        """``x.size()`` or ``x.stride()``: its name once defined, else the call."""
         if call in self.names:
             return self.names[call]
         return self._share(call, f"{self.source(call.source)}.{call.method}()", self.calls, "___s")
@@ -124,6 +125,7 @@ class _SharedRenderer:
         return f"({name} := {text})"
 
     def render(self, code: Code) -> str:
+        """One guard's predicate as text (call in guard order: a first use defines a name)."""
         return "".join(part if isinstance(part, str) else self.shape_call(part) if isinstance(part, ShapeCall)
                        else self.source(part) for part in code.parts)
 
