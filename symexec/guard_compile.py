@@ -1,22 +1,22 @@
 """Compiling an entry's guards (a ``GuardSet``) into generated functions with the user's
-function's signature: ``check``, one flat ``and`` of the guards' expressions (every source
-several guards go through computed once), and its explainer ``first_failure``, compiled from
-the same text the first time a miss is explained."""
+function's signature: ``check``, one flat ``and`` of the guards' predicates rendered from their
+data (every source several guards go through computed once, decided from the Source objects),
+and its explainer ``first_failure``, compiled the first time a miss is explained."""
 
 from __future__ import annotations
 
 import collections
 import math
 import os
-import re
 import types
 from typing import Any
 
 import torch
 
 from . import faults
+from .guard_code import Code, ShapeCall, sources_under
 from .guards import Guard, GuardSet, exact_key, exact_keys
-from .source import _CONSTANTS, Source, peek, remaining, safe_name
+from .source import Source, peek, remaining, safe_name
 
 
 class CompiledGuards:
@@ -66,145 +66,85 @@ def signature_text(code: types.CodeType) -> str:
     return ", ".join(params)
 
 
-def _shared_subexpressions(guards: list[Guard]) -> list[str]:
-    """The guard expressions, with every source that several guards go through computed once:
-    its first use becomes ``(___tN := self.h[1].attn)`` and later ones ``___tN``.
+def _count_uses(guards: list[Guard]) -> tuple[dict[Source, int], dict[ShapeCall, int]]:
+    """How often each source is read (through it or its extensions) and each tensor's
+    ``size()``/``stride()`` is called, over every guard's predicate (each mention counts: a
+    tensor guard reads its source six times)."""
+    uses: dict[Source, int] = {}
+    calls: dict[ShapeCall, int] = {}
+    for guard in guards:
+        for part in guard.code.parts:
+            if isinstance(part, ShapeCall):
+                calls[part] = calls.get(part, 0) + 1
+                if calls[part] > 1:
+                    continue  # (a shared call reads its tensor once)
+                part = part.source
+            source: Any = part
+            while isinstance(source, Source):
+                uses[source] = uses.get(source, 0) + 1
+                source = getattr(source, "base", None)
+    return uses, calls
+
+
+class _SharedRenderer:
+    """Renders predicates in guard order, every source several guards go through computed
+    once: its first use becomes ``(___tN := self.h[1].attn)`` and later ones ``___tN``
+    (``x.size()`` likewise ``___sN``).
 
     A model's guards reach hundreds of parameters through the same module attributes; each
     nn.Module attribute read runs Python code, so sharing them is most of a cache hit's cost.
     In one flat ``and`` chain a later use only runs when the defining one did (a guard that
-    stops early makes the whole chain false).
-    """
-    def sources_of(guard: Guard) -> list[Source]:
-        return [s for s in (guard.source, guard.other, *guard.more) if s is not None]
+    stops early makes the whole chain false)."""
 
-    uses: dict[Source, int] = {}
-    for guard in guards:
-        for top in sources_of(guard):
-            # Each mention counts (a tensor guard reads its source six times).
-            mentions = max(1, len(_uses(top.expr(), guard.expr)))
-            source: Any = top
-            while isinstance(source, Source):
-                uses[source] = uses.get(source, 0) + mentions
-                source = getattr(source, "base", None)
-    names: dict[Source, str] = {}
-    defined: set[Source] = set()
+    def __init__(self, guards: list[Guard]) -> None:
+        self.uses, self.calls = _count_uses(guards)
+        self.names: dict[Any, str] = {}
+        self.counters: dict[str, int] = {}
 
-    def render(source: Source) -> str:
-        if source in defined:
-            return names[source]
+    def source(self, source: Source) -> str:
+        """``source`` as an expression: its name once defined, else its read over its base."""
+        if source in self.names:
+            return self.names[source]
         base = getattr(source, "base", None)
-        if not isinstance(base, Source):
+        if not isinstance(base, Source) or not hasattr(source, "expr_with"):
             return source.expr()
-        if hasattr(source, "expr_with"):  # a call over its base (object.__getattribute__(b, n))
-            text = source.expr_with(render(base))
-        elif source.expr().startswith(base.expr()):
-            text = render(base) + source.expr()[len(base.expr()):]
-        else:
-            return source.expr()  # not a chain (peek(it, 0)): left as it is
-        if uses.get(source, 0) < 2:
+        return self._share(source, source.expr_with(self.source(base)), self.uses, "___t")
+
+    def shape_call(self, call: ShapeCall) -> str:
+        """``x.size()`` or ``x.stride()``: its name once defined, else the call."""
+        if call in self.names:
+            return self.names[call]
+        return self._share(call, f"{self.source(call.source)}.{call.method}()", self.calls, "___s")
+
+    def _share(self, key: Any, text: str, counts: dict, prefix: str) -> str:
+        """``text``, bound to a fresh name if ``key`` is read more than once."""
+        if counts.get(key, 0) < 2:
             return text
-        names[source] = f"___t{len(names)}"
-        defined.add(source)
-        return f"({names[source]} := {text})"
+        self.counters[prefix] = self.counters.get(prefix, 0) + 1
+        self.names[key] = name = f"{prefix}{self.counters[prefix] - 1}"
+        return f"({name} := {text})"
 
-    exprs = []
-    for guard in guards:
-        expr = guard.expr
-        for source in sources_of(guard):
-            if not isinstance(getattr(source, "base", None), Source):
-                continue
-            spans = _uses(source.expr(), expr)
-            if spans:
-                rendered = render(source)
-                reuse = names.get(source, rendered)
-                for i, (start, end) in reversed(list(enumerate(spans))):
-                    expr = expr[:start] + (reuse if i else rendered) + expr[end:]
-        exprs.append(expr)
-    return _shared_size_calls(exprs)
+    def render(self, code: Code) -> str:
+        """One guard's predicate as text (call in guard order: a first use defines a name)."""
+        return "".join(part if isinstance(part, str) else self.shape_call(part) if isinstance(part, ShapeCall)
+                       else self.source(part) for part in code.parts)
 
 
-# The string literals of a guard expression (escaped reprs of exact str and bytes): a source's
-# text inside one is data, not a use of the source.
-_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'" r'|"(?:[^"\\]|\\.)*"', re.S)
+def shared_expressions(guards: list[Guard]) -> list[str]:
+    """The guards' predicates as text, in order, common subexpressions shared."""
+    renderer = _SharedRenderer(guards)
+    return [renderer.render(guard.code) for guard in guards]
 
 
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-
-
-def _uses(text: str, expr: str) -> list[tuple[int, int]]:
-    """Where the source expression ``text`` is used in ``expr``: not inside a longer name or
-    after a dot, and not in a string literal (found with ``str.find``: a regex per source
-    compiled per trace cost more than the rest of compiling the guards)."""
-    spans, start = [], expr.find(text)
-    literals = None
-    while start >= 0:
-        end = start + len(text)
-        if (start == 0 or (expr[start - 1] not in _NAME_CHARS and expr[start - 1] != ".")) and \
-                (end == len(expr) or expr[end] not in _NAME_CHARS):
-            if literals is None:
-                literals = [m.span() for m in _STRING_LITERAL.finditer(expr)] if ("'" in expr or '"' in expr) else []
-            if not any(a <= start < b for a, b in literals):
-                spans.append((start, end))
-                start = expr.find(text, end)
-                continue
-        start = expr.find(text, start + 1)
-    return spans
-
-
-def _code_matches(pattern: re.Pattern, expr: str) -> list[re.Match]:
-    """The matches of ``pattern`` (a size or stride call) in ``expr`` that start outside its
-    string literals."""
-    if ".size()" not in expr and ".stride()" not in expr:
-        return []
-    literals = [m.span() for m in _STRING_LITERAL.finditer(expr)] if ("'" in expr or '"' in expr) else []
-    return [m for m in pattern.finditer(expr) if not any(a <= m.start() < b for a, b in literals)]
-
-
-# (an index may itself be a constant: ``d[___const[140...]]``)
-_SIZE_CALL = re.compile(r"(?<![\w.\]])((?:\(___t\d+ := [^()]*\)|[A-Za-z_][\w.]*(?:\[(?:[^\[\]]|\[[^\[\]]*\])*\])*)\.(?:size|stride)\(\))")
-
-
-def _shared_size_calls(exprs: list[str]) -> list[str]:
-    """``a.size()`` and ``a.stride()`` computed once for all the shape guards that read them."""
-    counts: dict[str, int] = {}
-    for expr in exprs:
-        for match in _code_matches(_SIZE_CALL, expr):
-            counts[match.group(1)] = counts.get(match.group(1), 0) + 1
-    names: dict[str, str] = {}
-    result = []
-    for expr in exprs:
-        def share(match: re.Match) -> str:
-            call = match.group(1)
-            if counts.get(call, 0) < 2:
-                return call
-            if call in names:
-                return names[call]
-            names[call] = f"___s{len(names)}"
-            return f"({names[call]} := {call})"
-        replaced = [(match, share(match)) for match in _code_matches(_SIZE_CALL, expr)]  # in order
-        for match, text in reversed(replaced):
-            expr = expr[: match.start()] + text + expr[match.end():]
-        result.append(expr)
-    return result
-
-
-def _entry_constants(guards: list[Guard], text: str) -> dict[int, Any]:
-    """``___const`` of one entry: the objects its text names as ``___const[<id>]``, held by
-    the entry (freed with it), not by a global table."""
+def _entry_constants(guards: list[Guard]) -> dict[int, Any]:
+    """``___const`` of one entry: the objects the guards' sources name as ``___const[<id>]``
+    (held by the sources they read), held by the entry (freed with it), not by a global table."""
     constants: dict[int, Any] = {}
-    for guard in guards:  # what the guards' sources name
-        for source in (guard.source, guard.other, *guard.more):
-            while isinstance(source, Source):
+    for guard in guards:
+        for top in (guard.source, guard.other, *guard.more, *guard.code.reads()):
+            for source in sources_under(top):
                 for box in source.__dict__.get("_const_boxes", ()):
                     constants[id(box.value)] = box.value
-                source = getattr(source, "base", None)
-    for key in map(int, re.findall(r"___const\[([0-9]+)\]", text)):  # and any other source's
-        if key not in constants:
-            missing = constants  # (a sentinel: ids are never dicts here)
-            value = _CONSTANTS.get(key, missing)
-            if value is not missing:
-                constants[key] = value
     return constants
 
 
@@ -213,7 +153,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
     faults.hit("guards")  # fault injection (tests)
     guards = guard_set.guards
     params = signature_text(fn.__code__)
-    shared = _shared_subexpressions(guards)
+    shared = shared_expressions(guards)
     condition = " and ".join(f"({e})" for e in shared) or "True"
     # (___i kept current, so that a guard that raises is the one reported)
     checks = "".join(f"        ___i += 1\n        if not ({g.expr}): return {i}\n" for i, g in enumerate(guards))
@@ -226,7 +166,6 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         f"    return -1\n"
     )
     sources = {"___first_failure": failure_source}
-    source = check_source + failure_source
     namespace: dict[str, Any] = {
         "___G": fn.__globals__,
         "___B": fn.__globals__.get("__builtins__", __builtins__),
@@ -238,7 +177,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___peek": peek,
         "___getattr": getattr, "___map": map, "___issubclass": issubclass, "___ogetattr": object.__getattribute__,
         "___dgetitem": dict.__getitem__, "___dkeys": dict.keys, "___odkeys": collections.OrderedDict.keys, "___envget": os._Environ.get,
-        "___const": _entry_constants(guards, source),
+        "___const": _entry_constants(guards),
         "___remaining": remaining,
         **guard_set.namespace,
     }

@@ -1,7 +1,8 @@
 """Guards: the conditions under which a cache entry may be reused.
 
 Guards are written on sources. Each has a human text in the design document's notation
-(``L['b'] == 'Hello'``, ``len(L['l']) == 2``) and a Python expression over the compiled
+(``L['b'] == 'Hello'``, ``len(L['l']) == 2``) and a predicate as data (``guard_code.Code``: code
+around the Sources it reads), rendered once into a Python expression over the compiled
 function's own parameters. All guards of an entry compile into ONE generated Python function
 with the same signature as the user's function: a flat ``and`` of the expressions, so a cache
 hit is one call with no dict building and no ``inspect``. A second generated function, run only
@@ -22,6 +23,7 @@ from typing import Any, Callable
 
 import torch
 
+from .guard_code import Code, ShapeCall, code, join
 from .source import (AttrSource, ObjectAttrSource, PrivateObjectSource, Source, display, literal)
 
 
@@ -40,13 +42,25 @@ class GuardKind(enum.Enum):
 class Guard:
     kind: GuardKind
     text: str  # what users read: L['b'] == 'Hello'
-    expr: str  # what the guard function evaluates: b == 'Hello'
+    code: Code  # what the guard function evaluates, as data: (source L['b'], " == 'Hello'")
     source: Source | None = None
     other: Source | None = None  # the second source of an alias guard (`a is b`)
     more: tuple[Source, ...] = ()  # every source of a guard over many (`distinct(a, b, c)`)
     # The user line whose tracing created the guard (for explain and the guards log).
     filename: str | None = field(default=None, compare=False)
     lineno: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.code, Code):  # (plain text: code that reads no source)
+            object.__setattr__(self, "code", code(self.code))
+
+    @property
+    def expr(self) -> str:
+        """The expression with every read written out: ``b == 'Hello'``."""
+        text = self.__dict__.get("_expr")
+        if text is None:
+            text = self.__dict__["_expr"] = self.code.text()
+        return text
 
     def __str__(self) -> str:
         return self.text
@@ -57,7 +71,7 @@ class _Grown:
     """A guard over a list of items that grows while tracing (names absent from a dict, sources
     that must be distinct objects...), rendered once when the guards are read."""
     kind: GuardKind
-    render_items: Callable[[list[Any]], tuple[str, str] | None]
+    render_items: Callable[[list[Any]], tuple[str, Code] | None]
     source: Source | None
     items_are_sources: bool
     items: list[Any] = field(default_factory=list)
@@ -163,6 +177,9 @@ class GuardSet:
         # them (function_match); None: the function's own.
         self.parameters: tuple | None = None
 
+    # Guard code from pieces (``code("___len(", source, ") == 2")``), for trackers' own guards.
+    code = staticmethod(code)
+
     @property
     def guards(self) -> list[Guard]:
         """The guards, in order (the growing ones rendered now)."""
@@ -187,8 +204,11 @@ class GuardSet:
             self.namespace[name] = value
         return name
 
-    def add(self, kind: GuardKind, text: str, expr: str, source: Source | None = None, other: Source | None = None,
+    def add(self, kind: GuardKind, text: str, expr: Code | str, source: Source | None = None, other: Source | None = None,
             more: tuple[Source, ...] = ()) -> None:
+        """Record a guard: ``text`` for users, ``expr`` its predicate (a ``Code`` over the
+        sources it reads; plain text only where it reads none)."""
+        expr = expr if isinstance(expr, Code) else code(expr)
         key = (kind, expr)
         if key in self._entries or (source is not None and isinstance(source.root(), PrivateObjectSource)):
             return  # (the trace's own objects cannot change behind its back: nothing to guard)
@@ -196,7 +216,7 @@ class GuardSet:
         self._entries[key] = Guard(kind, text, expr, source, other, more, filename, lineno)
         self._rendered = None
 
-    def _grow(self, key: Any, item: Any, kind: GuardKind, render: Callable[[list[Any]], tuple[str, str] | None],
+    def _grow(self, key: Any, item: Any, kind: GuardKind, render: Callable[[list[Any]], tuple[str, Code] | None],
               source: Source | None = None, items_are_sources: bool = False) -> None:
         """Add ``item`` to the list ``key`` that one guard covers, made by ``render(items)`` ->
         (text, expr), or None while there is nothing to check: one check however many items
@@ -220,7 +240,7 @@ class GuardSet:
         self.add(
             GuardKind.TYPE_MATCH,
             f"type({source.name}) is {_qualname(cls)}",
-            f"___type({source.expr()}) is {self._const(cls)}",
+            code("___type(", source, f") is {self._const(cls)}"),
             source,
         )
 
@@ -229,7 +249,7 @@ class GuardSet:
         self.add(
             GuardKind.ID_MATCH,
             f"{source.name} is {label}",
-            f"{source.expr()} is {self._weak(value) + '()' if _held_weakly(value) else self._const(value)}",
+            code(source, f" is {self._weak(value) + '()' if _held_weakly(value) else self._const(value)}"),
             source,
         )
 
@@ -250,91 +270,93 @@ class GuardSet:
         if value is None or isinstance(value, bool) or value is Ellipsis or value is NotImplemented:
             # (Ellipsis and NotImplemented are names a parameter could shadow: constants)
             shown = _literal(value) if type(value) in (bool, type(None)) else self._const(value)
-            self.add(GuardKind.ID_MATCH, f"{source.name} is {value!r}", f"{source.expr()} is {shown}", source)
+            self.add(GuardKind.ID_MATCH, f"{source.name} is {value!r}", code(source, f" is {shown}"), source)
             return
         if isinstance(value, enum.Enum):  # a singleton: identity
             self.id_match(source, value)
             return
         self.type_match(source, value)
         shown = "nan" if _inexact(value) and value != value and type(value) is not float else display(value)
-        self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {shown}", self.exactly(source.expr(), value), source)
+        self.add(GuardKind.EQUALS_MATCH, f"{source.name} == {shown}", self.exactly(source, value), source)
 
-    def exactly(self, expr: str, value: Any) -> str:
-        """An expression true where ``expr`` (its type already guarded) has exactly ``value``:
-        ``exact_key``'s rule, written as plain comparisons where they are enough."""
+    def exactly(self, expr: Source | Code, value: Any) -> Code:
+        """An expression true where ``expr`` (a source, or code over sources; its type already
+        guarded) has exactly ``value``: ``exact_key``'s rule, written as plain comparisons
+        where they are enough."""
         cls = type(value)
         if cls in _PLAIN:
-            return f"{expr} == {_literal(value)}"
+            return code(expr, f" == {_literal(value)}")
         if _inexact(value) and isinstance(value, numbers.Real):
             if value != value or value == 0:  # nan != nan; -0.0 == 0.0: the sign tells them apart
-                test = f"{expr} != {expr}" if value != value else f"{expr} == 0"
-                return f"{test} and ___copysign(1.0, {expr}) == {math.copysign(1.0, value)!r}"
-            return f"{expr} == {_literal(value) or self._const(value)}"
+                test = code(expr, " != ", expr) if value != value else code(expr, " == 0")
+                return code(test, " and ___copysign(1.0, ", expr, f") == {math.copysign(1.0, value)!r}")
+            return code(expr, f" == {_literal(value) or self._const(value)}")
         if _inexact(value) and cls.__module__ in ("builtins", "numpy"):  # a complex: each part
-            return f"{self.exactly(f'{expr}.real', value.real)} and {self.exactly(f'{expr}.imag', value.imag)}"
+            return code(self.exactly(code(expr, ".real"), value.real), " and ",
+                        self.exactly(code(expr, ".imag"), value.imag))
         for base, read in _BASE_VALUE:
             if read is not None and isinstance(value, base):  # a subclass: its own __eq__ may say anything
-                return self.exactly(f"{self._const(read)}({expr})", read(value))
+                return self.exactly(code(f"{self._const(read)}(", expr, ")"), read(value))
         if cls.__module__ == "numpy" or cls in (torch.dtype, torch.device, torch.layout, torch.memory_format):
-            return f"{expr} == {self._const(value)}"
-        return f"___exact({expr}) == {self._const(exact_key(value))}"
+            return code(expr, f" == {self._const(value)}")
+        return code("___exact(", expr, f") == {self._const(exact_key(value))}")
 
-    def items_match(self, expr: str, items: list[Any]) -> str:
+    def items_match(self, expr: Source | Code, items: list[Any]) -> Code:
         """An expression true where iterating ``expr`` gives exactly ``items``, in order (a
         dict's keys, a set's elements: ``==`` alone lets ``1`` for ``True`` through)."""
         if all(type(item) in _PLAIN for item in items):
-            return (f"___list({expr}) == {self._const(list(items))} and "
-                    f"___list(___map(___type, {expr})) == {self._const([type(item) for item in items])}")
-        return f"___exact_keys({expr}) == {self._const(exact_keys(items))}"
+            return code("___list(", expr, f") == {self._const(list(items))} and ___list(___map(___type, ", expr,
+                        f")) == {self._const([type(item) for item in items])}")
+        return code("___exact_keys(", expr, f") == {self._const(exact_keys(items))}")
 
     def readable(self, source: Source) -> None:
         """``source`` can still be read: the generated code re-fetches what it reaches (a value
         the trace passed on unused), and a missing attribute or key must retrace, not raise."""
-        self.add(GuardKind.ID_MATCH, f"{source.name} can be read", f"({source.expr()}, True)[1]", source)
+        self.add(GuardKind.ID_MATCH, f"{source.name} can be read", code("(", source, ", True)[1]"), source)
 
     def remaining_match(self, source: Source, length: int, op: str) -> None:
         """How many items an iterator passed in has left (``==`` or ``>=``)."""
         self.add(GuardKind.LEN_MATCH, f"remaining({source.name}) {op} {length}",
-                 f"___remaining({source.expr()}) {op} {length}", source)
+                 code("___remaining(", source, f") {op} {length}"), source)
 
     def hasattr_match(self, source: Source, name: str, present: bool) -> None:
         neg = "" if present else "not "
         if type(name) is not str:  # a str subclass: its repr is the user's code
             name = str.__str__(name)
-        self.add(GuardKind.ID_MATCH, f"{neg}hasattr({source.name}, {name!r})", f"{neg}___hasattr({source.expr()}, {name!r})", source)
+        self.add(GuardKind.ID_MATCH, f"{neg}hasattr({source.name}, {name!r})", code(f"{neg}___hasattr(", source, f", {name!r})"), source)
 
     def len_match(self, source: Source, length: int) -> None:
-        self.add(GuardKind.LEN_MATCH, f"len({source.name}) == {length}", f"___len({source.expr()}) == {length}", source)
+        self.add(GuardKind.LEN_MATCH, f"len({source.name}) == {length}", code("___len(", source, f") == {length}"), source)
 
     def tensor_match(self, source: Source, value: torch.Tensor, static_dims: tuple[bool, ...] | None = None) -> None:
         """Type, dtype, device, requires_grad, and (static) size and stride of a tensor input."""
-        e = source.expr()
+        e = source
         size, stride = tuple(value.size()), tuple(value.stride())
         # The cheapest checks that pin the same facts: is_cpu for the CPU device, and
         # is_contiguous() for the strides of a contiguous tensor whose every dimension is > 1
         # (equal sizes and contiguity then fix every stride).
         device = "is_cpu" if value.device.type == "cpu" else f"device == {self._const(value.device)}"
         parts = [
-            f"___type({e}) is {self._const(type(value))}",
-            f"{e}.dtype is {self._const(value.dtype)}",
-            f"{e}.{device}",
-            f"{e}.requires_grad is {value.requires_grad}",
+            code("___type(", e, f") is {self._const(type(value))}"),
+            code(e, f".dtype is {self._const(value.dtype)}"),
+            code(e, f".{device}"),
+            code(e, f".requires_grad is {value.requires_grad}"),
         ]
         if static_dims is None:
-            parts.append(f"{e}.shape == {size!r}")
+            parts.append(code(e, f".shape == {size!r}"))
             if value.is_contiguous() and all(s > 1 for s in size):
-                parts.append(f"{e}.is_contiguous()")
+                parts.append(code(e, ".is_contiguous()"))
             else:
-                parts.append(f"{e}.stride() == {stride!r}")
+                parts.append(code(ShapeCall(e, "stride"), f" == {stride!r}"))
             shape_text = f", size={list(size)}, stride={list(stride)}"
         else:  # sizes and strides, dynamic and static, are the ShapeEnv's guards (install_shape_guards)
-            parts.append(f"{e}.dim() == {value.dim()}")
+            parts.append(code(e, f".dim() == {value.dim()}"))
             shape_text = ", size=[" + ", ".join(str(n) if st else "None" for n, st in zip(size, static_dims)) + "]"
         text = (
             f"check_tensor({source.name}, {type(value).__name__}, {value.dtype}, device={value.device}, "
             f"requires_grad={value.requires_grad}{shape_text})"
         )
-        self.add(GuardKind.TENSOR_MATCH, text, " and ".join(parts), source)
+        self.add(GuardKind.TENSOR_MATCH, text, join(" and ", parts), source)
         # The type guard of a lazy input (TensorVariable.lazy) until it was read: this one checks
         # the type first, and no guard in between relied on it (every fact read makes the input).
         if self._entries.pop((GuardKind.TYPE_MATCH, parts[0]), None) is not None:
@@ -342,7 +364,7 @@ class GuardSet:
 
     def alias(self, source: Source, other: Source) -> None:
         """Two sources reach the same object (a tensor, a list...)."""
-        self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is {other.name}", f"{source.expr()} is {other.expr()}",
+        self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is {other.name}", code(source, " is ", other),
                  source, other)
 
     def global_state(self, items: list[tuple[str, Any, Any]]) -> None:
@@ -353,13 +375,14 @@ class GuardSet:
             self.add(GuardKind.GLOBAL_STATE, f"{text} == {value!r}",
                      f"{self._const(reader)}() {compare} {literal if literal is not None else self._const(value)}")
 
-    def shape(self, text: str, expr: str) -> None:
+    def shape(self, text: str, expr: Code) -> None:
+        """A guard of the ShapeEnv's: ``expr`` over the sources and sizes it mentions."""
         self.add(GuardKind.SHAPE, text, expr)
 
     def tensor_fact(self, source: Source, suffix: str, value: Any) -> None:
         """A fact of an input tensor beyond the tensor guard: ``L['x'].is_leaf == False``."""
         self.add(GuardKind.TENSOR_MATCH, f"{source.name}{suffix} == {value!r}",
-                 f"{source.expr()}{suffix} == {_literal(value) or self._const(value)}", source)
+                 code(source, f"{suffix} == {_literal(value) or self._const(value)}"), source)
 
     def class_mro(self, cls: type) -> None:
         """A class's MRO is the one traced (assigning ``__bases__`` makes a new one): what
@@ -398,7 +421,7 @@ class GuardSet:
             if klass is found:
                 break
             if _mutable_class(klass):
-                def render(names: list[str], klass: type = klass) -> tuple[str, str]:
+                def render(names: list[str], klass: type = klass) -> tuple[str, Code | str]:
                     return (f"{', '.join(map(display, names))} not in {_qualname(klass)}.__dict__",
                             self._absent(names, self._class_dict(klass)))
                 self._grow(("absent from class", klass), name, GuardKind.ID_MATCH, render)
@@ -416,13 +439,13 @@ class GuardSet:
             self._class_dicts[cls] = self._const(type.__dict__["__dict__"].__get__(cls))
         return self._class_dicts[cls]
 
-    def _absent(self, names: list[Any], mapping: str) -> str:
-        """``names`` are not keys of the mapping that expression ``mapping`` reads: a ``not in``
+    def _absent(self, names: list[Any], mapping: Source | str) -> Code:
+        """``names`` are not keys of ``mapping`` (a source, or a constant's name): a ``not in``
         per name up to a few (cheapest), else one ``isdisjoint``."""
         if len(names) <= 8:  # (a proxy or a shared dict: each `in` is one lookup, no view built)
-            return " and ".join(f"{(_literal(n) if type(n) is str else None) or self._const(n)} not in {mapping}"
-                                for n in names)
-        return f"{mapping}.keys().isdisjoint({self._const(tuple(names))})"
+            return join(" and ", [code(f"{(_literal(n) if type(n) is str else None) or self._const(n)} not in ", mapping)
+                                  for n in names])
+        return code(mapping, f".keys().isdisjoint({self._const(tuple(names))})")
 
     def not_in_instance_dict(self, source: Source, name: str, native: bool = False) -> None:
         """An object's own ``__dict__`` lacks ``name``: a class attribute read through it is not
@@ -431,8 +454,8 @@ class GuardSet:
         # (the dict as a source of its own: several names read it once, as a shared subexpression)
         where = ObjectAttrSource(source, "__dict__") if native else AttrSource(source, "__dict__")
 
-        def render(names: list[str]) -> tuple[str, str]:
-            return (f"{', '.join(map(display, names))} not in {source.name}.__dict__", self._absent(names, where.expr()))
+        def render(names: list[str]) -> tuple[str, Code | str]:
+            return (f"{', '.join(map(display, names))} not in {source.name}.__dict__", self._absent(names, where))
         self._grow(("not in instance dict", source, native), name, GuardKind.ID_MATCH, render, where)
 
     def not_in_member_store(self, source: Source, store: str, name: str) -> None:
@@ -441,8 +464,8 @@ class GuardSet:
         per module and dict."""
         where = AttrSource(source, store)  # (a source of its own: a shared subexpression)
 
-        def render(names: list[str]) -> tuple[str, str]:
-            return (f"{', '.join(map(display, names))} not in {source.name}.{store}", self._absent(names, where.expr()))
+        def render(names: list[str]) -> tuple[str, Code | str]:
+            return (f"{', '.join(map(display, names))} not in {source.name}.{store}", self._absent(names, where))
         self._grow(("not in member store", source, store), name, GuardKind.ID_MATCH, render, where)
 
     def module_attribute(self, module: types.ModuleType, name: str, value: Any) -> None:
@@ -453,7 +476,7 @@ class GuardSet:
                      f"___getattr({self._const(module)}, {self._const(name)}) is {self._const(value)}")
             return
 
-        def render(pairs: list[tuple[str, Any]]) -> tuple[str, str]:
+        def render(pairs: list[tuple[str, Any]]) -> tuple[str, Code | str]:
             names = tuple(n for n, _ in pairs)
             shown = ", ".join(map(display, names[:6])) + (", ..." if len(names) > 6 else "")
             return (f"{module.__name__}.{{{shown}}} are <as traced>",
@@ -472,7 +495,7 @@ class GuardSet:
         compiled function's own globals)."""
         where = "G" if globals_source is None else globals_source.name
         self.add(GuardKind.ID_MATCH, f"{display(name)} not in {where}",
-                 f"{_literal(name) or self._const(name)} not in {'___G' if globals_source is None else globals_source.expr()}",
+                 code(f"{_literal(name) or self._const(name)} not in ", '___G' if globals_source is None else globals_source),
                  globals_source)
 
     def keys_match(self, source: Source, keys: list[Any], kind: GuardKind = GuardKind.LEN_MATCH,
@@ -488,8 +511,8 @@ class GuardSet:
         self._keys_guarded.add(seen)
         shown = "[" + ", ".join(map(display, keys[:8])) + (", ...]" if len(keys) > 8 else "]")
         # (an OrderedDict subclass's keys in OrderedDict's order, which its own __iter__ may hide)
-        held = f"{'___odkeys' if ordered else '___dkeys'}({source.expr()})" if native else source.expr()
-        expr = f"not {source.expr()}" if exact_dict and not keys else self.items_match(held, keys)
+        held = code(f"{'___odkeys' if ordered else '___dkeys'}(", source, ")") if native else source
+        expr = code("not ", source) if exact_dict and not keys else self.items_match(held, keys)
         self.add(kind, f"{text.format(source.name)} == {shown}", expr, source)
 
     def function_match(self, fn: types.FunctionType, args: tuple, kwargs: dict, weak: bool = False) -> None:
@@ -511,7 +534,7 @@ class GuardSet:
 
     def not_identical(self, source: Source, other: Source) -> None:
         """Two sources reach different objects (the trace decided ``a is b`` is False)."""
-        self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is not {other.name}", f"{source.expr()} is not {other.expr()}",
+        self.add(GuardKind.TENSOR_ALIAS, f"{source.name} is not {other.name}", code(source, " is not ", other),
                  source, other)
 
     def distinct(self, source: Source) -> None:
@@ -521,17 +544,16 @@ class GuardSet:
         if isinstance(source.root(), PrivateObjectSource):
             return
 
-        def render(sources: list[Source]) -> tuple[str, str] | None:
+        def render(sources: list[Source]) -> tuple[str, Code] | None:
             if len(sources) < 2:
                 return None
             text = f"distinct({', '.join(s.name for s in sources)})"
-            exprs = [s.expr() for s in sources]
-            if len(exprs) <= _PAIRWISE_DISTINCT and all(e.isidentifier() for e in exprs):
-                return text, " and ".join(f"{a} is not {b}" for a, b in itertools.combinations(exprs, 2))
+            if len(sources) <= _PAIRWISE_DISTINCT and all(s.expr().isidentifier() for s in sources):  # plain locals
+                return text, join(" and ", [code(a, " is not ", b) for a, b in itertools.combinations(sources, 2)])
             # (object.__hash__ is the address, rotated: one per live object, and no audit event,
             # where every id() runs the process's audit hooks: transformers installs one on 3.12+)
-            hashes = ", ".join(f"___addr({e})" for e in exprs)
-            return text, f"___len({{{hashes}}}) == {len(sources)}"
+            hashes = join(", ", [code("___addr(", s, ")") for s in sources])
+            return text, code("___len({", hashes, f"}}) == {len(sources)}")
         self._grow("distinct", source, GuardKind.TENSOR_ALIAS, render, items_are_sources=True)
 
 

@@ -26,6 +26,7 @@ from torch.utils._stats import simple_call_counter
 
 from .dynamic import DynamicPolicy, FrameState
 from .exc import InternalError, Unsupported
+from .guard_code import Code, ShapeCall, code
 from .guards import GuardKind, GuardSet
 from .shape_rules import fresh_fake, known_result
 from .source import FloatTensorSource, Source, placeholder_name
@@ -159,7 +160,7 @@ class OutputGraph:
             return None
         self.guards.type_match(source, value)
         self.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} fits in int64",
-                        f"{_INT64_MIN} <= {source.expr()} <= {_INT64_MAX}", source)
+                        code(f"{_INT64_MIN} <= ", source, f" <= {_INT64_MAX}"), source)
         self._symbolic_trace()
         self.symbolic_inputs.append((sym, source))
         return SymNodeVariable(self._placeholder(source, sym, value), sym, source)
@@ -174,7 +175,7 @@ class OutputGraph:
         if not isinstance(sym, torch.SymFloat):
             return None
         self.guards.type_match(source, value)
-        self.guards.add(GuardKind.EQUALS_MATCH, f"math.isfinite({source.name})", f"math.isfinite({source.expr()})", source)
+        self.guards.add(GuardKind.EQUALS_MATCH, f"math.isfinite({source.name})", code("math.isfinite(", source, ")"), source)
         self._symbolic_trace()
         self.symbolic_inputs.append((sym, source))
         # The graph takes it as a 0-d float64 tensor and reads it with .item(), as under
@@ -224,20 +225,20 @@ class OutputGraph:
             return
         examples = [self._input_as_given(e) for e, _ in self.symbolic_inputs]
         sources = [s for _, s in self.symbolic_inputs]
-        # One (costly) call renders each source as a token; the tokens then become the text
-        # on sources (L['a'].size()[0]) and the guard function's expression (a.size()[0]).
-        rendered: dict[str, tuple[str, str]] = {}
+        # One (costly) call renders each source as a token between NULs; each guard then
+        # splits at them into torch's text and the sources it mentions: the text on sources
+        # (L['a'].size()[0]) and the predicate over them (a read of a.size(), shared).
+        mentioned: list[Any] = []
 
         def token(source: Any) -> str:
-            key = f"\x00{len(rendered)}\x00"
-            rendered[key] = (_source_text(source), _source_expr(source))
-            return key
+            mentioned.append(source)
+            return f"\x00{len(mentioned) - 1}\x00"
 
         for guard in self.shape_env.produce_guards(examples, sources, source_ref=token, ignore_static=False):
-            text, expr = guard, guard
-            for key, (name, code) in rendered.items():
-                if key in guard:
-                    text, expr = text.replace(key, name), expr.replace(key, code)
+            pieces = guard.split("\x00")  # (torch's text, a token's index, torch's text, ...)
+            mentions = [mentioned[int(i)] for i in pieces[1::2]]
+            text = "".join(p if i % 2 == 0 else mentions[i // 2].name for i, p in enumerate(pieces))
+            expr = code(*(p if i % 2 == 0 else _source_code(mentions[i // 2]) for i, p in enumerate(pieces)))
             self.guards.shape(text, expr)
 
     def _input_as_given(self, example: Any) -> Any:
@@ -507,13 +508,15 @@ def _exprs(value: Any) -> Any:
     return value.node.expr if isinstance(value, torch.SymInt) else value
 
 
-def _source_text(source: Any) -> str:
-    return source.name
-
-
-def _source_expr(source: Any) -> str:
-    """A source as an expression of the guard function, also for the ShapeEnv's own sources
-    (``TensorPropertySource(L['a'], SIZE, 0)`` becomes ``a.size()[0]``)."""
+def _source_code(source: Any) -> Source | Code:
+    """A source as guard code, also the ShapeEnv's own sources of a tensor's property
+    (``TensorPropertySource(L['a'], SIZE, 0)`` becomes ``a.size()[0]``, the ``size()`` call
+    one a guard function shares)."""
     if isinstance(source, Source):
-        return source.expr()
-    return source._name_template.format(_source_expr(source.base))
+        return source
+    base, method = _source_code(source.base), source.prop.method_name()
+    if source.idx is None:
+        return code(base, f".{method}()")
+    if isinstance(base, Source) and method in ("size", "stride"):
+        return code(ShapeCall(base, method), f"[{int(source.idx)}]")
+    return code(base, f".{method}()[{int(source.idx)}]")

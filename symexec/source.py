@@ -151,11 +151,15 @@ class AttrSource(Source):
         return f"getattr({self.base.name}, {self.member!r})"
 
     def expr(self) -> str:
-        # User data never becomes source text: an attribute name that is not a plain
-        # identifier goes in as the escaped literal of an exact str.
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base``, the base's expression or a name bound to its value.
+        User data never becomes source text: an attribute name that is not a plain identifier
+        goes in as the escaped literal of an exact str."""
         if is_plain_attribute(self.member):
-            return f"{self.base.expr()}.{self.member}"
-        return f"___getattr({self.base.expr()}, {self.member!r})"
+            return f"{base}.{self.member}"
+        return f"___getattr({base}, {self.member!r})"
 
     def emit_load(self, cg: LoadEmitter) -> None:
         self.base.emit_load(cg)
@@ -179,9 +183,13 @@ class GetItemSource(Source):
         return f"{self.base.name}[{display(self.index)}]"
 
     def expr(self) -> str:
-        # An index of an exact builtin type is an escaped literal; any other (an Enum, a
-        # torch.device, inf, a str subclass whose repr is the user's code) a constant.
-        return f"{self.base.expr()}[{const_expr(self.index)}]"
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base``. An index of an exact builtin type is an escaped
+        literal; any other (an Enum, a torch.device, inf, a str subclass whose repr is the
+        user's code) a constant."""
+        return f"{base}[{const_expr(self.index)}]"
 
     def emit_load(self, cg: LoadEmitter) -> None:
         self.base.emit_load(cg)
@@ -286,7 +294,11 @@ class ModuleMemberSource(Source):
         return f"getattr({self.base.name}, {self.key!r})"
 
     def expr(self) -> str:
-        return f"{self.base.expr()}.{self.store}[{const_expr(self.key)}]"
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base``, the base's expression or a name bound to its value."""
+        return f"{base}.{self.store}[{const_expr(self.key)}]"
 
     def emit_load(self, cg: LoadEmitter) -> None:
         self.base.emit_load(cg)
@@ -312,7 +324,11 @@ class DictItemSource(Source):
         return f"{self.base.name}[{self.key.name}]"
 
     def expr(self) -> str:
-        return f"{self.base.expr()}[{self.key.expr()}]"
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base`` (the key fetched through its own source)."""
+        return f"{base}[{self.key.expr()}]"
 
     def emit_load(self, cg: LoadEmitter) -> None:
         self.base.emit_load(cg)
@@ -359,7 +375,11 @@ class IteratorItemSource(Source):
         return f"peek({self.base.name}, {self.index})"
 
     def expr(self) -> str:
-        return f"___peek({self.base.expr()}, {self.index})"
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base``, the base's expression or a name bound to its value."""
+        return f"___peek({base}, {self.index})"
 
     def emit_load(self, cg: LoadEmitter) -> None:
         cg.call_const(peek, lambda: [self.base.emit_load(cg), cg.load_const(self.index)])  # type: ignore[attr-defined]

@@ -382,9 +382,18 @@ def test_dynamic_shapes_under_odd_keys_and_attributes():
 
 
 def test_shared_size_calls_define_before_use_and_skip_literals():
-    from symexec.guard_compile import _shared_size_calls
+    # (the guards as data since issue 21 part 4: the same expressions, from their sources)
+    from symexec.guard_code import ShapeCall, code
+    from symexec.guard_compile import shared_expressions
+    from symexec.guards import Guard, GuardKind
 
-    shared = _shared_size_calls(["x['a'].size()[1] == x['a'].size()[0]", "o.s == 'x.size()' and x.size()[0] == 1",
-                                 "d[___const[12]].size()[0] == 2", "2 <= d[___const[12]].size()[0]"])
+    key = object()
+    xa, x, o = GetItemSource(LocalSource("x"), "a"), LocalSource("x"), LocalSource("o")
+    dk = GetItemSource(LocalSource("d"), key)
+    const = f"___const[{id(key)}]"
+    exprs = [code(ShapeCall(xa, "size"), "[1] == ", ShapeCall(xa, "size"), "[0]"),
+             code(AttrSource(o, "s"), " == 'x.size()' and ", ShapeCall(x, "size"), "[0] == 1"),
+             code(ShapeCall(dk, "size"), "[0] == 2"), code("2 <= ", ShapeCall(dk, "size"), "[0]")]
+    shared = shared_expressions([Guard(GuardKind.SHAPE, "", e) for e in exprs])
     assert shared == ["(___s0 := x['a'].size())[1] == ___s0[0]", "o.s == 'x.size()' and x.size()[0] == 1",
-                      "(___s1 := d[___const[12]].size())[0] == 2", "2 <= ___s1[0]"]
+                      f"(___s1 := d[{const}].size())[0] == 2", "2 <= ___s1[0]"]

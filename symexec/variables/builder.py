@@ -280,9 +280,9 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
     if source is not None:
         b.guards.type_match(source, value)
         if isinstance(value, (set, frozenset)):  # its elements in their order (the trace iterates it so)
-            exact = b.guards.items_match(source.expr(), list(value))
+            exact = b.guards.items_match(source, list(value))
         else:
-            exact = b.guards.exactly(source.expr(), value)
+            exact = b.guards.exactly(source, value)
         b.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} == {display(value)}", exact, source)
     if isinstance(value, range):
         return RangeVariable(value, source)

@@ -317,7 +317,7 @@ def _copy(tx: TracerContext, copier: Any, obj: VariableTracker, rest: tuple) -> 
         tx.guards.snapshots[obj.source] = snapshot
         check = tx.guards.constant(state_check(snapshot))
         tx.guards.add(GuardKind.EQUALS_MATCH, f"{obj.source.name}.__dict__ == <its state when traced>",
-                      f"{check}({obj.source.expr()}.__dict__)", obj.source)
+                      tx.guards.code(f"{check}(", obj.source, ".__dict__)"), obj.source)
     value = copier(obj.value)
     return tx.wrap(value, PrivateObjectSource.of(value))
 
@@ -341,7 +341,7 @@ def _id(tx: TracerContext, obj: VariableTracker) -> VariableTracker:
     else:
         raise Unsupported(f"id() of {obj.describe()}")
     address = id(real)
-    tx.guards.add(GuardKind.ID_MATCH, f"id({source.name}) == {address}", f"___id({source.expr()}) == {address}", source)
+    tx.guards.add(GuardKind.ID_MATCH, f"id({source.name}) == {address}", tx.guards.code("___id(", source, f") == {address}"), source)
     return ConstantVariable(address)
 
 

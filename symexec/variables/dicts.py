@@ -573,7 +573,7 @@ class TensorKeyedDictVariable(ConstDictVariable):
         present = real in self.real
         op = "in" if present else "not in"
         tx.guards.add(GuardKind.LEN_MATCH, f"{key.source.name} {op} {self.source.name}",  # type: ignore[union-attr]
-                      f"{key.source.expr()} {op} {self.source.expr()}", self.source, key.source)  # type: ignore[union-attr]
+                      tx.guards.code(key.source, f" {op} ", self.source), self.source, key.source)  # type: ignore[union-attr]
         if present:
             self.known[k] = tx.wrap(self.real[real], DictItemSource(self.source, key.source))  # type: ignore[arg-type]
         return k

@@ -380,7 +380,7 @@ def wrap_model_output(tx: TracerContext, value: Any, source: Source | None) -> V
     tx.guards.type_match(source, value)
     tx.guards.keys_match(source, keys)
     tx.guards.add(GuardKind.ID_MATCH, f"{source.name}'s items are its attributes",
-                  f"{tx.guards.constant(_items_are_attributes)}({source.expr()})", source)
+                  tx.guards.code(f"{tx.guards.constant(_items_are_attributes)}(", source, ")"), source)
     var = InputModelOutputVariable(value, source, {k: tx.wrap(getattr(value, k), AttrSource(source, k)) for k in keys})
     tx.trace.memos.objects_by_id[id(value)] = (value, var)  # reached again through another source: this tracker
     return var

@@ -306,7 +306,7 @@ class NNModuleVariable(UserDefinedObjectVariable):
             raise Unsupported(f"calling {self.describe()}, a recurrent module (RNN, LSTM, GRU)",
                               hint="CPython runs it, as under torch.compile")
         if self.source is not None:
-            checks = " and ".join(f"not {self.source.expr()}.{h}" for h in _HOOK_DICTS)
+            checks = tx.guards.code(*(piece for i, h in enumerate(_HOOK_DICTS) for piece in (" and not " if i else "not ", self.source, f".{h}")))
             tx.guards.add(GuardKind.ID_MATCH, f"no hooks on {self.source.name}", checks, self.source)
         forward = self.var_getattr(tx, "forward")
         return forward.call_function(tx, args, kwargs)

@@ -300,7 +300,7 @@ def _real_identity(a: VariableTracker, b: VariableTracker, tx: TracerContext) ->
         shown = display(constant)
         name = tx.guards.constant(constant)
         tx.guards.add(GuardKind.ID_MATCH, f"{var.source.name} {'is' if same else 'is not'} {shown}",
-                      f"{var.source.expr()} {'is' if same else 'is not'} {name}", var.source)
+                      tx.guards.code(var.source, f" {'is' if same else 'is not'} {name}"), var.source)
         return same
     same = real_a is real_b
     (tx.guards.alias if same else tx.guards.not_identical)(a.source, b.source)  # (whatever comes next time)

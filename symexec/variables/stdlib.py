@@ -307,7 +307,7 @@ class EnvironReadVariable(UserMethodVariable):
         source = EnvironItemSource(self.obj.source, key)
         value = self.obj.value.get(key)  # type: ignore[attr-defined]
         test = "is None" if value is None else "is not None"  # (what the value is: guarded when used)
-        tx.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} {test}", f"{source.expr()} {test}", source)
+        tx.guards.add(GuardKind.EQUALS_MATCH, f"{source.name} {test}", tx.guards.code(source, f" {test}"), source)
         if self.name == "__contains__":
             return ConstantVariable(value is not None)
         if value is not None:
