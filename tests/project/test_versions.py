@@ -13,7 +13,7 @@ import symexec
 from symexec import versions
 from helpers import assert_same_graphs_as_dynamo, check, check_sequence, symexec_graphs
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _t(*shape):
