@@ -421,4 +421,4 @@ def test_exception_inside_a_comprehension_after_a_break():
         except KeyError as e:
             return x, i, str(e)
 
-    check(fn, _t(2), {"a": 1})
+    check(fn, _t(2), {"a": 1}, captured=False)
