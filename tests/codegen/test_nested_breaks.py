@@ -664,6 +664,7 @@ def test_recursive_inner_function_called_at_a_break():
 
         return rec(n, rec)
 
+    # symexec captures nothing here: y * 2 + 1 runs in the recursive calls after the break
     check(fn, _t(), 3, captured=False)
 
 

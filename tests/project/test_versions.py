@@ -421,4 +421,5 @@ def test_exception_inside_a_comprehension_after_a_break():
         except KeyError as e:
             return x, i, str(e)
 
+    # symexec captures nothing here: x * d[k] in the comprehension after the break (it raises KeyError)
     check(fn, _t(2), {"a": 1}, captured=False)

@@ -71,6 +71,7 @@ def test_explain_with_a_generator_run_at_a_break():
 
     out = symexec.explain(fn, _t(3))
     assert out.graph_break_count >= 1
+    # symexec captures nothing here: the generator's items and their sum run at the break
     check(fn, _t(3), captured=False)
 
 
@@ -140,6 +141,7 @@ def test_itertools_errors_are_raised_by_cpython():
             return x + 1, str(e)
         return x, ""
 
+    # symexec captures nothing here: x + 1 runs in the handler of the ValueError itertools raises
     check(fn, _t(3), captured=False)
 
 
