@@ -20,6 +20,7 @@ import types
 import torch
 
 import symexec
+import symexec.backends
 
 __all__ = [
     "CountingBackend",
@@ -390,17 +391,47 @@ def _compare_reporting(compiled, expected, actual, number):
         raise AssertionError(f"{e}\n--- what symexec ran ---\n{_entry_report(compiled)}") from None
 
 
+class _Capturing:
+    """Wraps a backend (a name or a callable) and keeps the graphs it is given, so a helper can
+    tell whether a call captured anything (at least one graph with at least one op)."""
+
+    def __init__(self, backend):
+        self.backend = symexec.backends.lookup(backend)
+        self.__name__ = backend if isinstance(backend, str) else getattr(backend, "__name__", type(backend).__name__)
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return self.backend(gm, example_inputs)
+
+    def ops(self):
+        return sum(node.op in ("call_function", "call_method", "call_module")
+                   for gm in self.graphs for node in gm.graph.nodes)
+
+
+def _assert_captured(compiled, capturing, what):
+    assert capturing.ops() > 0, (
+        f"symexec captured nothing for {what}: {len(capturing.graphs)} graph(s), no op in any (pass "
+        f"captured=False if the function has no torch op to capture)\n--- what symexec ran ---\n"
+        f"{_entry_report(compiled)}")
+
+
 def check(fn, *args, backend="eager", expect_traced=True, calls=2, expect_reuse=True,
-          **kwargs):
+          captured=None, **kwargs):
     """Run `fn(*args, **kwargs)` eagerly and compiled by symexec; assert they behave the same.
 
     Each of `calls` rounds runs both on fresh, independent copies of the arguments and
     compares return values, exceptions (type and message), printed output and the arguments
     afterwards. With `expect_traced` the newest cache entry must have been traced (no
     fallback to the original function); with `expect_reuse` the later rounds must reuse the
-    first round's cache entry. Returns the compiled function.
+    first round's cache entry. With `captured` (by default, whenever `expect_traced`) the first
+    round must have compiled at least one graph with at least one op; `captured=False` says the
+    function has nothing to capture (pure Python). Returns the compiled function.
     """
-    compiled = symexec.compile(fn, backend=backend)
+    if captured is None:
+        captured = expect_traced
+    capturing = _Capturing(backend)
+    compiled = symexec.compile(fn, backend=capturing)
     entries_after_first = None
     for round_no in range(1, calls + 1):
         eager_args, eager_kwargs = copy_args((list(args), kwargs))
@@ -416,6 +447,8 @@ def check(fn, *args, backend="eager", expect_traced=True, calls=2, expect_reuse=
                 assert entries[0].fallback_reason is None, (
                     f"symexec fell back to the original function: {entries[0].fallback_reason}"
                 )
+            if captured:
+                _assert_captured(compiled, capturing, "the first call")
         elif expect_reuse:
             assert len(symexec.cache_entries(compiled)) == entries_after_first, (
                 f"call {round_no} with equal inputs recompiled: "
@@ -488,12 +521,15 @@ def assert_same_graphs_as_dynamo(fn, *args, **kwargs):
     return ours, dynamo
 
 
-def check_sequence(fn, *steps, dynamic=None, backend="eager"):
+def check_sequence(fn, *steps, dynamic=None, backend="eager", captured=True):
     """One compiled function called once per step, each call compared with eager on fresh
     copies (as `check` does). A step is a list of positional arguments, or a callable run
     between calls (it changes the world both see: a global, a class, a function's defaults).
-    This is how a missing guard shows: a later call reuses an entry it should not."""
-    compiled = symexec.compile(fn, backend=backend, dynamic=dynamic)
+    This is how a missing guard shows: a later call reuses an entry it should not. With
+    `captured` the sequence must have compiled at least one graph with at least one op
+    (`captured=False`: the function has nothing to capture)."""
+    capturing = _Capturing(backend)
+    compiled = symexec.compile(fn, backend=capturing, dynamic=dynamic)
     for number, step in enumerate(steps, 1):
         if callable(step):
             step()
@@ -501,6 +537,8 @@ def check_sequence(fn, *steps, dynamic=None, backend="eager"):
         eager_args, _ = copy_args((list(step), {}))
         compiled_args, _ = copy_args((list(step), {}))
         _compare_reporting(compiled, _run(fn, eager_args, {}), _run(compiled, compiled_args, {}), number)
+    if captured:
+        _assert_captured(compiled, capturing, "the sequence")
     return compiled
 
 

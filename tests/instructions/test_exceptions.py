@@ -160,4 +160,4 @@ def test_suppress_exception():
             x = x + items[5]
         return x
 
-    check(fn, _t(2), [1])
+    check(fn, _t(2), [1], captured=False)

@@ -30,7 +30,7 @@ class Box:
 
 
 def test_return_argument():
-    check(lambda x: x, _t(3))
+    check(lambda x: x, _t(3), captured=False)
 
 
 def test_store_and_reload_local():

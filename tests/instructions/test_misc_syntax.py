@@ -34,7 +34,7 @@ def test_match_literal(mode):
             case _:
                 return x
 
-    check(fn, _t(2), mode)
+    check(fn, _t(2), mode, captured=False)
 
 
 @pytest.mark.parametrize("spec", [(1,), (1, 2), [3, 4, 5], "s"], ids=["one", "two", "three", "str"])
@@ -50,7 +50,7 @@ def test_match_sequence(spec):
             case _:
                 return x
 
-    check(fn, _t(2), spec)
+    check(fn, _t(2), spec, captured=False)
 
 
 @pytest.mark.parametrize("cfg", [{"act": "relu"}, {"act": "tanh", "scale": 2}, {}], ids=["a", "b", "c"])
@@ -64,7 +64,7 @@ def test_match_mapping(cfg):
             case _:
                 return x
 
-    check(fn, _t(3), cfg)
+    check(fn, _t(3), cfg, captured=False)
 
 
 def test_match_class():
@@ -166,7 +166,7 @@ def test_lambda_default_captures_loop_value():
         fns = [lambda t, i=i: t * i for i in range(3)]
         return [f(x) for f in fns]
 
-    check(fn, _t(2))
+    check(fn, _t(2), captured=False)
 
 
 def test_conditional_import_of_optional_module():
@@ -177,7 +177,8 @@ def test_conditional_import_of_optional_module():
             return x - 1
         return x + 1
 
-    check(fn, _t(2))
+    # symexec captures nothing here: x - 1 in the handler of the failed import
+    check(fn, _t(2), captured=False)
 
 
 def test_string_building_loop():

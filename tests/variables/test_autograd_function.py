@@ -526,7 +526,8 @@ def test_redefining_setup_context_and_backward_retraces():
     try:
         Fn.setup_context = staticmethod(printing_setup)
         Fn.backward = staticmethod(lambda ctx, g: g * 5)
-        check(fn, torch.randn(3))
+        # symexec captures nothing here: the redefined (printing) setup_context breaks; Fn.apply runs eagerly
+        check(fn, torch.randn(3), captured=False)
         x.grad = None
         compiled(x).sum().backward()
         assert_same(x.grad, torch.full((3,), 5.0))

@@ -161,7 +161,7 @@ def test_failing_assert_raises_assertion_error():
     import importlib.util
     import pathlib
 
-    path = pathlib.Path(__file__).parent / "instructions" / "plain_asserts.py"  # asserts pytest leaves alone
+    path = pathlib.Path(__file__).parent.parent / "instructions" / "plain_asserts.py"  # asserts pytest leaves alone
     spec = importlib.util.spec_from_file_location("plain_asserts_features", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

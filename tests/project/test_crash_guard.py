@@ -7,7 +7,7 @@ import sys
 import textwrap
 import tomllib
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_a_segfault_and_a_hang_fail_their_own_tests_only(tmp_path):

@@ -468,7 +468,7 @@ def _copy_edited_and_dropped(x, holder):
 @pytest.mark.parametrize("fn", [_copy_edited_and_returned, _copy_edited_and_stored, _copy_edited_in_a_list,
                                 _copy_edited_and_dropped])
 def test_edited_copies_reach_the_caller_as_eager(fn):
-    check_sequence(fn, [X, _Holder()], [X, _Holder()])
+    check_sequence(fn, [X, _Holder()], [X, _Holder()], captured=fn is not _copy_edited_in_a_list)  # that one has no op
 
 
 def test_edits_of_an_unreachable_copy_are_not_replayed():
@@ -612,7 +612,8 @@ def _sig_c(x, /, **kw):
     lambda x: _sig_a(x, j=1, q=1, **{"q": 2}) if False else _sig_b(x, 2, w=1, v=0),
 ])
 def test_inlined_calls_bind_their_arguments_as_cpython(call):
-    check_sequence(call, [X], [X])
+    # the calls that bind wrongly raise TypeError before any op; the others capture
+    check_sequence(call, [X], [X], captured=False)
 
 
 # -- a dict subclass's items are guarded as the dict holds them ------------------------------------

@@ -176,7 +176,7 @@ def test_call_of_a_list_subclass_without_call_is_a_type_error():
             c(x)
         except TypeError as e:
             return x, str(e)
-    check(f, Criteria(), torch.randn(2))
+    check(f, Criteria(), torch.randn(2), captured=False)
 
 
 @pytest.mark.parametrize("op", ["slice", "add", "mul"])
@@ -186,7 +186,8 @@ def test_size_arithmetic_keeps_torch_size(op):
         s = x.shape
         out = {"slice": s[:1], "add": (1,) + s + (2,), "mul": s * 2}[op]
         return type(out) is torch.Size, out, x.reshape(out).shape if op == "slice" else None
-    check(f, torch.randn(3, 4))
+    # symexec captures nothing here: only sizes are read (x.reshape(out).shape for slice)
+    check(f, torch.randn(3, 4), captured=False)
 
 
 def test_graphs_in_a_processor_loop_match_torch_compile():

@@ -71,7 +71,8 @@ def test_explain_with_a_generator_run_at_a_break():
 
     out = symexec.explain(fn, _t(3))
     assert out.graph_break_count >= 1
-    check(fn, _t(3))
+    # symexec captures nothing here: the generator's items and their sum run at the break
+    check(fn, _t(3), captured=False)
 
 
 def test_a_method_no_tracker_models_breaks_instead_of_recursing():
@@ -140,7 +141,8 @@ def test_itertools_errors_are_raised_by_cpython():
             return x + 1, str(e)
         return x, ""
 
-    check(fn, _t(3))
+    # symexec captures nothing here: x + 1 runs in the handler of the ValueError itertools raises
+    check(fn, _t(3), captured=False)
 
 
 def test_operator_getters_and_methodcaller():

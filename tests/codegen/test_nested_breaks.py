@@ -664,7 +664,8 @@ def test_recursive_inner_function_called_at_a_break():
 
         return rec(n, rec)
 
-    check(fn, _t(), 3)
+    # symexec captures nothing here: y * 2 + 1 runs in the recursive calls after the break
+    check(fn, _t(), 3, captured=False)
 
 
 def test_inner_function_held_twice_is_one_object_after_a_break():
