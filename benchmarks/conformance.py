@@ -6,7 +6,7 @@
 Every sample of op_db (each op's function, method, in-place and unbound forms), module_db
 (eval mode) and optim_db (optimizer.step()) runs eagerly, under symexec and under
 torch.compile (a counting backend for both), as tests/conformance.py describes; the fast slice
-of it runs in CI (tests/test_conformance.py). The table gives, per suite and dynamic setting:
+of it runs in CI (tests/fuzzers/test_conformance.py). The table gives, per suite and dynamic setting:
 samples, how many each system gets right, symexec's wrong results and fallbacks (internal
 errors), the samples where symexec does not conform (not ok where torch.compile is, or fewer
 ops after a break), and the op nodes each captured. The samples that do not conform are listed

@@ -4,7 +4,7 @@
                                   [--patterns forward,call[,generate]] [--new-tokens 20] [--repeats 7] [--threads 1]
 
 Each model (HF GPT-2 / LLaMA causal LMs built from configs with random weights, nothing
-downloaded: `gpt2` and `llama` are the tiny ones of tests/test_generate.py, 2 layers of 32 and
+downloaded: `gpt2` and `llama` are the tiny ones of tests/models/test_generate.py, 2 layers of 32 and
 a vocabulary of 100; `gpt2-4x256` and `llama-4x256` are somewhat bigger, 4 layers of 256, a
 vocabulary of 1000) runs `model.generate(ids, attention_mask=mask, max_new_tokens=20,
 do_sample=False)` on a batch of 2 with the second row left-padded, three prompts in turn:
@@ -16,7 +16,7 @@ Patterns, each run on a fresh model (the same weights) after both caches are emp
 - call: the whole module compiled in place: torch's `model.compile()`, and for symexec (which
   has no `model.compile()`) `model._compiled_call_impl = symexec.compile(model._call_impl)`,
   what `model.compile()` does. (`compile(model).generate(...)` compiles nothing with either
-  system: the wrapper's `generate` is the original module's; tests/test_generate.py checks it.)
+  system: the wrapper's `generate` is the original module's; tests/models/test_generate.py checks it.)
 - generate (only with --patterns generate): `model.generate = compile(model.generate)`, the
   decoding loop itself traced (graph breaks around its Python, the forward calls compiled).
 

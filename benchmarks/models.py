@@ -7,7 +7,7 @@
 The models are small HF transformers (GPT-2, BERT, LLaMA, T5, built from tiny configs with
 random weights, nothing downloaded), torch.nn.TransformerEncoder, an MLP and a CNN, all in
 eval mode and run under torch.no_grad(). Everything runs in one process. `--set hf25` takes
-instead the 25 HF architectures of tests/test_hf_models.py (Mistral ... CLIP, built by
+instead the 25 HF architectures of tests/models/test_hf_models.py (Mistral ... CLIP, built by
 tests/models_common.py), `--set all` both lists.
 
 `--report capture` prints, instead of the times, what each system captures (see
