@@ -28,6 +28,7 @@ from .codegen import MISS
 from .config import config
 from .convert import convert_frame
 from .dynamic import DynamicPolicy
+from .translator import own_signature
 from .versions import check_supported
 
 
@@ -142,10 +143,8 @@ _NOT_A_CALL_OF_FN: Any = object()  # what _fitting_entry finds for a call the fu
 def _fits(fn: types.FunctionType, args: tuple, kwargs: dict) -> bool:
     """Whether the call binds to ``fn``'s parameters as they are now (its code and defaults:
     not a ``__signature__`` or ``__wrapped__`` it may carry)."""
-    bare = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
-    bare.__kwdefaults__ = fn.__kwdefaults__
     try:
-        inspect.signature(bare).bind(*args, **kwargs)
+        own_signature(fn).bind(*args, **kwargs)
     except TypeError:
         return False
     return True

@@ -31,6 +31,7 @@ from typing import Any, Callable
 import torch
 from . import logs
 from .call_sites import with_mapped_callables
+from .torch_api import TORCH_DISABLE_WRAPPER, disabled_by_user
 
 # Coroutines, generators and async generators: a call builds a frame object that runs later,
 # which a replacement function cannot stand in for.
@@ -49,25 +50,23 @@ def compiled_original(value: Any) -> Any:
     return original if original is not None and getattr(value, "__wrapped__", None) is original else None
 
 
-# The code of the wrapper ``torch._disable_dynamo`` puts around torch's own functions that
-# torch.compile must not trace (``Optimizer.zero_grad``, ``state_dict``, checkpointing).
-_TORCH_DISABLE_WRAPPER = torch._disable_dynamo(lambda: None).__code__
 
 
 def disabled_by_torch(fn: types.FunctionType) -> bool:
-    """Whether ``fn`` is torch's wrapper that keeps torch.compile out of a function:
-    ``torch._disable_dynamo``'s, or ``torch._dynamo.disable``'s. It only switches torch.compile's
+    """Whether ``fn`` is torch's wrapper that keeps torch.compile out of one of torch's own
+    functions: ``torch._disable_dynamo``'s, or ``torch._dynamo.disable``'s (a user's function
+    so marked runs as plain Python: ``torch_api.disabled_by_user``). It only switches torch.compile's
     frame hook off around the call: symexec traces the function it wraps (``__wrapped__``), and
     where the call itself runs at a break, runs the wrapper as it is."""
-    return (fn.__code__ is _TORCH_DISABLE_WRAPPER or fn.__dict__.get("_torchdynamo_disable") is True) and \
-        callable(fn.__dict__.get("__wrapped__"))
+    return (fn.__code__ is TORCH_DISABLE_WRAPPER or fn.__dict__.get("_torchdynamo_disable") is True) and \
+        callable(fn.__dict__.get("__wrapped__")) and not disabled_by_user(fn)
 
 
 def runs_as_is(fn: types.FunctionType) -> bool:
-    """Whether a call of ``fn`` is never compiled: marked ``symexec.disable`` (or disabled by
-    torch), already a compiled wrapper (it has its own cache), or a generator or coroutine
+    """Whether a call of ``fn`` is never compiled: marked ``symexec.disable`` (or by torch's
+    ``disable``/``skip``), already a compiled wrapper (it has its own cache), or a generator or coroutine
     function."""
-    if fn.__code__.co_flags & NOT_TRACED_FLAGS or disabled_by_torch(fn):
+    if fn.__code__.co_flags & NOT_TRACED_FLAGS or disabled_by_torch(fn) or disabled_by_user(fn):
         return True
     marks = fn.__dict__
     return bool(marks) and ("_symexec_disabled" in marks or compiled_original(fn) is not None)

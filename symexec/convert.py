@@ -38,6 +38,7 @@ from .source import PrivateObjectSource
 from .breaks import BreakPlan
 from .callees import with_compiled_callees
 from .dynamic import DynamicPolicy
+from .torch_api import disabled_by_user
 from .translator import InstructionTranslator, Program
 from .variables import TensorVariable, VariableTracker
 from .variables.tensor import SymNodeVariable
@@ -115,6 +116,8 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                                    start, fullgraph=fullgraph, warn=True)
         if getattr(fn, "_symexec_disabled", False):
             return _fallback_entry(fn, guards, "the function is marked symexec.disable", start, fullgraph=fullgraph)
+        if disabled_by_user(fn):
+            return _fallback_entry(fn, guards, "the function is marked torch.compiler.disable", start, fullgraph=fullgraph)
         try:
             tx = InstructionTranslator.for_function(fn, args, kwargs, trace, config)
             tx.break_at = break_at

@@ -20,6 +20,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import DimDynamic
 
 from .source import Source
+from .torch_api import tensor_marks
 
 DYNAMIC = None  # what FrameState records for a value seen changing
 
@@ -68,8 +69,7 @@ class DynamicPolicy:
         symbol shared with every other such size of the same value, as torch.compile does;
         the ShapeEnv guards the sizes that share one to stay equal)."""
         size = list(tensor.size())
-        marked = getattr(tensor, "_symexec_dynamic_dims", set())
-        static = getattr(tensor, "_symexec_static_dims", set())
+        marked, static = resolved_marks(tensor)
         seen = self.state.sizes.get(source.name)
         if seen is None or len(seen) != len(size):
             merged: list[int | None] = list(size)
@@ -86,6 +86,50 @@ class DynamicPolicy:
             DimDynamic.DUCK if self.mode is True else DimDynamic.STATIC
             for i in range(len(size))
         ]
+
+
+    def marks_check(self, tensor: torch.Tensor, static_dims: tuple[bool, ...]) -> "MarksCheck | None":
+        """What a later call's tensor at this input must not be marked, for this trace's
+        choice of static and symbolic dimensions to still be the one its marks ask for (as
+        torch.compile: an entry with a static dimension refuses a tensor now marked dynamic
+        there, one with a symbolic dimension a tensor now marked static); None when no mark
+        can change the choice (``dynamic=False``: marks are not read)."""
+        if self.mode is False:
+            return None
+        marked, static = resolved_marks(tensor)
+        no_dynamic = frozenset(i for i, st in enumerate(static_dims) if st and i not in marked)
+        no_static = frozenset(i for i, st in enumerate(static_dims) if not st and i not in static)
+        return MarksCheck(no_dynamic, no_static) if no_dynamic or no_static else None
+
+
+@dataclass(frozen=True)
+class MarksCheck:
+    """The guard on an input tensor's dimension marks: ``check(t)`` is False when ``t`` is
+    marked dynamic at a dimension this entry specialised (``no_dynamic``) or static at one it
+    traced symbolically (``no_static``)."""
+
+    no_dynamic: frozenset[int]
+    no_static: frozenset[int]
+
+    def __call__(self, t: torch.Tensor) -> bool:
+        marked, static = resolved_marks(t)
+        return not (marked & self.no_dynamic or static & self.no_static)
+
+    def __str__(self) -> str:
+        return f"not marked dynamic={sorted(self.no_dynamic)}, not marked static={sorted(self.no_static)}"
+
+
+def resolved_marks(t: torch.Tensor) -> tuple[set[int], set[int]]:
+    """(dimensions marked dynamic, dimensions marked static) of ``t``: symexec's
+    ``mark_dynamic``/``mark_static`` and torch's ``torch._dynamo.mark_dynamic``,
+    ``maybe_mark_dynamic`` and ``mark_static`` (what torch stores on the tensor, read by
+    ``torch_api.tensor_marks``). symexec's ``mark_static`` wins over any dynamic mark; torch's
+    ``mark_static`` is below its dynamic marks, as its documentation says."""
+    own = getattr(t, "__dict__", None) or {}
+    torch_dynamic, torch_weak, torch_static = tensor_marks(t)
+    static = set(own.get("_symexec_static_dims", ()))
+    marked = (set(own.get("_symexec_dynamic_dims", ())) | torch_dynamic | torch_weak) - static
+    return marked, static | (torch_static - marked)
 
 
 def mark_dynamic(t: torch.Tensor, dim: int | list[int]) -> None:

@@ -328,8 +328,12 @@ class GuardSet:
     def len_match(self, source: Source, length: int) -> None:
         self.add(GuardKind.LEN_MATCH, f"len({source.name}) == {length}", code("___len(", source, f") == {length}"), source)
 
-    def tensor_match(self, source: Source, value: torch.Tensor, static_dims: tuple[bool, ...] | None = None) -> None:
-        """Type, dtype, device, requires_grad, and (static) size and stride of a tensor input."""
+    def tensor_match(self, source: Source, value: torch.Tensor, static_dims: tuple[bool, ...] | None = None,
+                     marks: Callable[[Any], bool] | None = None) -> None:
+        """Type, dtype, device, requires_grad, and (static) size and stride of a tensor input;
+        with ``marks``, that the tensor's dimension marks (``mark_dynamic``...) still ask for
+        the static and symbolic dimensions traced (``marks(tensor)``, asked only of a tensor
+        that carries Python attributes)."""
         e = source
         size, stride = tuple(value.size()), tuple(value.stride())
         # The cheapest checks that pin the same facts: is_cpu for the CPU device, and
@@ -352,6 +356,8 @@ class GuardSet:
         else:  # sizes and strides, dynamic and static, are the ShapeEnv's guards (install_shape_guards)
             parts.append(code(e, f".dim() == {value.dim()}"))
             shape_text = ", size=[" + ", ".join(str(n) if st else "None" for n, st in zip(size, static_dims)) + "]"
+        if marks is not None:
+            parts.append(code("(not ", e, f".__dict__ or {self._const(marks)}(", e, "))"))
         text = (
             f"check_tensor({source.name}, {type(value).__name__}, {value.dtype}, device={value.device}, "
             f"requires_grad={value.requires_grad}{shape_text})"

@@ -131,13 +131,13 @@ class OutputGraph:
         if any(d is not DimDynamic.STATIC for d in dims):
             context = StatelessSymbolicContext(dynamic_sizes=dims)
             fake = self.fake_mode.from_tensor(value, source=source, symbolic_context=context)
-            static = [isinstance(s, int) for s in fake.size()]
-            self.guards.tensor_match(source, value, static_dims=tuple(static))
+            static = tuple(isinstance(s, int) for s in fake.size())
+            self.guards.tensor_match(source, value, static_dims=static, marks=self.policy.marks_check(value, static))
             self._symbolic_trace()
             self.symbolic_inputs.append((fake, source))
             self._as_given[id(fake)] = (fake.size(), fake.stride(), fake.storage_offset())
         else:
-            self.guards.tensor_match(source, value)
+            self.guards.tensor_match(source, value, marks=self.policy.marks_check(value, (True,) * value.dim()))
             fake = self.fake_mode.from_tensor(value, static_shapes=True)
         return self._placeholder(source, fake, weakref.ref(value)), fake
 

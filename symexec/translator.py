@@ -98,6 +98,15 @@ class Program:
         return program
 
 
+def own_signature(fn: types.FunctionType) -> inspect.Signature:
+    """The parameters of ``fn``'s code and defaults, as CPython binds a call: not a
+    ``__signature__`` or ``__wrapped__`` it may carry (torch's ``_refs`` functions announce an
+    ``out`` their code takes through ``**kwargs``)."""
+    bare = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    bare.__kwdefaults__ = fn.__kwdefaults__
+    return inspect.signature(bare)
+
+
 def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[str, Any]:
     """The locals a call of ``fn`` starts with, as CPython binds them."""
     code = fn.__code__
@@ -106,7 +115,7 @@ def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[st
         # names CPython accepts (pytest's @py_assert temporaries).
         return dict(zip(code.co_varnames, args))
     try:
-        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
+        bound = own_signature(fn).bind(*args, **kwargs)
     except TypeError as e:
         raise Unsupported(f"TypeError: {e}", hint="the call does not match the function's signature") from e
     bound.apply_defaults()

@@ -23,6 +23,7 @@ import torch
 from ..context import TracerContext
 from ..exc import Unsupported
 from ..guards import GuardKind
+from ..torch_api import allowed_in_graph_by_torch, compiler_api_kind
 from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
                       NativeItemSource,
                       PrivateObjectSource, Source, display, peek)
@@ -37,6 +38,7 @@ from .functions import GraphBreakVariable, LruCacheVariable, UserFunctionVariabl
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .model_output import is_model_output_class, wrap_model_output
 from .classes import PythonModuleVariable, UserDefinedClassVariable
+from .compiler_api import CompilerApiVariable
 from .sets import SetVariable
 from . import numpy_ufuncs
 from .nn_module import NNModuleVariable
@@ -108,6 +110,8 @@ class VariableBuilder:
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
         if issubclass(kind, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
             wrapper = _wrap_torch_callable
+        if kind is types.FunctionType and compiler_api_kind(value) is not None:
+            wrapper = _wrap_compiler_api  # torch._dynamo.graph_break, torch.compiler.is_compiling...
         try:
             var = wrapper(self, value, source)
         except Unsupported:
@@ -300,8 +304,8 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
     pinned = source is None or _pin_function(b, value, source)
     if getattr(value, "_symexec_graph_break", False):
         return GraphBreakVariable(value, source)
-    if getattr(value, "_symexec_allow_in_graph", False):  # one node in the graph, not traced into
-        return TorchVariable(value, source)
+    if getattr(value, "_symexec_allow_in_graph", False) or allowed_in_graph_by_torch(value):
+        return TorchVariable(value, source)  # one node in the graph, not traced into
     if value in HANDLERS:  # a Python function symexec models itself (copy.deepcopy, inspect...)
         return BuiltinVariable(value, source)
     original = getattr(value, "_symexec_original", None)
@@ -471,6 +475,12 @@ def _wrap_partial(b: VariableBuilder, value: functools.partial, source: Source |
     args = [b(a, GetItemSource(AttrSource(source, "args"), i)) for i, a in enumerate(value.args)]
     kwargs = {k: b(v, GetItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()}
     return PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs, source=source, cls=type(value))
+
+
+def _wrap_compiler_api(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is not None:
+        b.guards.id_match(source, value)
+    return CompilerApiVariable(value, compiler_api_kind(value), source)
 
 
 def _wrap_torch_callable(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:

@@ -15,6 +15,7 @@ import types
 from typing import Any, Callable
 
 from ..callees import disabled_by_torch
+from ..torch_api import disabled_by_user
 from ..context import TracerContext
 from ..exc import Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, Source
@@ -252,6 +253,9 @@ class UserFunctionVariable(BaseUserFunctionVariable):
         if getattr(self.fn, "_symexec_disabled", False):
             raise Unsupported(f"{self.fn.__qualname__}() is marked symexec.disable",
                               hint="the call runs as plain Python between graphs")
+        if disabled_by_user(self.fn):
+            raise Unsupported(f"{self.fn.__qualname__}() is marked torch.compiler.disable",
+                              hint="the call runs as plain Python between graphs, as under torch.compile")
         super().check_inlinable()
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:

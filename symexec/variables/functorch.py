@@ -32,7 +32,7 @@ import torch
 import torch._functorch.vmap as functorch_vmap
 import torch.utils._pytree as pytree
 from torch._C._functorch import _vmap_decrement_nesting as _pop_level_now, is_batchedtensor, maybe_get_level
-from torch._functorch import predispatch
+from torch._functorch import eager_transforms, predispatch
 
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
@@ -42,6 +42,22 @@ from .constant import ConstantVariable
 from .lists import TupleVariable
 from .pytree import _flatten, _unflatten
 from .tensor import TensorVariable, record_call
+
+# functorch's forward-mode transforms: a jvp level pushed while tracing (functorch's C state)
+# and fake tensors do not mix (vmap's model runs its C steps for real; jvp's would need the
+# same modelling). The graph breaks before any of them runs; CPython runs the transform.
+# (torch.compile captures them in its graph.) Reached as torch functions (``torch.func.jvp``
+# is public) through ``torch_functions``, as Python functions through this handler.
+FORWARD_AD = frozenset(getattr(eager_transforms, name) for name in (
+    "jvp", "_jvp_with_argnums", "jacfwd", "hessian", "linearize", "jvp_increment_nesting", "enter_jvp_nesting")
+    if hasattr(eager_transforms, name))
+
+
+@handler(*FORWARD_AD)
+def forward_ad_call(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+    raise Unsupported("a functorch forward-mode transform (torch.func.jvp, jacfwd, hessian, linearize) "
+                      "inside a compiled function", hint="the graph breaks; CPython runs the transform")
+
 
 # Public functions of torch's that are traced into rather than recorded as one node.
 TRACED_INTO = frozenset({torch.vmap})

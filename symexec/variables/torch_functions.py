@@ -21,7 +21,7 @@ from .base import Registry, VariableTracker, as_proxy, class_static, subclass_ch
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
 from .functions import UserFunctionVariable
-from .functorch import TRACED_INTO
+from .functorch import FORWARD_AD, TRACED_INTO, forward_ad_call
 from .classes import CLASS_DATA_ATTRS, PythonModuleVariable, UserDefinedClassVariable, construct
 from .new_modules import construct_torch_module
 from .tensor import TensorVariable, record_call
@@ -146,6 +146,8 @@ class TorchVariable(VariableTracker):
             return _unbound_tensor_method(tx, fn, getattr(fn, "__objclass__", self.owner), args, kwargs)
         if fn in _STATEFUL or isinstance(fn, types.FunctionType) and getattr(fn, "__wrapped__", None) in _STATEFUL:
             raise Unsupported(f"{self.describe()} changes global state")
+        if fn in FORWARD_AD:
+            return forward_ad_call(tx, *args, **kwargs)
         if fn in _NOT_IN_GRAPHS:
             raise Unsupported(f"{self.describe()}, a fused optimizer kernel, in a graph (AOTAutograd cannot "
                               f"functionalize it)", hint="the graph breaks; CPython runs it")
