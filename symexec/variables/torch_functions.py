@@ -17,6 +17,7 @@ import torch
 from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, CallSource, ConstSource, Source
+from ..torch_api import IS_COMPILING, compiler_api_kind
 from .base import Registry, VariableTracker, as_proxy, class_static, subclass_check
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
@@ -93,17 +94,6 @@ def is_torch_object(value: Any) -> bool:
     return module == "torch" or module.startswith("torch.")
 
 
-# "Am I being compiled?" functions, true while tracing, as under torch.compile.
-_COMPILING_FLAGS = frozenset({
-    "torch.compiler.is_compiling", "torch.compiler.is_dynamo_compiling", "torch._utils.is_compiling",
-    "torch._dynamo.external_utils.is_compiling", "torch._dynamo.eval_frame.is_compiling",
-})
-
-
-def _qualified_name(fn: Any) -> str:
-    return f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', '')}"
-
-
 class TorchVariable(VariableTracker):
     """A callable from torch's namespace."""
 
@@ -151,7 +141,7 @@ class TorchVariable(VariableTracker):
         if fn in _NOT_IN_GRAPHS:
             raise Unsupported(f"{self.describe()}, a fused optimizer kernel, in a graph (AOTAutograd cannot "
                               f"functionalize it)", hint="the graph breaks; CPython runs it")
-        if _qualified_name(fn) in _COMPILING_FLAGS:
+        if compiler_api_kind(fn) == IS_COMPILING:  # (torch_api.py: the one list of them)
             return ConstantVariable(True)  # code that asks takes its compile-friendly path
         special = _SPECIAL_CALLS.get(fn)  # (fn is hashable: it was looked up in _STATEFUL)
         if special is not None:

@@ -410,3 +410,20 @@ def test_a_tensor_read_only_on_some_calls_is_guarded_when_read():
     steps = [[torch.ones(2), {"mask": torch.ones(n)}, use] for n, use in
              [(3, 0), (4, 0), (3, 1), (5, 1), (6, 2), (7, 2), (7, 0), (2, 3), (9, 3), (9, 1)]]
     check_sequence(_reads_it_sometimes, *steps)
+
+
+_RESHAPE_THEN_SLICE = {
+    "flat": lambda x: x.reshape(x.shape[0] // 2, 2, -1).flatten()[: x.numel() // 2],
+    "outer": lambda x: x.reshape(x.shape[0] // 2, 2, -1)[: x.numel() // 2],
+    "inner": lambda x: x.reshape(x.shape[0] // 2, 2, -1)[:, :, : x.numel() // 2],
+    "transposed": lambda x: x.reshape(x.shape[0] // 2, 2, -1).transpose(0, 1).flatten()[: x.numel() // 2],
+}
+
+
+@pytest.mark.parametrize("name", list(_RESHAPE_THEN_SLICE))
+@pytest.mark.parametrize("shapes", [[(4, 3), (6, 3), (8, 3), (10, 3)], [(4, 3), (6, 5), (8, 7), (10, 9)], [(4,), (6,), (8,)]],
+                         ids=["rows", "both", "flat"])
+def test_reshape_by_a_size_then_slice_by_numel_recompiles_as_torch_compile(name, shapes):
+    # the sizes stay symbolic from the second trace on: no more traces than torch.compile's
+    _, ours, theirs = run_both(_RESHAPE_THEN_SLICE[name], [[torch.randn(*s)] for s in shapes])
+    assert ours.graph_count == theirs.graph_count
