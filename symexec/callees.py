@@ -31,7 +31,7 @@ from typing import Any, Callable
 import torch
 from . import logs
 from .call_sites import with_mapped_callables
-from .torch_api import TORCH_DISABLE_WRAPPER, disabled_by_user
+from .torch_api import TORCH_DISABLE_WRAPPER, disabled_by_user, skipped_frame
 
 # Coroutines, generators and async generators: a call builds a frame object that runs later,
 # which a replacement function cannot stand in for.
@@ -131,6 +131,9 @@ class Callees:
         call, with the Python code it runs compiled."""
         kind = type(callee)
         if kind is types.FunctionType:
+            own_frame_skipped = skipped_frame(callee)
+            if own_frame_skipped is not None:  # torch's disable(recursive=False), skip: its calls compiled
+                return self.fallback_copy(own_frame_skipped)
             return callee if runs_as_is(callee) else self(callee)
         if kind is types.MethodType:
             fn = callee.__func__

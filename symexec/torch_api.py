@@ -117,6 +117,24 @@ def disabled_by_user(fn: Any) -> bool:
     return not (type(module) is str and (module == "torch" or module.startswith("torch.")))
 
 
+def skipped_frame(fn: Any) -> Any:
+    """The function whose own frame ``fn`` keeps out of compilation while what it calls is
+    still compiled (``torch._dynamo.disable(fn, recursive=False)``: the function it wraps;
+    ``torch._dynamo.skip(fn)``: ``fn`` itself), or None (not so marked, or a recursive disable,
+    whose callees run as plain Python too)."""
+    if not disabled_by_user(fn):
+        return None
+    marks = fn.__dict__
+    if marks.get("_torchdynamo_disable_recursive") is False:
+        original = marks.get("_torchdynamo_orig_callable")
+    elif "_torchdynamo_disable_recursive" not in marks and "_torchdynamo_orig_callable" not in marks \
+            and getattr(fn, "__code__", None) is not TORCH_DISABLE_WRAPPER:
+        original = fn  # skip's mark, on the function itself
+    else:
+        return None
+    return original if isinstance(original, types.FunctionType) else None
+
+
 def allowed_in_graph_by_torch(fn: Any) -> bool:
     """Whether ``torch._dynamo.allow_in_graph(fn)`` (or ``torch.compiler.allow_in_graph``)
     registered ``fn``: its id is in torch's allow list, read where torch keeps it if

@@ -100,6 +100,43 @@ def test_torch_skip_runs_the_function_at_a_break():
     assert ours == 2
 
 
+@pytest.mark.parametrize("marker", [lambda fn: torch._dynamo.disable(fn, recursive=False),
+                                    lambda fn: torch._dynamo.decorators.skip(fn)], ids=["nonrecursive", "skip"])
+def test_a_nonrecursive_disable_still_compiles_what_the_function_calls(marker):
+    # after PyTorch's test_decorators.py test_skip: fn1's frame runs as it is, fn2 is compiled
+    def fn2(x):
+        return x.sin()
+
+    def fn1(x):
+        x = x.sigmoid()
+        return fn2(x.cos())
+
+    fn1 = marker(fn1)
+
+    def fn(x):
+        return fn1(x.tan())
+
+    check(fn, torch.randn(4))
+    ours, theirs = symexec_and_dynamo_counts(fn, torch.randn(4))
+    assert ours == theirs == 2
+
+
+def test_a_recursive_disable_runs_what_the_function_calls_as_is_too():
+    def fn2(x):
+        return x.sin()
+
+    @torch.compiler.disable
+    def fn1(x):
+        return fn2(x.cos())
+
+    def fn(x):
+        return fn1(x.tan())
+
+    check(fn, torch.randn(4))
+    ours, theirs = symexec_and_dynamo_counts(fn, torch.randn(4))
+    assert ours == theirs == 1
+
+
 def symexec_and_dynamo_counts(fn, *args):
     _, ours, theirs = run_both(fn, [copy_args(list(args))])
     return ours.graph_count, theirs.graph_count
