@@ -24,7 +24,13 @@ call of one breaks the graph at once. What torch stores for the marks it makes i
 - ``allow_in_graph(fn)`` adds ``id(fn)`` to ``torch._dynamo.trace_rules._allowed_callable_ids``
   (empty until a user or library registers something; an entry is removed when ``fn`` dies),
   read here lazily from ``sys.modules``: if torch._dynamo was never imported nothing was
-  registered.
+  registered; ``disallow_in_graph(op)`` adds the op's id to ``_disallowed_callable_ids``.
+
+The registrations are read when a trace meets the function, not guarded: they decide how a
+call is captured (one node, traced into, or run at a break), never what it computes, and
+torch.compile too reads them when it traces (it asks for ``torch._dynamo.reset()`` after a
+change). A function's disable mark is pinned with the function, and the dimension marks are
+guarded on each input tensor (``dynamic.MarksCheck``).
 """
 
 from __future__ import annotations
@@ -139,9 +145,18 @@ def allowed_in_graph_by_torch(fn: Any) -> bool:
     """Whether ``torch._dynamo.allow_in_graph(fn)`` (or ``torch.compiler.allow_in_graph``)
     registered ``fn``: its id is in torch's allow list, read where torch keeps it if
     torch._dynamo was imported. Only the registration is read, never made."""
+    return _in_torch_list("_allowed_callable_ids", fn)
+
+
+def disallowed_in_graph_by_torch(fn: Any) -> bool:
+    """Whether ``torch._dynamo.disallow_in_graph(fn)`` took one of torch's operations out of
+    torch.compile's graphs (a call of it breaks the graph there)."""
+    return _in_torch_list("_disallowed_callable_ids", fn)
+
+
+def _in_torch_list(name: str, fn: Any) -> bool:
     rules = sys.modules.get("torch._dynamo.trace_rules")
-    allowed = getattr(rules, "_allowed_callable_ids", None)
-    ids = getattr(allowed, "function_ids", None)  # (None until something was registered)
+    ids = getattr(getattr(rules, name, None), "function_ids", None)  # (None until first used)
     return isinstance(ids, set) and id(fn) in ids
 
 

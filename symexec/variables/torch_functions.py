@@ -17,7 +17,7 @@ import torch
 from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, CallSource, ConstSource, Source
-from ..torch_api import IS_COMPILING, compiler_api_kind
+from ..torch_api import IS_COMPILING, compiler_api_kind, disallowed_in_graph_by_torch
 from .base import Registry, VariableTracker, as_proxy, class_static, subclass_check
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
@@ -136,6 +136,9 @@ class TorchVariable(VariableTracker):
             return _unbound_tensor_method(tx, fn, getattr(fn, "__objclass__", self.owner), args, kwargs)
         if fn in _STATEFUL or isinstance(fn, types.FunctionType) and getattr(fn, "__wrapped__", None) in _STATEFUL:
             raise Unsupported(f"{self.describe()} changes global state")
+        if disallowed_in_graph_by_torch(fn):
+            raise Unsupported(f"{self.describe()} was taken out of graphs by torch._dynamo.disallow_in_graph",
+                              hint="the graph breaks; CPython runs it")
         if fn in FORWARD_AD:
             return forward_ad_call(tx, *args, **kwargs)
         if fn in _NOT_IN_GRAPHS:

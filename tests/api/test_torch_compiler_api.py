@@ -279,6 +279,26 @@ def test_allow_in_graph_read_when_traced_not_at_import():
     assert before == [3] and after == [2]
 
 
+def test_disallow_in_graph_breaks_at_the_torch_op():
+    # after PyTorch's test_decorators.py test_disallow_in_graph
+    def fn(a):
+        x = torch.add(a, 1)
+        x = torch.add(x, 1)
+        x = torch.sub(x, 1)
+        x = torch.add(x, 1)
+        return torch.add(x, 1)
+
+    torch._dynamo.disallow_in_graph(torch.sub)
+    try:
+        check(fn, torch.randn(10))
+        ours, _ = assert_same_graphs_as_dynamo(fn, torch.randn(10))
+    finally:
+        torch._dynamo.allow_in_graph(torch.sub)
+    assert ours.graph_count == 2 and sum(ours.op_counts()) == 4
+    ours, _ = assert_same_graphs_as_dynamo(fn, torch.randn(10))  # allowed again: one graph
+    assert ours.graph_count == 1
+
+
 def symexec_graphs_ops(fn):
     backend = CountingBackend()
     out = symexec.compile(fn, backend=backend)(torch.ones(3))
