@@ -54,7 +54,21 @@ def live_locals(program: Any, target: int) -> set[str]:
             todo.append(labels[inst.arg])
         if inst.name not in _ENDS and inst.name not in _UNCONDITIONAL:
             todo.append(i + 1)
+    first = super_reads(program.code)
+    if first is not None:
+        live.add(first)  # (read by a zero-argument super() from the frame, by no instruction)
     return live
+
+
+def super_reads(code: types.CodeType) -> str | None:
+    """The local a zero-argument ``super()`` in ``code`` reads from the frame, or None: the
+    first argument of a method whose class gives it the ``__class__`` cell. CPython reads the
+    frame's first local slot when ``super()`` runs (on 3.11 no instruction names it), so a
+    continuation must hold it there."""
+    has_first = code.co_argcount + code.co_kwonlyargcount or code.co_flags & 0x04  # (VARARGS)
+    if "__class__" not in code.co_freevars or not has_first or code.co_varnames[0] in code.co_cellvars:
+        return None
+    return code.co_varnames[0]
 
 
 def offsets(code: types.CodeType) -> list[int]:
@@ -142,10 +156,19 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
     prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
     # Cell variables come last, as the cells themselves: the prologue skips the original's
     # MAKE_CELL, so their slots hold the cells the caller made (and shared with inner functions).
-    argnames = (*[f"___stack{i}" for i, null in enumerate(nulls) if not null], *live, *code.co_cellvars)
+    argnames = [*[f"___stack{i}" for i, null in enumerate(nulls) if not null], *live, *code.co_cellvars]
+    first = super_reads(code)
+    if first is not None and first in live and argnames[0] != first:
+        # The first slot must hold what super() reads: a stack value is loaded by now (its
+        # slot is free); a live local is moved to a slot of its own first.
+        if not argnames[0].startswith("___stack"):
+            prologue.insert(-1 - len(nulls), Instr("STORE_FAST", argnames[0], lineno=lineno))
+            prologue.insert(-2 - len(nulls), Instr("LOAD_FAST", "___slot0", lineno=lineno))
+            argnames[0] = "___slot0"
+        prologue[-1:-1] = [Instr("LOAD_FAST", first, lineno=lineno), Instr("STORE_FAST", argnames[0], lineno=lineno)]
     name = f"__resume_at_{offsets(code)[target]}_{len(made) + 1}"
     signature = assembler.Signature(
-        name=name, argnames=argnames, argcount=len(argnames), posonlyargcount=0, kwonlyargcount=0,
+        name=name, argnames=tuple(argnames), argcount=len(argnames), posonlyargcount=0, kwonlyargcount=0,
         freevars=code.co_freevars, cellvars=code.co_cellvars,
         flags=code.co_flags & (0x01 | 0x02 | 0x10),  # OPTIMIZED, NEWLOCALS, NESTED
         filename=code.co_filename, first_lineno=code.co_firstlineno)

@@ -118,8 +118,9 @@ def disabled_by_user(fn: Any) -> bool:
         original = marks.get("__wrapped__")
     else:
         return False
-    original = getattr(original, "__func__", original)  # a bound method's function
-    module = getattr(original, "__module__", None)
+    owner = getattr(original, "__self__", None)  # a bound method: its object's class decides
+    module = type(owner).__module__ if owner is not None and not isinstance(owner, type) else \
+        getattr(getattr(original, "__func__", original), "__module__", None)
     return not (type(module) is str and (module == "torch" or module.startswith("torch.")))
 
 

@@ -679,3 +679,47 @@ def test_inner_function_held_twice_is_one_object_after_a_break():
         return held[0](y), held[0] is held[1]
 
     check(fn, _t())
+
+
+# A zero-argument super() after a break in the method: CPython reads the frame's first local
+# slot (and the __class__ cell), so the continuation must hold the method's first argument there.
+class _Greeter:
+    def __call__(self, x):
+        return x * 2
+
+    def scale(self, x, k):
+        return x * k
+
+
+class _LoudGreeter(_Greeter):
+    def __call__(self, arg):
+        print("hi")  # a break with nothing on the stack: the first slot is a live local ('arg')
+        return super().__call__(arg) + 1
+
+    def scale(self, x, k):
+        return len(str(print("mid"))) + super().scale(x, k)  # a break with values on the stack
+
+
+class _LoudModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def __call__(self, *args, **kwargs):
+        print("calling")
+        return super().__call__(*args, **kwargs)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: _LoudGreeter()(x.sin()).cos(),
+    lambda x: _LoudGreeter().scale(x.sin(), 3).cos(),
+    lambda x: _LOUD_MODULE(x.sin()).cos(),
+], ids=["live_local_first", "stack_value_first", "module_call"])
+def test_zero_argument_super_after_a_break_in_the_method(call):
+    check(call, torch.randn(3))
+
+
+_LOUD_MODULE = _LoudModule()
