@@ -382,6 +382,29 @@ def test_torch_dimension_marks_are_honoured_and_guarded_like_torch_compile(seq, 
     assert ours.graph_count == theirs.graph_count
 
 
+@pytest.mark.parametrize("mark", [_dynamic0, _maybe0])
+def test_a_marked_size_of_one_is_specialised_once_not_retraced_each_call(mark):
+    def fn(x):
+        return x * x.shape[0]
+
+    seq = [(mark, (1, 3))] * 3
+    ours, theirs = _counts(symexec.compile, fn, seq), _counts(torch.compile, fn, seq)
+    assert ours.graph_count == theirs.graph_count == 1
+
+
+def test_a_module_instance_torch_disables_runs_as_is():
+    class Doubler(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    module = torch.compiler.disable(Doubler())
+
+    def fn(x):
+        return module(x.sin()).cos()
+
+    check(fn, torch.randn(3))
+
+
 def test_marked_dimension_is_symbolic_from_the_first_trace():
     backend = CountingBackend()
     compiled = symexec.compile(lambda a: a.sum(0) * a.shape[0], backend=backend)
