@@ -254,7 +254,9 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             raise Unsupported(f"{self.fn.__qualname__}() is marked symexec.disable",
                               hint="the call runs as plain Python between graphs")
         if disabled_by_user(self.fn):
-            raise Unsupported(f"{self.fn.__qualname__}() is marked torch.compiler.disable",
+            reason = self.fn.__dict__.get("_torchdynamo_disable_msg")
+            raise Unsupported(f"{self.fn.__qualname__}() is marked torch.compiler.disable"
+                              + (f" ({reason})" if isinstance(reason, str) and reason else ""),
                               hint="the call runs as plain Python between graphs, as under torch.compile")
         super().check_inlinable()
 

@@ -69,12 +69,16 @@ def _disabled_callee(marker):
     return fn
 
 
+def _disable_with_reason(fn):
+    return torch._dynamo.disable(reason="io")(fn)
+
+
 @pytest.mark.parametrize("marker", [
     torch._disable_dynamo,
     torch.compiler.disable, torch._dynamo.disable,
     lambda fn: torch._dynamo.disable(fn, recursive=False),
     lambda fn: torch.compiler.disable(recursive=False)(fn),
-    lambda fn: torch._dynamo.disable(reason="io")(fn),
+    _disable_with_reason,
 ], ids=["torch_internal_spelling", "compiler", "dynamo", "nonrecursive", "nonrecursive_as_call", "with_reason"])
 def test_torch_disable_runs_the_function_at_a_break(marker):
     fn = _disabled_callee(marker)
@@ -82,7 +86,9 @@ def test_torch_disable_runs_the_function_at_a_break(marker):
     ours, _ = assert_same_graphs_as_dynamo(fn, torch.randn(4))
     assert ours.graph_count == 2
     out = symexec.explain(fn, torch.randn(4))
-    assert [b.reason for b in out.break_reasons] == ["_disabled_callee.<locals>.log_stats() is marked torch.compiler.disable"]
+    reason = " (io)" if marker is _disable_with_reason else ""
+    assert [b.reason for b in out.break_reasons] == [
+        f"_disabled_callee.<locals>.log_stats() is marked torch.compiler.disable{reason}"]
 
 
 def test_torch_skip_runs_the_function_at_a_break():
