@@ -31,7 +31,7 @@ from typing import Any, Callable
 import torch
 from . import logs
 from .call_sites import with_mapped_callables
-from .torch_api import TORCH_DISABLE_WRAPPER, disabled_by_user, skipped_frame
+from .torch_api import disabled_by_torch, disabled_by_user, skipped_frame
 
 # Coroutines, generators and async generators: a call builds a frame object that runs later,
 # which a replacement function cannot stand in for.
@@ -50,16 +50,6 @@ def compiled_original(value: Any) -> Any:
     return original if original is not None and getattr(value, "__wrapped__", None) is original else None
 
 
-
-
-def disabled_by_torch(fn: types.FunctionType) -> bool:
-    """Whether ``fn`` is torch's wrapper that keeps torch.compile out of one of torch's own
-    functions: ``torch._disable_dynamo``'s, or ``torch._dynamo.disable``'s (a user's function
-    so marked runs as plain Python: ``torch_api.disabled_by_user``). It only switches torch.compile's
-    frame hook off around the call: symexec traces the function it wraps (``__wrapped__``), and
-    where the call itself runs at a break, runs the wrapper as it is."""
-    return (fn.__code__ is TORCH_DISABLE_WRAPPER or fn.__dict__.get("_torchdynamo_disable") is True) and \
-        callable(fn.__dict__.get("__wrapped__")) and not disabled_by_user(fn)
 
 
 def runs_as_is(fn: types.FunctionType) -> bool:

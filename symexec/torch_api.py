@@ -108,7 +108,7 @@ def disabled_by_user(fn: Any) -> bool:
     function that is not torch's own: a user's or a library's function that torch.compile runs
     as plain Python at a graph break. (torch marks its own functions too, ``Optimizer.zero_grad``,
     an optimizer's ``_init_group``: those only keep torch.compile's frame hook out of code
-    symexec models itself; ``callees.disabled_by_torch`` names them.)"""
+    symexec models itself; ``disabled_by_torch`` names them.)"""
     marks = getattr(fn, "__dict__", None)
     if not isinstance(marks, dict):
         return False
@@ -122,6 +122,16 @@ def disabled_by_user(fn: Any) -> bool:
     module = type(owner).__module__ if owner is not None and not isinstance(owner, type) else \
         getattr(getattr(original, "__func__", original), "__module__", None)
     return not (type(module) is str and (module == "torch" or module.startswith("torch.")))
+
+
+def disabled_by_torch(fn: types.FunctionType) -> bool:
+    """Whether ``fn`` is torch's wrapper that keeps torch.compile out of one of torch's own
+    functions: ``torch._disable_dynamo``'s, or ``torch._dynamo.disable``'s (a user's function
+    so marked runs as plain Python: ``disabled_by_user``). It only switches torch.compile's
+    frame hook off around the call: symexec traces the function it wraps (``__wrapped__``), and
+    where the call itself runs at a break, runs the wrapper as it is."""
+    return (fn.__code__ is TORCH_DISABLE_WRAPPER or fn.__dict__.get("_torchdynamo_disable") is True) and \
+        callable(fn.__dict__.get("__wrapped__")) and not disabled_by_user(fn)
 
 
 def skipped_frame(fn: Any) -> Any:

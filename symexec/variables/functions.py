@@ -14,8 +14,7 @@ import inspect
 import types
 from typing import Any, Callable
 
-from ..callees import disabled_by_torch
-from ..torch_api import disabled_by_user
+from ..torch_api import disabled_by_torch, disabled_by_user
 from ..context import TracerContext
 from ..exc import Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, Source
