@@ -11,7 +11,8 @@
   ``assume_constant_result``, ``reset``, ``set_stance``...): the graph breaks and CPython runs the
   call, so the tensor or function is marked as in eager code. (torch.compile raises on
   ``mark_dynamic`` inside a compiled function and turns ``mark_static`` into a specialisation
-  without marking the tensor; symexec keeps eager's result.)
+  without marking the tensor; symexec keeps eager's result. Called by torch's own code, which
+  does so only under ``is_compiling()``, ``mark_static`` specialises as under torch.compile.)
 - torch's own tracers (``torch.fx.symbolic_trace``, ``torch.jit.trace``, ``torch.export.export``,
   ``make_fx``): the graph breaks at the call, and CPython runs the tracer.
 
@@ -31,6 +32,7 @@ from ..source import Source
 from ..torch_api import GRAPH_BREAK, IS_COMPILING, TRACER, in_torch_code
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .tensor import TensorVariable
 
 
 class CompilerApiVariable(VariableTracker):
@@ -71,6 +73,10 @@ class CompilerApiVariable(VariableTracker):
             if args or kwargs:
                 raise Unsupported(f"{self.describe()}() called with arguments (CPython raises its TypeError)")
             return ConstantVariable(True)
+        if self.fn.__name__ == "mark_static" and in_torch_code(tx.code):
+            result = _force_static(args, kwargs)
+            if result is not None:
+                return result
         if self.kind == TRACER:
             raise Unsupported(f"{self.describe()}() inside a compiled function: a tracer of its own",
                               hint="the graph breaks at once; CPython runs the tracer")
@@ -79,3 +85,20 @@ class CompilerApiVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"CompilerApiVariable({self.fn.__qualname__})"
+
+
+def _force_static(args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """``torch._dynamo.mark_static(t, index)`` in torch's own code under ``is_compiling()``
+    (flex_attention pins its head dimensions): what torch.compile does there, the sizes
+    specialised (a ShapeEnv guard each), the tensor not marked; None where the call is not
+    that plain form."""
+    index = args[1] if len(args) > 1 else kwargs.get("index", ConstantVariable(None))
+    if len(args) < 1 or len(args) > 2 or set(kwargs) - {"index"} or not isinstance(args[0], TensorVariable) \
+            or not isinstance(index, ConstantVariable):
+        return None
+    example, dim = args[0].example, index.as_python_constant()
+    if dim is not None and (type(dim) is not int or not -example.dim() <= dim < example.dim()):
+        return None
+    for size in example.size() if dim is None else [example.size(dim)]:
+        int(size)  # (a SymInt: specialised, its guard recorded by the ShapeEnv)
+    return ConstantVariable(None)

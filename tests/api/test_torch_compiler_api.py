@@ -495,3 +495,35 @@ def test_recognition_never_imports_torch_dynamo():
     assert "torch._dynamo" not in api.__dict__ and not any(
         isinstance(v, types.ModuleType) and v.__name__.startswith("torch._dynamo") for v in vars(api).values())
     assert sys.modules["symexec.torch_api"] is api
+
+
+def _as_torch_code(source, name):
+    """A function whose code is torch's own (its file in torch's package), as torch's
+    flex_attention is: it calls mark_static only under is_compiling()."""
+    import os
+
+    namespace = {"torch": torch}
+    exec(compile(source, os.path.join(os.path.dirname(torch.__file__), "_symexec_test_code.py"), "exec"), namespace)
+    return namespace[name]
+
+
+def test_mark_static_in_torchs_own_code_specialises_as_torch_compile():
+    pin_rows = _as_torch_code(
+        "def pin_rows(x):\n"
+        "    if torch.compiler.is_dynamo_compiling():\n"
+        "        torch._dynamo.mark_static(x, 0)\n"
+        "    return x * 2\n", "pin_rows")
+
+    def fn(x):
+        return pin_rows(x + 1).sum(0)
+
+    backend = CountingBackend()
+    compiled = symexec.compile(fn, backend=backend, dynamic=True)
+    x = torch.randn(5, 3)
+    assert_same(fn(x), compiled(x))
+    assert backend.graph_count == 1
+    example = next(n for n in backend.graphs[0].graph.nodes if n.op == "placeholder").meta["example_value"]
+    assert example.shape[0] == 5 and isinstance(example.shape[1], torch.SymInt)
+    assert "_dynamo_static_indices" not in x.__dict__  # specialised, not marked (as torch.compile)
+    _, ours, theirs = run_both(fn, [[torch.randn(5, 3)], [torch.randn(6, 3)], [torch.randn(5, 4)]], dynamic=True)
+    assert ours.graph_count == theirs.graph_count
