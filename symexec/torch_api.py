@@ -134,6 +134,12 @@ def disabled_by_torch(fn: types.FunctionType) -> bool:
         callable(fn.__dict__.get("__wrapped__")) and not disabled_by_user(fn)
 
 
+def disable_reason(fn: Any) -> str | None:
+    """The ``reason`` given to ``torch._dynamo.disable(fn, reason=...)``, for the break's reason."""
+    reason = getattr(fn, "__dict__", {}).get("_torchdynamo_disable_msg")
+    return reason if isinstance(reason, str) and reason else None
+
+
 def skipped_frame(fn: Any) -> Any:
     """The function whose own frame ``fn`` keeps out of compilation while what it calls is
     still compiled (``torch._dynamo.disable(fn, recursive=False)``: the function it wraps;

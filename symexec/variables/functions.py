@@ -14,7 +14,7 @@ import inspect
 import types
 from typing import Any, Callable
 
-from ..torch_api import disabled_by_torch, disabled_by_user
+from ..torch_api import disable_reason, disabled_by_torch, disabled_by_user
 from ..context import TracerContext
 from ..exc import Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, Source
@@ -253,9 +253,9 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             raise Unsupported(f"{self.fn.__qualname__}() is marked symexec.disable",
                               hint="the call runs as plain Python between graphs")
         if disabled_by_user(self.fn):
-            reason = self.fn.__dict__.get("_torchdynamo_disable_msg")
+            reason = disable_reason(self.fn)
             raise Unsupported(f"{self.fn.__qualname__}() is marked torch.compiler.disable"
-                              + (f" ({reason})" if isinstance(reason, str) and reason else ""),
+                              + (f" ({reason})" if reason else ""),
                               hint="the call runs as plain Python between graphs, as under torch.compile")
         super().check_inlinable()
 
