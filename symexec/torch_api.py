@@ -76,7 +76,7 @@ def compiler_api_kind(fn: Any) -> str | None:
     being loaded, by identity with what that module holds under the name."""
     try:
         key = (fn.__module__, fn.__qualname__)
-    except AttributeError:
+    except Exception:  # noqa: BLE001 - an object whose attributes raise is none of torch's functions
         return None
     if type(key[0]) is not str or type(key[1]) is not str:
         return None
@@ -184,5 +184,10 @@ def tensor_marks(t: Any) -> tuple[set[int], set[int], set[int]]:
     ndim = t.dim()
     own = getattr(t, "__dict__", None) or {}  # (what torch set: no class's __getattr__ asked)
     return tuple(  # type: ignore[return-value]
-        {d % ndim for d in own.get(attr, ()) if type(d) is int and -ndim <= d < ndim} if ndim else set()
+        {d % ndim for d in _index_set(own.get(attr)) if type(d) is int and -ndim <= d < ndim} if ndim else set()
         for attr in ("_dynamo_dynamic_indices", "_dynamo_weak_dynamic_indices", "_dynamo_static_indices"))
+
+
+def _index_set(value: Any) -> Any:
+    """What torch stores as a mark (a set of indices), or nothing for anything else."""
+    return value if isinstance(value, (set, frozenset)) else ()
