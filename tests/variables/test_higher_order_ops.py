@@ -1,0 +1,330 @@
+"""torch's higher-order operators (``variables/higher_order.py``): ``torch.cond``,
+``torch._higher_order_ops.map`` and ``while_loop`` traced into subgraphs, against eager and
+torch.compile; what torch forbids inside them breaks cleanly and eager's error is raised."""
+
+import pytest
+import torch
+from torch._higher_order_ops.map import map as hop_map
+from torch._higher_order_ops.while_loop import while_loop
+
+import symexec
+from helpers import assert_same_graphs_as_dynamo, check, check_sequence, run_both, symexec_graphs
+
+W = torch.randn(3)
+
+
+def _true(x):
+    return x.sin() + 1
+
+
+def _false(x):
+    return x.cos() * 2
+
+
+def cond_tensor_pred(x):
+    return torch.cond(x.sum() > 0, _true, _false, (x,))
+
+
+def cond_lambdas_and_closure(x, y):
+    w = y * 2
+    return torch.cond(x.sum() > 0, lambda a: a + w, lambda a: a - w + W, (x,))
+
+
+def cond_ops_namespace(x):
+    return torch.ops.higher_order.cond(x.sum() > 0, _true, _false, (x,))
+
+
+def cond_tuple_outputs(x, y):
+    def t(a, b):
+        return a + b, a * b
+
+    def f(a, b):
+        return a - b, (a / b).relu()
+
+    p, q = torch.cond(x.mean() > y.mean(), t, f, (x, y))
+    return p.sum() + q
+
+
+def cond_nested(x):
+    def t(a):
+        return torch.cond(a.max() > 1, lambda b: b * 3, lambda b: b + 3, (a,))
+
+    return torch.cond(x.sum() > 0, t, lambda a: a.neg(), (x,))
+
+
+class _CondModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+        self.register_buffer("buf", torch.ones(3))
+
+    def true_branch(self, x):
+        return self.lin(x) + self.buf
+
+    def false_branch(self, x):
+        return self.lin(x).sin()
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, self.true_branch, self.false_branch, (x,))
+
+
+@pytest.mark.parametrize("fn, args", [
+    (cond_tensor_pred, (torch.randn(3),)),
+    (cond_tensor_pred, (torch.randn(3).abs(),)),
+    (cond_tensor_pred, (-torch.randn(3).abs(),)),
+    (cond_lambdas_and_closure, (torch.randn(3), torch.randn(3))),
+    (cond_ops_namespace, (torch.randn(2, 3),)),
+    (cond_tuple_outputs, (torch.randn(4), torch.rand(4) + 1)),
+    (cond_nested, (torch.randn(3) * 2,)),
+])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_cond_matches_eager(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+def test_cond_module_methods_lift_parameters():
+    torch.manual_seed(0)
+    m = _CondModule()
+    compiled = symexec.compile(m)
+    for x in (torch.randn(3).abs(), -torch.randn(3).abs()):
+        torch.testing.assert_close(compiled(x), m(x))
+
+
+def test_cond_inductor():
+    check(cond_lambdas_and_closure, torch.randn(3), torch.randn(3), backend="inductor")
+
+
+@pytest.mark.parametrize("fn, args", [
+    (cond_tensor_pred, (torch.randn(3),)),
+    (cond_lambdas_and_closure, (torch.randn(3), torch.randn(3))),
+    (cond_tuple_outputs, (torch.randn(4), torch.rand(4) + 1)),
+    (cond_nested, (torch.randn(3),)),
+])
+def test_cond_graphs_as_torch_compile(fn, args):
+    assert_same_graphs_as_dynamo(fn, *args)
+
+
+def test_cond_both_branches_run_from_one_graph():
+    """One graph serves both values of the predicate: the branch is chosen at run time."""
+    calls = [(torch.randn(3).abs(),), (-torch.randn(3).abs(),), (torch.randn(3).abs(),)]
+    compiled, ours, theirs = run_both(cond_tensor_pred, calls)
+    assert ours.graph_count == theirs.graph_count == 1
+    assert len(symexec.cache_entries(compiled)) == 1
+
+
+def test_cond_dynamic_shapes():
+    calls = [(torch.randn(n, 2),) for n in (3, 5, 7)]
+    compiled, ours, theirs = run_both(cond_closure_sizes, calls, dynamic=True)
+    assert ours.graph_count == theirs.graph_count == 1
+
+
+def cond_closure_sizes(x):
+    w = x.sum(0)
+    n = x.size(0)
+    return torch.cond(x.sum() > 0, lambda a: a + w, lambda a: (a - w).reshape(n, -1) * n, (x,))
+
+
+def test_cond_symbolic_size_predicate():
+    def fn(x):
+        return torch.cond(x.shape[0] > 4, lambda a: a.sin(), lambda a: a.cos(), (x,))
+    check_sequence(fn, [torch.randn(3)], [torch.randn(6)], [torch.randn(5)], dynamic=True)
+
+
+def test_cond_constant_predicate_inlines_the_branch():
+    def fn(x, flag):
+        return torch.cond(flag, lambda a: a.sin(), lambda a: a.cos(), (x,))
+    compiled = check_sequence(fn, [torch.randn(3), True], [torch.randn(3), False], [torch.randn(3), True])
+    assert len(symexec.cache_entries(compiled)) == 2  # the bool is guarded
+    _, ours = symexec_graphs(fn, torch.randn(3), True)
+    assert "cond" not in ours.graphs[0].code
+
+
+def test_cond_recompiles_when_the_predicate_changes_type():
+    def fn(x, p):
+        return torch.cond(p, lambda a: a + 1, lambda a: a - 1, (x,))
+    compiled = check_sequence(fn, [torch.randn(3), True], [torch.randn(3), torch.tensor(False)],
+                              [torch.randn(3), torch.tensor(True)], [torch.randn(3), True])
+    assert len(symexec.cache_entries(compiled)) == 2
+
+
+def test_cond_training_grads_aot_eager():
+    w = torch.randn(3, requires_grad=True)
+
+    def fn(x, w):
+        return torch.cond(x.sum() > 0, lambda a: a * w, lambda a: a + w.sin(), (x,)).sum()
+
+    for x in (torch.randn(3).abs(), -torch.randn(3).abs()):
+        w1, w2 = w.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+        fn(x, w1).backward()
+        symexec.compile(fn, backend="aot_eager")(x, w2).backward()
+        torch.testing.assert_close(w2.grad, w1.grad)
+
+
+_LOG = []
+
+
+def _appends(a):
+    _LOG.append(1)
+    return a.sin()
+
+
+def _prints(a):
+    print("inside")
+    return a.sin()
+
+
+def _mutates(a):
+    return a.add_(1)
+
+
+def _returns_input(a):
+    return a
+
+
+def _returns_view(a):
+    return a[:2]
+
+
+def _returns_int(a):
+    return a.int()
+
+
+def _raises(a):
+    raise ValueError("no")
+
+
+def _break_reasons(compiled):
+    return " | ".join(str(entry.break_reason) for entry in symexec.cache_entries(compiled))
+
+
+@pytest.mark.parametrize("branch, reason", [
+    (_appends, "changes objects outside it"), (_prints, "print()"), (_mutates, "mutates an input in place"),
+    (_returns_input, "returns one of its inputs"), (_returns_view, "returns one of its inputs"),
+    (_returns_int, "expected same dtype"), (_raises, "raises ValueError"),
+])
+def test_cond_forbidden_branches_break_and_raise_as_eager(branch, reason):
+    """What torch forbids in a branch breaks the graph; CPython runs torch.cond, which raises
+    eager's own error (torch.cond compiles its branches itself)."""
+    def fn(x):
+        y = x * 2
+        return torch.cond(y.sum() > 0, branch, lambda a: a.cos(), (y,))
+    compiled = check(fn, torch.randn(3))
+    assert reason in _break_reasons(compiled)
+    assert not _LOG  # (torch.cond raised before running the branch)
+
+
+def test_cond_branch_writing_a_nonlocal_breaks():
+    def fn(x):
+        count = 0
+
+        def t(a):
+            nonlocal count
+            count += 1
+            return a.sin()
+        return torch.cond(x.sum() > 0, t, lambda a: a.cos(), (x,)), count
+    compiled = check(fn, torch.randn(3))
+    assert "changes objects outside it" in _break_reasons(compiled)
+
+
+def test_cond_branch_appending_to_a_list_of_the_caller_breaks():
+    def fn(x):
+        seen = []
+
+        def t(a):
+            seen.append(a.sum())
+            return a.sin()
+        return torch.cond(x.sum() > 0, t, lambda a: a.cos(), (x,)), seen
+    compiled = check(fn, torch.randn(3))
+    assert "changes objects outside it" in _break_reasons(compiled)
+
+
+def cond_branch_with_its_own_list(x):
+    def t(a):
+        parts = []
+        for i in range(2):
+            parts.append(a * (i + 1))
+        return parts[0] + parts[1]
+    return torch.cond(x.sum() > 0, t, lambda a: a.cos(), (x,))
+
+
+def test_cond_branch_changing_only_what_it_made_is_captured():
+    check(cond_branch_with_its_own_list, torch.randn(3))
+    assert_same_graphs_as_dynamo(cond_branch_with_its_own_list, torch.randn(3))
+
+
+def test_cond_branches_with_different_structures_break():
+    def fn(x):
+        return torch.cond(x.sum() > 0, lambda a: (a, a + 1), lambda a: a.cos(), (x,))
+    check(fn, torch.randn(3), captured=False)
+
+
+def test_cond_operands_not_tensors_break():
+    def fn(x):
+        return torch.cond(x.sum() > 0, lambda a, n: a + n, lambda a, n: a - n, (x, 2))
+    check(fn, torch.randn(3), captured=False)
+
+
+def test_cond_multi_element_predicate_raises_as_eager():
+    def fn(x):
+        return torch.cond(x > 0, lambda a: a + 1, lambda a: a - 1, (x,))
+    check(fn, torch.randn(3), captured=False)
+
+
+# -- map --------------------------------------------------------------------------------------
+def map_simple(xs, y):
+    return hop_map(lambda a, b: a * b + W, xs, y)
+
+
+def map_structured(xs, ys):
+    def body(pair, scale):
+        a, b = pair
+        return {"s": a + b * scale, "p": (a * b).sum()}
+    out = hop_map(body, (xs, ys), torch.tensor(2.0))
+    return out["s"], out["p"]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("fn, args", [
+    (map_simple, (torch.randn(4, 3), torch.randn(3))),
+    (map_structured, (torch.randn(2, 3), torch.randn(2, 3))),
+])
+def test_map_matches_eager(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+def test_map_graphs_as_torch_compile():
+    assert_same_graphs_as_dynamo(map_simple, torch.randn(4, 3), torch.randn(3))
+
+
+def test_map_dynamic_shapes():
+    calls = [(torch.randn(n, 3), torch.randn(3)) for n in (2, 4, 6)]
+    _, ours, theirs = run_both(map_simple, calls, dynamic=True)
+    assert ours.graph_count == theirs.graph_count
+
+
+# -- while_loop --------------------------------------------------------------------------------
+def loop_count(x):
+    return while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * 2 + W), (torch.tensor(0), x))
+
+
+def loop_until(x, limit):
+    return while_loop(lambda a: a.sum() < limit, lambda a: (a + 1,), (x,))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("fn, args", [
+    (loop_count, (torch.randn(3),)),
+    (loop_until, (torch.zeros(3), torch.tensor(10.0))),
+])
+def test_while_loop_matches_eager(fn, args, backend):
+    check(fn, *args, backend=backend)
+
+
+def test_while_loop_graphs_as_torch_compile():
+    assert_same_graphs_as_dynamo(loop_count, torch.randn(3))
+
+
+def test_while_loop_body_mutating_its_input_breaks():
+    def fn(x):
+        return while_loop(lambda a: a.sum() < 10, lambda a: (a.add_(1),), (x.clone(),))
+    check(fn, torch.zeros(3), captured=True)
