@@ -30,6 +30,7 @@ tensors; torch's other higher-order operators.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from dataclasses import dataclass
 from typing import Any
@@ -41,17 +42,20 @@ from torch._higher_order_ops.map import map_impl
 from torch._higher_order_ops.while_loop import while_loop_op
 from torch._ops import HigherOrderOperator
 
+from ..callees import HIGHER_ORDER_WRAPPERS
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..source import Source
 from .base import VariableTracker
+from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
 from .pytree import _flatten, _unflatten
 from .tensor import SymNodeVariable, TensorVariable, wrap_fx_value
 
 
-# torch's public wrappers of the operators, traced into (never recorded whole: they take callables).
-WRAPPERS = frozenset(getattr(torch, name) for name in ("cond", "while_loop") if hasattr(torch, name))
+# torch's Python wrappers of the operators (``torch.cond``...): traced into, never recorded whole
+# (they take callables); at a break CPython runs them as they are (``callees.py``).
+WRAPPERS = HIGHER_ORDER_WRAPPERS
 
 
 class HigherOrderOpVariable(VariableTracker):
@@ -80,9 +84,12 @@ class HigherOrderOpVariable(VariableTracker):
         model = _MODELS.get(self.op)
         if model is None:
             raise Unsupported(f"{self.describe()}, which symexec does not trace", hint="CPython runs it")
-        if kwargs:
-            raise Unsupported(f"{self.describe()} called with keyword arguments")
-        return model(tx, *args)
+        try:
+            bound = inspect.signature(model).bind(tx, *args, **kwargs)
+        except TypeError:
+            raise Unsupported(f"{self.describe()} called with arguments it does not take",
+                              hint="CPython raises torch's error") from None
+        return model(*bound.args)
 
     def reconstruct(self, cg: Any) -> None:
         cg.load_const(self.op)
@@ -105,10 +112,12 @@ class _Body:
 
 
 def _trace_body(tx: TracerContext, fn: VariableTracker, examples: list[Any], what: str, *,
-                single: bool = False) -> _Body:
-    """Trace ``fn`` called on new placeholders with the metadata of ``examples`` into a graph
-    of its own; ``single``: its one tensor result is the graph's output (a loop's condition),
-    else a tuple of its flat results."""
+                single: bool = False, structure: Any = None) -> _Body:
+    """Trace ``fn`` called on new placeholders with the metadata of ``examples`` (a constant:
+    passed as itself) into a graph of its own; ``structure``: the placeholders are the leaves of
+    a tuple of that pytree structure, which ``fn`` is called with, else they are its arguments.
+    ``single``: its one tensor result is the graph's output (a loop's condition), else a tuple of
+    its flat results."""
     trace = tx.trace
     effects = trace.side_effects
     version, watching, effects.changed = effects.version, effects.changed, []
@@ -117,8 +126,9 @@ def _trace_body(tx: TracerContext, fn: VariableTracker, examples: list[Any], wha
         try:
             args = [_placeholder(tx, graph, f"arg{i}", example) for i, example in enumerate(examples)]
             fakes = [arg.example for arg in args if isinstance(arg, TensorVariable)]
+            call_args = args if structure is None else _sequence(_unflatten(tx, args, structure), what).items
             try:
-                result = fn.call_function(tx, args, {})
+                result = fn.call_function(tx, call_args, {})
             except TracedException as e:
                 raise Unsupported(f"{what} raises {e.exception.describe()}", hint="CPython runs the call") from None
             leaves, spec = _flatten(tx, result, None)
@@ -135,7 +145,10 @@ def _trace_body(tx: TracerContext, fn: VariableTracker, examples: list[Any], wha
             if any(fake._version for fake in fakes):
                 raise Unsupported(f"{what} mutates an input in place", hint="torch raises; CPython runs the call")
             free = _free_nodes(graph)
-            inputs = [arg.example if isinstance(arg, TensorVariable) else arg.as_proxy() for arg in args]
+            for node in free:
+                if not isinstance(node.meta["example_value"], (torch.Tensor, torch.SymInt)):
+                    raise Unsupported(f"{what} reading a {type(node.meta['example_value']).__name__} of the code around it")
+            inputs = [node.meta["example_value"] for node in graph.find_nodes(op="placeholder")]
             free_values = [node.meta["example_value"] for node in free]
             if any(_aliases(leaf.example, inputs + free_values) for leaf in leaves):
                 raise Unsupported(f"{what} returns one of its inputs or a view of one",
@@ -163,9 +176,11 @@ def _placeholder(tx: TracerContext, graph: torch.fx.Graph, name: str, example: A
                                         requires_grad=example.requires_grad)
         node.meta["example_value"] = fresh
         return TensorVariable(node, fresh)
+    node.meta["example_value"] = example
     if isinstance(example, torch.SymInt):
-        node.meta["example_value"] = example
         return SymNodeVariable(node, example)
+    if type(example) in (int, float, bool):  # (a constant operand: the body is traced with its value)
+        return ConstantVariable(example)
     raise Unsupported(f"a {type(example).__name__} as an operand of a higher-order operator")
 
 
@@ -187,12 +202,10 @@ def _lift(body: _Body, free: list[torch.fx.Node]) -> None:
     """Placeholders for ``free`` after the body's own, in that order (all of them, read or not:
     the operator passes the same operands to each callable), the body's reads redirected."""
     graph = body.graph
-    last = list(graph.find_nodes(op="placeholder"))[-1]
+    last = next(reversed(list(graph.find_nodes(op="placeholder"))), None)
     for outer in free:
         example = outer.meta["example_value"]
-        if not isinstance(example, (torch.Tensor, torch.SymInt)):
-            raise Unsupported(f"a higher-order operator's callable reading a {type(example).__name__} of the code around it")
-        with graph.inserting_after(last):
+        with graph.inserting_before(next(iter(graph.nodes))) if last is None else graph.inserting_after(last):
             last = graph.placeholder(outer.name)
         last.meta["example_value"] = example
         for user in [u for u in outer.users if u.graph is graph]:
@@ -244,18 +257,32 @@ def _record(tx: TracerContext, op: HigherOrderOperator, args: tuple, operands: l
     return _unflatten(tx, list(result.items), spec)
 
 
-def _tensors(tx: TracerContext, var: VariableTracker, what: str) -> list[VariableTracker]:
-    """The items of a flat tuple or list of tensors (and SymInts)."""
-    if not isinstance(var, (TupleVariable, ListVariable)):
-        raise Unsupported(f"{what} given as {var.describe()}, not a tuple or a list")
+def _sequence(var: VariableTracker, what: str) -> TupleVariable | ListVariable:
+    """A tuple or list argument as a tracker of one (a default ``()`` is a constant)."""
+    if isinstance(var, (TupleVariable, ListVariable)):
+        return var
+    if var.is_python_constant() and type(var.as_python_constant()) in (tuple, list):
+        return TupleVariable([ConstantVariable(v) for v in var.as_python_constant()])
+    raise Unsupported(f"{what} given as {var.describe()}, not a tuple or a list")
+
+
+def _tensors(tx: TracerContext, var: VariableTracker, what: str, *, numbers: bool = False) -> list[VariableTracker]:
+    """The items of a flat tuple or list of tensors (and SymInts; ``numbers``: and ints, floats,
+    bools known while tracing)."""
+    var = _sequence(var, what)
     for item in var.items:
-        if not isinstance(item, (TensorVariable, SymNodeVariable)):
+        if not (isinstance(item, (TensorVariable, SymNodeVariable))
+                or numbers and item.is_python_constant() and type(item.as_python_constant()) in (int, float, bool)):
             raise Unsupported(f"{what} holding {item.describe()}; symexec traces only tensors there")
     return list(var.items)
 
 
 def _example(var: VariableTracker) -> Any:
-    return var.example if isinstance(var, TensorVariable) else var.as_proxy().meta["example_value"]
+    if isinstance(var, TensorVariable):
+        return var.example
+    if isinstance(var, SymNodeVariable):
+        return var.as_proxy().meta["example_value"]
+    return var.as_python_constant()
 
 
 def _union(*bodies: _Body) -> list[torch.fx.Node]:
@@ -265,20 +292,22 @@ def _union(*bodies: _Body) -> list[torch.fx.Node]:
 # -- the operators ---------------------------------------------------------------------------
 def _cond(tx: TracerContext, pred: VariableTracker, true_fn: VariableTracker, false_fn: VariableTracker,
           operands: VariableTracker) -> VariableTracker:
-    items = _tensors(tx, operands, "torch.cond's operands")
+    operands = _sequence(operands, "torch.cond's operands")
     if pred.is_python_constant():
         value = pred.as_python_constant()
         if not isinstance(value, (bool, int, float)):
             raise Unsupported(f"torch.cond with a {type(value).__name__} predicate (torch raises)")
-        return (true_fn if value else false_fn).call_function(tx, items, {})
+        return (true_fn if value else false_fn).call_function(tx, list(operands.items), {})
+    leaves, structure = _flatten(tx, operands, None)
+    items = _tensors(tx, TupleVariable(leaves), "torch.cond's operands")
     if isinstance(pred, TensorVariable):
         if pred.example.numel() != 1:
             raise Unsupported("torch.cond with a predicate of more than one element (torch raises)")
     elif not isinstance(pred, SymNodeVariable) or not isinstance(pred.as_proxy().meta["example_value"], torch.SymBool):
         raise Unsupported(f"torch.cond with {pred.describe()} as its predicate")
     examples = [_example(v) for v in items]
-    true_body = _trace_body(tx, true_fn, examples, "torch.cond's true_fn")
-    false_body = _trace_body(tx, false_fn, examples, "torch.cond's false_fn")
+    true_body = _trace_body(tx, true_fn, examples, "torch.cond's true_fn", structure=structure)
+    false_body = _trace_body(tx, false_fn, examples, "torch.cond's false_fn", structure=structure)
     if true_body.spec != false_body.spec:
         _discard(true_body.graph), _discard(false_body.graph)
         raise Unsupported("torch.cond's branches return different structures", hint="torch raises; CPython runs it")
@@ -292,14 +321,14 @@ def _cond(tx: TracerContext, pred: VariableTracker, true_fn: VariableTracker, fa
 
 def _map(tx: TracerContext, fn: VariableTracker, xs: VariableTracker, pos_args: VariableTracker) -> VariableTracker:
     mapped = _tensors(tx, xs, "map's xs")
-    extra = _tensors(tx, pos_args, "map's arguments")
+    extra = _tensors(tx, pos_args, "map's arguments", numbers=True)
     if not mapped or not all(isinstance(v, TensorVariable) and v.example.dim() > 0 for v in mapped):
         raise Unsupported("map over values that are not tensors of at least one dimension")
     slices = [_slice(tx, v.example) for v in mapped]
     body = _trace_body(tx, fn, slices + [_example(v) for v in extra], "map's function")
     _lift(body, body.free)
     args = (_get_attr(tx, "map_body", body), [v.as_proxy() for v in mapped],
-            [v.as_proxy() for v in extra] + body.free)
+            [_example(v) if v.is_python_constant() else v.as_proxy() for v in extra] + body.free)
     operands = [_example(v) for v in mapped + extra] + [n.meta["example_value"] for n in body.free]
     return _record(tx, map_impl, args, operands, body.spec)
 

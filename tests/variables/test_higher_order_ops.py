@@ -328,3 +328,150 @@ def test_while_loop_body_mutating_its_input_breaks():
     def fn(x):
         return while_loop(lambda a: a.sum() < 10, lambda a: (a.add_(1),), (x.clone(),))
     check(fn, torch.zeros(3), captured=True)
+
+
+# -- cases from PyTorch's own Dynamo tests --------------------------------------------------------
+def cond_pytree_operands(pred, tree):
+    def total(flat):
+        out = 0
+        for value in flat:
+            out = out + value
+        return out
+
+    def t(tree):
+        a, b, c, d, e = tree
+        return total([a, b[0][0][0], c, d[0], d[1][0], d[2], e["g"]])
+
+    def f(tree):
+        a, b, c, d, e = tree
+        return total([a.max(), b[0][0][0], c * 2, d[0], e["g"]])
+
+    return torch.cond(pred, t, f, (tree,))
+
+
+def _tree():
+    a, b, c, d, e, f, g = (torch.randn(3, 3) for _ in range(7))
+    return (a, [[[b]]], c, (d, (e,), f), {"g": g})
+
+
+@pytest.mark.parametrize("pred", [torch.tensor(True), torch.tensor(False)])
+def test_cond_pytree_operands(pred):
+    check(cond_pytree_operands, pred, _tree())
+    assert_same_graphs_as_dynamo(cond_pytree_operands, pred, _tree())
+
+
+def test_cond_pytree_operands_with_non_tensor_leaves_raise_as_eager():
+    def fn(pred, tree):
+        return torch.cond(pred, lambda x: x[0] + 1, lambda x: x[0] * 2, (tree,))
+    for tree in [(1,), ("string",), (1.0,)]:
+        check(fn, torch.tensor(True), tree, captured=False)
+
+
+def test_cond_without_operands_reads_closures():
+    def fn(x, y, z):
+        return torch.cond(x, lambda: y + 2, lambda: z + 1)
+    for x in (torch.tensor(True), torch.tensor(False)):
+        check(fn, x, torch.zeros(1), torch.ones(1))
+    assert_same_graphs_as_dynamo(fn, torch.tensor(True), torch.zeros(1), torch.ones(1))
+
+
+def test_cond_branches_without_arguments_or_closures():
+    def fn(x):
+        return torch.cond(x.sum() > 0, lambda: torch.ones(3, 4), lambda: torch.ones(3, 4).sin())
+    check(fn, torch.randn(4, 5))
+    assert_same_graphs_as_dynamo(fn, torch.randn(4, 5))
+
+
+def test_cond_operator_with_keyword_arguments():
+    from torch._higher_order_ops.cond import cond_op
+
+    def fn(pred, x):
+        return cond_op(pred=pred, true_fn=lambda a: a + 1, false_fn=lambda a: -a, operands=[x])
+    check_sequence(fn, [torch.Tensor([True]), torch.ones(3, 3)], [torch.Tensor([False]), torch.ones(3, 3)])
+
+
+def test_cond_operator_with_unknown_keyword_breaks():
+    from torch._higher_order_ops.cond import cond_op
+
+    def fn(pred, x):
+        return cond_op(pred=pred, true_fn=lambda a: a + 1, false_fn=lambda a: -a, operands=[x], invalid=True)
+    check(fn, torch.tensor(True), torch.ones(3), captured=False)
+
+
+def test_cond_reads_a_closure_the_caller_just_wrote():
+    c = 0
+
+    def t(x):
+        return x - c
+
+    def f(x):
+        return x + c
+
+    def fn(pred, x):
+        nonlocal c
+        c = 1
+        return torch.cond(pred, t, f, [x])
+    check(fn, torch.tensor(False), torch.tensor([0.25, 0.25]))
+
+
+def test_cond_nested_predicate_operand():
+    def fn(pred, pred2, x):
+        def false_fn(p, a):
+            return a + torch.cond(p, lambda b: b * 10, lambda b: b * -1, [a])
+        return torch.cond(pred, lambda p, a: a.sin(), false_fn, [pred2, x])
+    compiled = check_sequence(fn, *[[torch.tensor(p), torch.tensor(q), torch.tensor([0.25, 0.25])]
+                                    for p in (True, False) for q in (True, False)])
+    assert len(symexec.cache_entries(compiled)) == 1
+
+
+def test_cond_branch_updating_a_module_buffer_breaks():
+    class Foo(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.buffer = torch.nn.Buffer(torch.ones(6, 4))
+
+        def forward(self, x):
+            def true_fn(x):
+                self.buffer += 1
+                return self.buffer.sum() + x.sum()
+            return torch.cond(x.sum() > 4, true_fn, lambda x: (x - 1).sum(), [x])
+
+    m = Foo()
+    with pytest.raises(Exception) as eager:
+        m(torch.ones(6, 4))
+    with pytest.raises(type(eager.value)):
+        symexec.compile(m)(torch.ones(6, 4))
+    assert torch.equal(m.buffer, torch.ones(6, 4))
+
+
+def test_map_multiple_and_structured_returns():
+    def fn(x):
+        return hop_map(lambda a: (a.sin(), {"c": a.cos()}), x)
+    check(fn, torch.randn(3, 2))
+    assert_same_graphs_as_dynamo(fn, torch.randn(3, 2))
+
+
+def test_map_with_an_int_argument():
+    def fn(x, y):
+        return hop_map(lambda a, n: torch.sin(a + n), x, y.size(0))
+    check(fn, torch.randn(3, 1), torch.randn(3, 1))
+
+
+def test_map_body_updating_a_module_attribute_breaks():
+    class Module(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.tensor(1)
+
+        def forward(self, xs):
+            def body(x):
+                self.w += 1
+                return x.sin()
+            return hop_map(body, xs)
+
+    m = Module()
+    with pytest.raises(Exception) as eager:
+        m(torch.randn(3, 2))
+    with pytest.raises(type(eager.value)):
+        symexec.compile(m)(torch.randn(3, 2))
+    assert torch.equal(m.w, torch.tensor(1))
