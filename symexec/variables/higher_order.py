@@ -1,11 +1,11 @@
-"""torch's higher-order operators: ``torch.cond``, ``torch._higher_order_ops.map`` and
-``torch._higher_order_ops.while_loop``, each callable they take traced into a subgraph of its
-own, as under torch.compile.
+"""torch's higher-order operators: ``torch.cond``, ``torch._higher_order_ops.map``,
+``torch.while_loop`` and ``torch._higher_order_ops.scan``, each callable they take traced into a
+subgraph of its own, as under torch.compile.
 
 torch's Python wrappers (``torch.cond``, ``map``, ``while_loop``) are traced into like any
 Python function of torch's: they check and flatten their arguments (symexec runs those checks,
 so a call eager rejects raises eager's error) and call the operator object, which this module
-models (``cond_op``, ``map_impl``, ``while_loop_op``; ``torch.ops.higher_order.cond`` called
+models (``cond_op``, ``map_impl``, ``while_loop_op``, ``scan_op``; ``torch.ops.higher_order.cond`` called
 directly is the same object). Each callable is traced, by the trace's own machinery, on fresh
 placeholders of a new FX graph (``OutputGraph.subgraph``); what it reads of the enclosing trace
 (closed-over tensors, module parameters, an outer subgraph's values) is lifted into extra
@@ -25,7 +25,9 @@ raises its own error for what its rules forbid): a callable that changes anythin
 list append, an attribute or a global set, ``print`` breaks inside), that mutates an input in
 place or returns one of its inputs (or a view of one), that raises, or that returns anything but
 tensors; branches whose results differ in structure; operands that are not flat tuples of
-tensors; torch's other higher-order operators.
+tensors; a scan carry whose metadata changes; torch's other higher-order operators
+(``associative_scan``'s generic mode on the CPU is no operator: ``vmap`` and tensor operations,
+traced as such).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import torch
 import torch.fx
 from torch._higher_order_ops.cond import cond_op
 from torch._higher_order_ops.map import map_impl
+from torch._higher_order_ops.scan import scan_op
 from torch._higher_order_ops.while_loop import while_loop_op
 from torch._ops import HigherOrderOperator
 
@@ -60,9 +63,9 @@ WRAPPERS = HIGHER_ORDER_WRAPPERS
 
 class HigherOrderOpVariable(VariableTracker):
     """One of torch's higher-order operators (``torch.ops.higher_order.cond``, ``map_impl``,
-    ``while_loop``). Calling one traces its callables into subgraphs and records one node.
-    Others (``scan``, ``associative_scan``, ``invoke_subgraph``...) are not modelled: calling
-    them breaks the graph."""
+    ``while_loop``, ``scan``). Calling one traces its callables into subgraphs and records one
+    node. Others (``associative_scan``'s operator, ``invoke_subgraph``...) are not modelled:
+    calling them breaks the graph."""
 
     models = HigherOrderOperator
 
@@ -355,5 +358,28 @@ def _while_loop(tx: TracerContext, cond_fn: VariableTracker, body_fn: VariableTr
     return _record(tx, while_loop_op, args, examples + [n.meta["example_value"] for n in free], loop_body.spec)
 
 
-_MODELS = {cond_op: _cond, map_impl: _map, while_loop_op: _while_loop}
+def _scan(tx: TracerContext, combine_fn: VariableTracker, init: VariableTracker, xs: VariableTracker,
+          additional_inputs: VariableTracker) -> VariableTracker:
+    carry = _tensors(tx, init, "scan's init")
+    scanned = _tensors(tx, xs, "scan's xs")
+    extra = _tensors(tx, additional_inputs, "scan's additional inputs")
+    if not scanned or not all(isinstance(v, TensorVariable) and v.example.dim() > 0 for v in scanned):
+        raise Unsupported("scan over values that are not tensors of at least one dimension")
+    body = _trace_body(tx, combine_fn, [_example(v) for v in carry] + [_slice(tx, v.example) for v in scanned]
+                       + [_example(v) for v in extra], "scan's combine_fn")
+    if len(body.outputs) < len(carry) or any(
+            not isinstance(c, TensorVariable) or out.example.dtype != c.example.dtype
+            or out.example.size() != c.example.size() for out, c in zip(body.outputs, carry)):
+        _discard(body.graph)
+        raise Unsupported("scan's combine_fn returns a carry unlike its init", hint="torch raises; CPython runs it")
+    _lift(body, body.free)
+    args = (_get_attr(tx, "scan_combine_fn", body), [v.as_proxy() for v in carry], [v.as_proxy() for v in scanned],
+            [v.as_proxy() for v in extra] + body.free)
+    operands = [_example(v) for v in carry + scanned + extra] + [n.meta["example_value"] for n in body.free]
+    # (the operator's results are flat, the carry's leaves then the outputs': as the callable's
+    # own (carry, outputs), flattened)
+    return _record(tx, scan_op, args, operands, body.spec)
+
+
+_MODELS = {cond_op: _cond, map_impl: _map, while_loop_op: _while_loop, scan_op: _scan}
 

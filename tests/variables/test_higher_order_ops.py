@@ -1,10 +1,12 @@
 """torch's higher-order operators (``variables/higher_order.py``): ``torch.cond``,
-``torch._higher_order_ops.map`` and ``while_loop`` traced into subgraphs, against eager and
+``torch._higher_order_ops.map``, ``while_loop`` and ``scan`` traced into subgraphs, against eager and
 torch.compile; what torch forbids inside them breaks cleanly and eager's error is raised."""
 
 import pytest
 import torch
+from torch._higher_order_ops.associative_scan import associative_scan
 from torch._higher_order_ops.map import map as hop_map
+from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
 
 import symexec
@@ -475,3 +477,51 @@ def test_map_body_updating_a_module_attribute_breaks():
     with pytest.raises(type(eager.value)):
         symexec.compile(m)(torch.randn(3, 2))
     assert torch.equal(m.w, torch.tensor(1))
+
+
+def test_map_and_while_loop_inductor():
+    check(map_simple, torch.randn(4, 3), torch.randn(3), backend="inductor")
+    check(loop_count, torch.randn(3), backend="inductor")
+
+
+# -- scan and associative_scan --------------------------------------------------------------------
+def scan_simple(x):
+    return scan(lambda c, x: (c + x, c * 2), torch.zeros(3), x)
+
+
+def scan_structured(x, h):
+    def step(carry, xs):
+        a, b = xs
+        new = (carry["h"] * a + b + W).tanh()
+        return {"h": new}, (new.sum(), new * 2)
+    return scan(step, {"h": h}, (x, x.cos()))
+
+
+def scan_reversed_along_dim_1(x):
+    return scan(lambda c, x: (c + x, c * 2), torch.zeros(3), x, dim=1, reverse=True)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("fn, args", [
+    (scan_simple, (torch.randn(4, 3),)),
+    (scan_structured, (torch.randn(4, 3), torch.randn(3))),
+    (scan_reversed_along_dim_1, (torch.randn(3, 4),)),
+])
+def test_scan_matches_eager_and_torch_compile(fn, args, backend):
+    check(fn, *args, backend=backend)
+    if backend == "eager":
+        assert_same_graphs_as_dynamo(fn, *args)
+
+
+def test_scan_carry_changing_shape_breaks_and_raises_as_eager():
+    def fn(x):
+        return scan(lambda c, x: (c.sum(), c * 2), torch.zeros(3), x)
+    compiled = check(fn, torch.randn(4, 3))
+    assert "carry unlike its init" in _break_reasons(compiled)
+
+
+def test_associative_scan_generic_mode():
+    def fn(x):
+        return associative_scan(lambda a, b: a + b, x, dim=0, combine_mode="generic")
+    check(fn, torch.randn(4, 3))
+    assert_same_graphs_as_dynamo(fn, torch.randn(4, 3))
