@@ -108,7 +108,6 @@ class _Body:
     structure, and the values of enclosing graphs it reads (lifted into placeholders)."""
 
     graph: torch.fx.Graph
-    inputs: list[Any]  # the placeholders' fake values, in order (the lifted ones appended)
     outputs: list[TensorVariable]
     spec: Any
     free: list[torch.fx.Node]
@@ -148,20 +147,25 @@ def _trace_body(tx: TracerContext, fn: VariableTracker, examples: list[Any], wha
             if any(fake._version for fake in fakes):
                 raise Unsupported(f"{what} mutates an input in place", hint="torch raises; CPython runs the call")
             free = _free_nodes(graph)
-            for node in free:
-                if not isinstance(node.meta["example_value"], (torch.Tensor, torch.SymInt)):
-                    raise Unsupported(f"{what} reading a {type(node.meta['example_value']).__name__} of the code around it")
-            inputs = [node.meta["example_value"] for node in graph.find_nodes(op="placeholder")]
-            free_values = [node.meta["example_value"] for node in free]
-            if any(_aliases(leaf.example, inputs + free_values) for leaf in leaves):
-                raise Unsupported(f"{what} returns one of its inputs or a view of one",
-                                  hint="torch raises; CPython runs the call")
+            _check_reads_and_results(graph, free, leaves, what)
         except BaseException:
             _discard(graph)
             raise
         finally:
             effects.changed = watching if watching is None else watching + effects.changed
-    return _Body(graph, inputs, leaves, spec, free)
+    return _Body(graph, leaves, spec, free)
+
+
+def _check_reads_and_results(graph: torch.fx.Graph, free: list[torch.fx.Node], leaves: list[TensorVariable],
+                             what: str) -> None:
+    """A callable may read tensors and sizes around it (lifted), and return no input of its own
+    nor any of those, nor a view of one."""
+    for node in free:
+        if not isinstance(node.meta["example_value"], (torch.Tensor, torch.SymInt)):
+            raise Unsupported(f"{what} reading a {type(node.meta['example_value']).__name__} of the code around it")
+    read = [node.meta["example_value"] for node in (*graph.find_nodes(op="placeholder"), *free)]
+    if any(_aliases(leaf.example, read) for leaf in leaves):
+        raise Unsupported(f"{what} returns one of its inputs or a view of one", hint="torch raises; CPython runs the call")
 
 
 def _made_after(var: Any, first: int) -> bool:
@@ -207,13 +211,11 @@ def _lift(body: _Body, free: list[torch.fx.Node]) -> None:
     graph = body.graph
     last = next(reversed(list(graph.find_nodes(op="placeholder"))), None)
     for outer in free:
-        example = outer.meta["example_value"]
         with graph.inserting_before(next(iter(graph.nodes))) if last is None else graph.inserting_after(last):
             last = graph.placeholder(outer.name)
-        last.meta["example_value"] = example
+        last.meta["example_value"] = outer.meta["example_value"]
         for user in [u for u in outer.users if u.graph is graph]:
             user.replace_input_with(outer, last)
-        body.inputs.append(example)
 
 
 def _discard(graph: torch.fx.Graph) -> None:
@@ -288,8 +290,27 @@ def _example(var: VariableTracker) -> Any:
     return var.as_python_constant()
 
 
-def _union(*bodies: _Body) -> list[torch.fx.Node]:
-    return list(dict.fromkeys(node for body in bodies for node in body.free))
+def _trace_all(tx: TracerContext, *traces: Any) -> list[_Body]:
+    """Each callable traced (``traces``: what traces each); if one cannot be, the ones traced
+    before it are discarded too."""
+    bodies: list[_Body] = []
+    try:
+        for trace in traces:
+            bodies.append(trace())
+    except BaseException:
+        for body in bodies:
+            _discard(body.graph)
+        raise
+    return bodies
+
+
+def _lift_all(*bodies: _Body) -> list[torch.fx.Node]:
+    """What any of the callables reads around it, lifted into every one (the operator passes
+    them the same operands)."""
+    free = list(dict.fromkeys(node for body in bodies for node in body.free))
+    for body in bodies:
+        _lift(body, free)
+    return free
 
 
 # -- the operators ---------------------------------------------------------------------------
@@ -309,14 +330,13 @@ def _cond(tx: TracerContext, pred: VariableTracker, true_fn: VariableTracker, fa
     elif not isinstance(pred, SymNodeVariable) or not isinstance(pred.as_proxy().meta["example_value"], torch.SymBool):
         raise Unsupported(f"torch.cond with {pred.describe()} as its predicate")
     examples = [_example(v) for v in items]
-    true_body = _trace_body(tx, true_fn, examples, "torch.cond's true_fn", structure=structure)
-    false_body = _trace_body(tx, false_fn, examples, "torch.cond's false_fn", structure=structure)
+    true_body, false_body = _trace_all(
+        tx, lambda: _trace_body(tx, true_fn, examples, "torch.cond's true_fn", structure=structure),
+        lambda: _trace_body(tx, false_fn, examples, "torch.cond's false_fn", structure=structure))
     if true_body.spec != false_body.spec:
         _discard(true_body.graph), _discard(false_body.graph)
         raise Unsupported("torch.cond's branches return different structures", hint="torch raises; CPython runs it")
-    free = _union(true_body, false_body)
-    for body in (true_body, false_body):
-        _lift(body, free)
+    free = _lift_all(true_body, false_body)
     args = (pred.as_proxy(), _get_attr(tx, "cond_true", true_body), _get_attr(tx, "cond_false", false_body),
             tuple(v.as_proxy() for v in items) + tuple(free))
     return _record(tx, cond_op, args, examples + [n.meta["example_value"] for n in free], true_body.spec)
@@ -329,7 +349,7 @@ def _map(tx: TracerContext, fn: VariableTracker, xs: VariableTracker, pos_args: 
         raise Unsupported("map over values that are not tensors of at least one dimension")
     slices = [_slice(tx, v.example) for v in mapped]
     body = _trace_body(tx, fn, slices + [_example(v) for v in extra], "map's function")
-    _lift(body, body.free)
+    _lift_all(body)
     args = (_get_attr(tx, "map_body", body), [v.as_proxy() for v in mapped],
             [_example(v) if v.is_python_constant() else v.as_proxy() for v in extra] + body.free)
     operands = [_example(v) for v in mapped + extra] + [n.meta["example_value"] for n in body.free]
@@ -348,11 +368,10 @@ def _while_loop(tx: TracerContext, cond_fn: VariableTracker, body_fn: VariableTr
     carried_items = _tensors(tx, carried, "while_loop's carried inputs")
     additional_items = _tensors(tx, additional, "while_loop's additional inputs")
     examples = [_example(v) for v in carried_items + additional_items]
-    cond_body = _trace_body(tx, cond_fn, examples, "while_loop's cond_fn", single=True)
-    loop_body = _trace_body(tx, body_fn, examples, "while_loop's body_fn")
-    free = _union(cond_body, loop_body)
-    for body in (cond_body, loop_body):
-        _lift(body, free)
+    cond_body, loop_body = _trace_all(
+        tx, lambda: _trace_body(tx, cond_fn, examples, "while_loop's cond_fn", single=True),
+        lambda: _trace_body(tx, body_fn, examples, "while_loop's body_fn"))
+    free = _lift_all(cond_body, loop_body)
     args = (_get_attr(tx, "cond_fn", cond_body), _get_attr(tx, "body_fn", loop_body),
             tuple(v.as_proxy() for v in carried_items), tuple(v.as_proxy() for v in additional_items) + tuple(free))
     return _record(tx, while_loop_op, args, examples + [n.meta["example_value"] for n in free], loop_body.spec)
@@ -372,7 +391,7 @@ def _scan(tx: TracerContext, combine_fn: VariableTracker, init: VariableTracker,
             or out.example.size() != c.example.size() for out, c in zip(body.outputs, carry)):
         _discard(body.graph)
         raise Unsupported("scan's combine_fn returns a carry unlike its init", hint="torch raises; CPython runs it")
-    _lift(body, body.free)
+    _lift_all(body)
     args = (_get_attr(tx, "scan_combine_fn", body), [v.as_proxy() for v in carry], [v.as_proxy() for v in scanned],
             [v.as_proxy() for v in extra] + body.free)
     operands = [_example(v) for v in carry + scanned + extra] + [n.meta["example_value"] for n in body.free]

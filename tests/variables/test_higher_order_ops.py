@@ -525,3 +525,16 @@ def test_associative_scan_generic_mode():
         return associative_scan(lambda a, b: a + b, x, dim=0, combine_mode="generic")
     check(fn, torch.randn(4, 3))
     assert_same_graphs_as_dynamo(fn, torch.randn(4, 3))
+
+
+def test_public_spellings():
+    """``torch.while_loop`` and functorch's ``control_flow.cond`` are the same wrappers (a
+    function of torch's public API, once recorded whole as one node with functions for
+    arguments)."""
+    from functorch.experimental import control_flow
+
+    def fn(x):
+        y = control_flow.cond(x.sum() > 0, lambda a: a + 1, lambda a: a - 1, [x])
+        return torch.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2), (torch.tensor(0), y))
+    check(fn, torch.randn(3))
+    assert_same_graphs_as_dynamo(fn, torch.randn(3))
