@@ -10,7 +10,7 @@ from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
 
 import symexec
-from helpers import assert_same_graphs_as_dynamo, check, check_sequence, run_both, symexec_graphs
+from helpers import CountingBackend, assert_same, assert_same_graphs_as_dynamo, check, check_sequence, run_both, symexec_graphs
 
 W = torch.randn(3)
 
@@ -90,6 +90,7 @@ def test_cond_module_methods_lift_parameters():
     compiled = symexec.compile(m)
     for x in (torch.randn(3).abs(), -torch.randn(3).abs()):
         torch.testing.assert_close(compiled(x), m(x))
+    assert_same_graphs_as_dynamo(m, torch.randn(3))
 
 
 def test_cond_inductor():
@@ -538,3 +539,37 @@ def test_public_spellings():
         return torch.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2), (torch.tensor(0), y))
     check(fn, torch.randn(3))
     assert_same_graphs_as_dynamo(fn, torch.randn(3))
+
+
+class _ModuleCondDeep(torch.nn.Module):
+    """Branches defined in a method reached through two others, one branch itself a cond over
+    closures of its frame."""
+
+    def forward(self, pred, x):
+        return self._indirection(pred, x)
+
+    def _indirection(self, pred, x):
+        return self.indirection(pred, x)
+
+    def indirection(self, pred, x):
+        def true_fn(y):
+            return y + 2
+
+        def false_fn(y):
+            return y - 2
+
+        def shallow(x):
+            return x * 2
+
+        def deep(x):
+            return torch.cond(x[0][0] > 0, true_fn, false_fn, [x])
+        return torch.cond(pred, shallow, deep, [x])
+
+
+def test_cond_branches_from_a_deep_method():
+    m, backend = _ModuleCondDeep(), CountingBackend()
+    compiled = symexec.compile(m, backend=backend)
+    x = torch.randn(3, 3)
+    for pred in (torch.tensor(False), torch.tensor(True), torch.tensor(False)):
+        assert_same(m(pred, x), compiled(pred, x))
+    assert backend.graph_count == 1  # (both predicates, nested, in one graph)
