@@ -573,3 +573,37 @@ def test_cond_branches_from_a_deep_method():
     for pred in (torch.tensor(False), torch.tensor(True), torch.tensor(False)):
         assert_same(m(pred, x), compiled(pred, x))
     assert backend.graph_count == 1  # (both predicates, nested, in one graph)
+
+
+def _map_loss(x, w):
+    return hop_map(lambda a: (a * w).sin(), x).sum()
+
+
+def _while_loop_loss(x, w):
+    return while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * w), (torch.tensor(0), x))[1].sum()
+
+
+def _scan_loss(x, w):
+    return scan(lambda c, a: (c * w + a, c.sin()), torch.zeros(3), x)[1].sum()
+
+
+@pytest.mark.parametrize("fn", [_map_loss, _while_loop_loss, _scan_loss])
+def test_gradients_through_map_while_loop_and_scan(fn):
+    x, w = torch.randn(4, 3), torch.randn(3)
+    w_eager, w_compiled = w.clone().requires_grad_(), w.clone().requires_grad_()
+    fn(x, w_eager).backward()
+    symexec.compile(fn, backend="aot_eager")(x, w_compiled).backward()
+    torch.testing.assert_close(w_compiled.grad, w_eager.grad)
+
+
+def loop_any_size(x):
+    return while_loop(lambda i, a: i < 5, lambda i, a: (i + 1, a * 2 - a.mean()), (torch.tensor(0), x))
+
+
+@pytest.mark.parametrize("fn, make", [
+    (loop_any_size, lambda n: (torch.randn(n),)),
+    (scan_simple, lambda n: (torch.randn(n, 3),)),
+])
+def test_while_loop_and_scan_dynamic_shapes(fn, make):
+    _, ours, theirs = run_both(fn, [make(n) for n in (3, 5, 7)], dynamic=True)
+    assert ours.graph_count == theirs.graph_count
