@@ -257,20 +257,23 @@ def test_cond_branch_changing_only_what_it_made_is_captured():
 
 def test_cond_branches_with_different_structures_break():
     def fn(x):
-        return torch.cond(x.sum() > 0, lambda a: (a, a + 1), lambda a: a.cos(), (x,))
-    check(fn, torch.randn(3), captured=False)
+        return torch.cond(x.sum() > 0, lambda a: (a * 2, a + 1), lambda a: a.cos(), (x,))
+    compiled = check(fn, torch.randn(3))
+    assert "different structures" in _break_reasons(compiled)
 
 
 def test_cond_operands_not_tensors_break():
     def fn(x):
         return torch.cond(x.sum() > 0, lambda a, n: a + n, lambda a, n: a - n, (x, 2))
-    check(fn, torch.randn(3), captured=False)
+    compiled = check(fn, torch.randn(3))
+    assert "symexec traces only tensors there" in _break_reasons(compiled)
 
 
 def test_cond_multi_element_predicate_raises_as_eager():
     def fn(x):
         return torch.cond(x > 0, lambda a: a + 1, lambda a: a - 1, (x,))
-    check(fn, torch.randn(3), captured=False)
+    compiled = check(fn, torch.randn(3))
+    assert "more than one element" in _break_reasons(compiled)
 
 
 # -- map --------------------------------------------------------------------------------------
@@ -367,6 +370,7 @@ def test_cond_pytree_operands_with_non_tensor_leaves_raise_as_eager():
     def fn(pred, tree):
         return torch.cond(pred, lambda x: x[0] + 1, lambda x: x[0] * 2, (tree,))
     for tree in [(1,), ("string",), (1.0,)]:
+        # symexec captures nothing here: the cond, the only operation, breaks
         check(fn, torch.tensor(True), tree, captured=False)
 
 
@@ -398,7 +402,7 @@ def test_cond_operator_with_unknown_keyword_breaks():
 
     def fn(pred, x):
         return cond_op(pred=pred, true_fn=lambda a: a + 1, false_fn=lambda a: -a, operands=[x], invalid=True)
-    check(fn, torch.tensor(True), torch.ones(3), captured=False)
+    check(fn, torch.tensor(True), torch.ones(3), captured=False)  # symexec captures nothing here: the cond breaks
 
 
 def test_cond_reads_a_closure_the_caller_just_wrote():
@@ -607,3 +611,45 @@ def loop_any_size(x):
 def test_while_loop_and_scan_dynamic_shapes(fn, make):
     _, ours, theirs = run_both(fn, [make(n) for n in (3, 5, 7)], dynamic=True)
     assert ours.graph_count == theirs.graph_count
+
+
+SCALE = 2
+OFFSET = torch.ones(3)
+
+
+def cond_reading_globals(x):
+    return torch.cond(x.sum() > 0, lambda a: a * SCALE + OFFSET, lambda a: a - OFFSET, (x,))
+
+
+def _rebind_scale():
+    global SCALE
+    SCALE = 5
+
+
+def _rebind_offset():
+    global OFFSET
+    OFFSET = torch.full((3,), 7.0)
+
+
+def test_cond_branch_globals_are_guarded():
+    """What a branch reads while traced (a global int, a global tensor) is guarded like any
+    read: rebinding either retraces."""
+    saved = SCALE, OFFSET
+    try:
+        check_sequence(cond_reading_globals, [torch.randn(3).abs()], _rebind_scale, [torch.randn(3).abs()],
+                       _rebind_offset, [torch.randn(3).abs()], [-torch.randn(3).abs()])
+    finally:
+        globals().update(SCALE=saved[0], OFFSET=saved[1])
+
+
+def test_cond_branch_reading_a_scalar_breaks_and_raises_as_eager():
+    def fn(x):
+        return torch.cond(x.sum() > 0, lambda a: a * a.sum().item(), lambda a: a.cos(), (x,))
+    compiled = check(fn, torch.randn(3))
+    assert "item()" in _break_reasons(compiled)
+
+
+def test_cond_with_an_int_predicate_runs_its_branch():
+    def fn(x, p):
+        return torch.cond(p, lambda a: a.sin(), lambda a: a.cos(), (x,))
+    check_sequence(fn, [torch.randn(3), 1], [torch.randn(3), 0])
