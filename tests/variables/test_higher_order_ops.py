@@ -653,3 +653,14 @@ def test_cond_with_an_int_predicate_runs_its_branch():
     def fn(x, p):
         return torch.cond(p, lambda a: a.sin(), lambda a: a.cos(), (x,))
     check_sequence(fn, [torch.randn(3), 1], [torch.randn(3), 0])
+
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda x, y: torch.ops.higher_order.map_impl(lambda a, b: a * b, [x], [y]), (torch.randn(2, 3), torch.randn(3))),
+    (lambda x: torch.ops.higher_order.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2),
+                                                 (torch.tensor(0), x), ()), (torch.randn(3),)),
+    (lambda x: torch.ops.higher_order.scan(lambda c, a: (c + a, c * 2), [torch.zeros(3)], [x], []),
+     (torch.randn(4, 3),)),
+])
+def test_operators_called_directly(fn, args):
+    check(fn, *args)
