@@ -29,6 +29,12 @@ import weakref
 from typing import Any, Callable
 
 import torch
+from torch._higher_order_ops.associative_scan import associative_scan as _associative_scan
+from torch._higher_order_ops.cond import cond as _cond_wrapper
+from torch._higher_order_ops.map import map as _map_wrapper
+from torch._higher_order_ops.scan import scan as _scan
+from torch._higher_order_ops.while_loop import while_loop as _while_loop_wrapper
+
 from . import logs
 from .call_sites import with_mapped_callables
 from .torch_api import disabled_by_torch, disabled_by_user, skipped_frame
@@ -50,13 +56,20 @@ def compiled_original(value: Any) -> Any:
     return original if original is not None and getattr(value, "__wrapped__", None) is original else None
 
 
+# torch's Python wrappers of its higher-order operators (``torch.cond``...; the operators are
+# modelled in ``variables/higher_order.py``). A compiled stand-in would take their torch.compile
+# path (``is_dynamo_compiling()`` is true while tracing) and skip the checks eager makes: at a
+# break, CPython runs them as they are.
+HIGHER_ORDER_WRAPPERS = frozenset({_cond_wrapper, _map_wrapper, _while_loop_wrapper, _associative_scan, _scan})
 
 
 def runs_as_is(fn: types.FunctionType) -> bool:
     """Whether a call of ``fn`` is never compiled: marked ``symexec.disable`` (or by torch's
-    ``disable``/``skip``), already a compiled wrapper (it has its own cache), or a generator or coroutine
-    function."""
-    if fn.__code__.co_flags & NOT_TRACED_FLAGS or disabled_by_torch(fn) or disabled_by_user(fn):
+    ``disable``/``skip``), already a compiled wrapper (it has its own cache), a generator or
+    coroutine function, or torch's wrapper of a higher-order operator (``torch.cond``: compiled, it
+    would skip eager's checks)."""
+    if (fn.__code__.co_flags & NOT_TRACED_FLAGS or disabled_by_torch(fn) or disabled_by_user(fn)
+            or fn in HIGHER_ORDER_WRAPPERS):
         return True
     marks = fn.__dict__
     return bool(marks) and ("_symexec_disabled" in marks or compiled_original(fn) is not None)

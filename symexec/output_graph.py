@@ -9,12 +9,13 @@ node remembers the user's file, line and source text, which the printed graph sh
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import linecache
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 import torch.fx
@@ -30,6 +31,7 @@ from .guard_code import Code, ShapeCall, code
 from .guards import GuardKind, GuardSet
 from .shape_rules import fresh_fake, known_result
 from .source import FloatTensorSource, Source, placeholder_name
+from .variables.higher_order import graph_module
 from .variables.tensor import SymNodeVariable, TensorVariable
 
 
@@ -73,7 +75,8 @@ class OutputGraph:
 
     def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None, *,
                  torch_state: Any = None, where: Callable[[], tuple[str, int | None, str]] | None = None) -> None:
-        self.graph = torch.fx.Graph()
+        self.graph = torch.fx.Graph()  # where operations go: the root graph, or a subgraph being traced
+        self._root = self.graph  # (the graph's inputs are always the root's)
         self.guards = guards  # (an input's tensor, type and shape guards are installed with it)
         self.policy = policy or DynamicPolicy(False, FrameState())
         # The torch state the trace has set (trace.TorchState): fake runs happen in it.
@@ -201,11 +204,11 @@ class OutputGraph:
 
     def _placeholder(self, source: Source, example: Any, real: Any) -> torch.fx.Node:
         if self._last_placeholder is None:
-            ctx = self.graph.inserting_before(None)
+            ctx = self._root.inserting_before(None)
         else:
-            ctx = self.graph.inserting_after(self._last_placeholder)
+            ctx = self._root.inserting_after(self._last_placeholder)
         with ctx:
-            node = self.graph.placeholder(self._unique_input_name(placeholder_name(source)))
+            node = self._root.placeholder(self._unique_input_name(placeholder_name(source)))
         node.meta["example_value"] = example
         node.meta["source"] = source
         self._last_placeholder = node
@@ -336,7 +339,19 @@ class OutputGraph:
 
     def remove_node(self, node: torch.fx.Node) -> None:
         if not node.users:
-            self.graph.erase_node(node)
+            node.graph.erase_node(node)
+
+    @contextlib.contextmanager
+    def subgraph(self) -> Iterator[torch.fx.Graph]:
+        """Record operations into a fresh graph while the block runs (the body of a
+        higher-order operator: ``variables/higher_order.py``). Values of the enclosing graphs
+        used there stay nodes of those graphs, for the caller to lift; new inputs of the trace
+        still go to the root graph."""
+        outer, self.graph = self.graph, torch.fx.Graph()
+        try:
+            yield self.graph
+        finally:
+            self.graph = outer
 
     def _stack_trace(self) -> str:
         filename, lineno, name = self.where()
@@ -363,7 +378,7 @@ class OutputGraph:
                 self.graph.erase_node(graph_input.node)
         self.inputs = used
         self.graph.lint()
-        gm = torch.fx.GraphModule(torch.nn.Module(), self.graph)
+        gm = graph_module(self.graph)
         gm.meta["symexec_sources"] = [i.source for i in used]
         examples = []
         for graph_input in used:

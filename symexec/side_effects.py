@@ -34,6 +34,19 @@ class SideEffects:
         # Counts every change the trace makes (to any object, the trace's own copies too): what
         # was read before the count moved may read otherwise now.
         self.version = 0
+        # While not None, what each change recorded here changed, in order (a tracker; None for
+        # a global or a real cell): a higher-order operator's callable may change only what it made.
+        self.changed: list[Any] | None = None
+
+    def note(self, var: VariableTracker) -> None:
+        """``var``, made by the trace (a closure cell of a function defined inside), changed:
+        nothing to replay, but the change is counted."""
+        self._change(var)
+
+    def _change(self, target: Any) -> None:
+        self.version += 1
+        if self.changed is not None:
+            self.changed.append(target)
 
     def __bool__(self) -> bool:
         return bool(self.containers or self.attributes or self.globals or self.cells or self.iterators)
@@ -41,12 +54,12 @@ class SideEffects:
     # -- recording -------------------------------------------------------------------------------
     def mutate(self, var: VariableTracker) -> None:
         """``var`` (a list, a dict) changed its contents; pre-existing ones are replayed."""
-        self.version += 1
+        self._change(var)
         if var.source is not None:
             self.containers.setdefault(id(var), var)
 
     def store_attr(self, obj: VariableTracker, name: str, value: Any) -> None:
-        self.version += 1
+        self._change(obj)
         if obj.source is None:
             raise Unsupported(f"setting attribute {name!r} of {obj.describe()} created while tracing")
         key = (id(obj), name)
@@ -72,16 +85,16 @@ class SideEffects:
 
     def advance(self, iterator: VariableTracker) -> None:
         """An iterator passed in gave the trace one more item: the real one is advanced as many."""
-        self.version += 1
+        self._change(iterator)
         self.iterators.setdefault(id(iterator), iterator)
 
     def store_global(self, name: str, value: VariableTracker) -> None:
-        self.version += 1
+        self._change(None)
         self.globals.pop(name, None)
         self.globals[name] = value
 
     def store_cell(self, cell: Any, value: VariableTracker) -> None:
-        self.version += 1
+        self._change(cell if isinstance(cell, VariableTracker) else None)
         self.cells.pop(id(cell), None)
         self.cells[id(cell)] = (cell, value)
 

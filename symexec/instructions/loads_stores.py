@@ -192,6 +192,8 @@ def STORE_DEREF(tx: HandlerContext, inst: Any, value: Any) -> None:
     cell = tx.cells[inst.arg.name]
     if cell.pre_existing:
         tx.trace.side_effects.store_cell(cell, value)
+    else:
+        tx.trace.side_effects.note(cell)
     cell.contents = value
 
 
@@ -200,6 +202,7 @@ def DELETE_DEREF(tx: HandlerContext, inst: Any) -> None:
     cell = tx.cells[inst.arg.name]
     if cell.pre_existing:
         raise Unsupported(f"deleting the nonlocal {inst.arg.name!r}")
+    tx.trace.side_effects.note(cell)
     cell.contents = None
 
 

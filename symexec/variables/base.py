@@ -14,6 +14,7 @@ of higher layers; ``context.TracerContext`` is all they may use of it.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import types
 from typing import Any, Callable, ClassVar, Iterator, Sequence
@@ -101,6 +102,10 @@ def only_asking() -> bool:
     return getattr(_asking, "active", False)
 
 
+# Numbers trackers in the order they are made (``VariableTracker.serial``).
+_SERIALS = itertools.count()
+
+
 class VariableTracker:
     """Base of all trackers. ``source`` says how to re-fetch the value at entry (or None).
 
@@ -118,6 +123,9 @@ class VariableTracker:
 
     def __init__(self, source: Source | None = None) -> None:
         self.source = source
+        # Made after another tracker: a larger serial (a higher-order operator's callable may
+        # change only what it made: variables/higher_order.py).
+        self.serial = next(_SERIALS)
 
     # -- what it is ------------------------------------------------------------------------
     def python_type(self) -> type:

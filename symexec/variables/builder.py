@@ -34,6 +34,7 @@ from .builtin_functions import FOLDABLE, HANDLERS, BuiltinVariable, PartialVaria
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
 from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base, wrap_tensor_keyed_dict
+from .higher_order import HigherOrderOpVariable
 from .functions import GraphBreakVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .model_output import is_model_output_class, wrap_model_output
@@ -401,6 +402,13 @@ def _wrap_class(b: VariableBuilder, value: type, source: Source | None) -> Varia
     if is_torch_object(value) and not dataclasses.is_dataclass(value):
         return TorchVariable(value, source)
     return UserDefinedClassVariable(value, source)  # (a dataclass of torch's is plain data, a user's)
+
+
+@wraps(torch._ops.HigherOrderOperator)
+def _wrap_higher_order_op(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is not None:
+        b.guards.id_match(source, value)
+    return HigherOrderOpVariable(value, source)
 
 
 @wraps(types.ModuleType)

@@ -23,6 +23,7 @@ from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
 from .functions import UserFunctionVariable
 from .functorch import FORWARD_AD, TRACED_INTO, forward_ad_call
+from .higher_order import WRAPPERS as HIGHER_ORDER_WRAPPERS
 from .classes import CLASS_DATA_ATTRS, PythonModuleVariable, UserDefinedClassVariable, construct
 from .new_modules import construct_torch_module
 from .tensor import TensorVariable, record_call
@@ -168,7 +169,7 @@ class TorchVariable(VariableTracker):
                 # run while tracing.
                 raise Unsupported(f"constructing torch's {fn.__qualname__} inside a compiled function",
                                   hint="the graph breaks; CPython makes it")
-        if isinstance(fn, types.FunctionType) and (fn in TRACED_INTO or not _graph_can_hold(args, kwargs)):
+        if isinstance(fn, types.FunctionType) and (fn in TRACED_INTO or fn in HIGHER_ORDER_WRAPPERS or not _graph_can_hold(args, kwargs)):
             # A public Python function of torch given what a graph cannot hold (a module or a
             # function as the distance of triplet_margin_with_distance_loss, an options
             # object): traced into, as a user's function, with its code pinned.
