@@ -105,6 +105,8 @@ class UserDefinedClassVariable(VariableTracker):
         """``cls[index]`` (``list[int]``, ``Callable[[T], bool]`` in an annotation): the
         metaclass's ``__getitem__``, else the class's ``__class_getitem__`` (lookups guarded).
         The standard library's make an alias object and nothing else: made now, a constant."""
+        if user_objects.is_plain_enum(tx, self.cls):
+            return user_objects.enum_member(tx, self.cls, "_member_map_", index)
         if class_static(tx, type(self.cls), "__getitem__") is not None:
             raise Unsupported(f"subscripting class {self.cls.__qualname__}, whose metaclass has __getitem__")
         static = class_static(tx, self.cls, "__class_getitem__")

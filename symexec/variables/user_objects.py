@@ -18,15 +18,15 @@ from typing import Any
 
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
-from ..source import AttrSource, ConstSource, ObjectAttrSource, PrivateObjectSource, Source
+from ..source import AttrSource, ConstSource, GetItemSource, ObjectAttrSource, PrivateObjectSource, Source
 from .base import DELETED, Methods, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, NamedTupleVariable, TupleVariable
-from .object_protocol import (DESCRIPTORS, class_attribute, generic_access, generic_getattr, is_slot, no_attribute,
-                              type_is_callable, unset_slot)
+from .object_protocol import (DESCRIPTORS, HANDLERS, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot,
+                              no_attribute, type_is_callable, unset_slot)
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -102,9 +102,20 @@ class ObjectVariableBase(VariableTracker):
         if isinstance(setter, types.FunctionType):
             _function(setter, None).call_function(tx, [self, ConstantVariable(name), *([value] if value is not None else [])], {})
         elif generic_access(tx, self.cls, method):
-            self.generic_store(tx, name, value)
+            self.object_setattr(tx, name, value)
         else:
             raise Unsupported(f"{method} of {self.describe()} is not Python")
+
+    @property
+    def receiver(self) -> VariableTracker:
+        """What the class's methods and descriptors get as the object."""
+        return self
+
+    def object_setattr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+        """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None):
+        a data descriptor of the class takes it (traced), else the instance store."""
+        if not descriptor_store(tx, self.receiver, self.cls, name, value):
+            self.generic_store(tx, name, value)
 
     def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None)."""
@@ -123,7 +134,7 @@ class ObjectVariableBase(VariableTracker):
         arity = {"__setattr__": 2, "__delattr__": 1}.get(name)
         if arity is None or kwargs or len(args) != arity or type(args[0].as_python_constant()) is not str:
             raise Unsupported(f"calling object.{name} on {self.describe()}")
-        self.generic_store(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
+        self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
         return ConstantVariable(None)
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
@@ -326,7 +337,8 @@ def missing_from(e: TracedException) -> AttributeMissing | None:
 def make_object(cls: type, attributes: dict[str, Any]) -> Any:
     """An instance of ``cls`` with these attributes, without running ``__init__`` again
     (generated code: an object the trace created survives it)."""
-    obj = cls.__new__(cls)
+    # (a class's own Python __new__ may want arguments: ``object_new`` made the traced one)
+    obj = object.__new__(cls) if isinstance(cls.__new__, types.FunctionType) else cls.__new__(cls)
     for name, value in attributes.items():
         object.__setattr__(obj, name, value)
     return obj
@@ -548,6 +560,8 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
             raise Unsupported(f"TypeError: {cls.__qualname__}() arguments do not match its fields")
         items = [values[f] if f in values else ConstantVariable(defaults[f]) for f in fields]
         return NamedTupleVariable(items, cls)
+    if is_plain_enum(tx, cls) and len(args) == 1 and not kwargs:
+        return enum_member(tx, cls, "_value2member_map_", args[0])
     if class_static(tx, type(cls), "__call__") is not type.__call__:  # ABCMeta is fine; a metaclass __call__ is not
         raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
     if cls is types.SimpleNamespace and not args:  # its attributes are the keyword arguments
@@ -558,15 +572,80 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
         return construct_dict_subclass(tx, cls, args, kwargs)
     if issubclass(cls, list):
         return construct_list_subclass(tx, cls, args, kwargs)
-    if class_static(tx, cls, "__new__") is not object.__new__:
-        raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
-    obj = NewObjectVariable(cls)
-    init = class_static(tx, cls, "__init__")
+    new = class_static(tx, cls, "__new__")
+    if new is object.__new__:
+        obj: VariableTracker = NewObjectVariable(cls)
+    elif isinstance(new, staticmethod) and isinstance(new.__func__, types.FunctionType):
+        # ``type.__call__``: the class's own ``__new__`` (traced) makes the object; ``__init__``
+        # runs only on an instance of ``cls`` (a singleton's may be one made before the call).
+        obj = _function(new.__func__, None).call_function(tx, [tx.wrap(cls, ConstSource.of(cls)), *args], kwargs)
+        if not issubclass(obj.python_type(), cls):
+            return obj
+    else:
+        raise Unsupported(f"constructing {cls.__qualname__}, whose __new__ is not Python")
+    init = class_static(tx, obj.python_type(), "__init__")
     if isinstance(init, types.FunctionType):
         _function(init, None).call_function(tx, [obj, *args], kwargs)
-    elif init is not object.__init__ or args or kwargs:
+    elif init is not object.__init__ or (new is object.__new__ and (args or kwargs)):
         raise Unsupported(f"constructing {cls.__qualname__}: its __init__ is not Python")
     return obj
+
+
+def is_plain_enum(tx: TracerContext, cls: type) -> bool:
+    """Whether ``cls`` is an enum class whose lookups are the enum module's own: ``cls(value)``
+    and ``cls[name]`` find a member, nothing of the user's runs (the lookups guarded)."""
+    return isinstance(cls, enum.EnumMeta) and class_static(tx, type(cls), "__call__") is enum.EnumMeta.__call__ and \
+        class_static(tx, type(cls), "__getitem__") is enum.EnumMeta.__getitem__ and \
+        class_static(tx, cls, "__new__") is enum.Enum.__new__
+
+
+def enum_member(tx: TracerContext, cls: type, table: str, key: VariableTracker) -> VariableTracker:
+    """``cls(value)`` (``table`` the class's ``_value2member_map_``) or ``cls[name]``
+    (``_member_map_``) for a constant key: the member, read through the table (guarded there).
+    A key not in the table (``_missing_``, an unhashable value, an AttributeError or
+    KeyError to raise) breaks the graph."""
+    if not key.is_python_constant():
+        raise Unsupported(f"looking up a member of {cls.__qualname__} by {key.describe()}")
+    value = key.as_python_constant()
+    if type(value) is cls:  # ``Color(Color.RED)``
+        return key
+    members = class_static(tx, cls, table)
+    try:
+        found = isinstance(members, dict) and value in members
+    except TypeError:
+        found = False
+    if not found:
+        raise Unsupported(f"looking up {value!r} in {cls.__qualname__}, which has no such member")
+    return tx.wrap(members[value], GetItemSource(AttrSource(ConstSource.of(cls), table), value))
+
+
+def object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
+    """``object.__new__(cls)`` (in a class's own ``__new__``, directly or through ``super()``): a new
+    instance of a plain user class, its attributes not set yet. None (the graph breaks) for
+    any other class, or with more arguments (CPython's TypeError)."""
+    klass = cls.as_python_constant() if cls.is_python_constant() else None
+    if rest or not isinstance(klass, type) or not _plain_layout(klass):
+        return None
+    return NewObjectVariable(klass)
+
+
+def _plain_layout(cls: type) -> bool:
+    """Whether instances of ``cls`` are laid out as ``object``'s, what ``NewObjectVariable``
+    models (and what CPython's ``object.__new__(cls)`` checks is safe): its bases made by class
+    statements (no C ``__new__`` of their own) down to ``object``."""
+    base: type | None = cls
+    while base is not None and base.__flags__ & _HEAP_TYPE:
+        if not isinstance(base.__dict__.get("__new__", _NO_NEW), staticmethod):
+            return False
+        base = base.__base__
+    return base is object
+
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement)
+_NO_NEW = staticmethod(object.__new__)
+
+
+HANDLERS[object.__new__] = object_new
 
 
 class NativeMethodVariable(VariableTracker):
@@ -638,7 +717,9 @@ class SuperVariable(VariableTracker):
         obj_cls = self.obj.python_type()
         if self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type):
             obj_cls = self.obj.as_python_constant()  # super() in a classmethod: cls's own MRO
-        klass, _ = find_on_class(tx, obj_cls, name, start_after=self.cls)
+        klass, static = find_on_class(tx, obj_cls, name, start_after=self.cls)
+        if name == "__new__" and klass is not None and klass.__module__ == "builtins":
+            return tx.wrap(static, AttrSource(ConstSource.of(klass), name))  # (``object.__new__``: a function)
         if klass is not None and (klass.__module__ == "builtins" or klass in _NATIVE_OWNERS):
             return NativeMethodVariable(self.obj, name)
         return class_attribute(tx, self.obj, obj_cls, name, start_after=self.cls)
