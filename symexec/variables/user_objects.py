@@ -574,7 +574,7 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
         return construct_list_subclass(tx, cls, args, kwargs)
     new = class_static(tx, cls, "__new__")
     if new is object.__new__:
-        obj: VariableTracker = NewObjectVariable(cls)
+        obj: VariableTracker = new_instance(tx, cls)
     elif isinstance(new, staticmethod) and isinstance(new.__func__, types.FunctionType):
         # ``type.__call__``: the class's own ``__new__`` (traced) makes the object; ``__init__``
         # runs only on an instance of ``cls`` (a singleton's may be one made before the call).
@@ -626,7 +626,16 @@ def object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) 
     klass = cls.as_python_constant() if cls.is_python_constant() else None
     if rest or not isinstance(klass, type) or not _plain_layout(klass):
         return None
-    return NewObjectVariable(klass)
+    return new_instance(tx, klass)
+
+
+def new_instance(tx: TracerContext, cls: type) -> "NewObjectVariable":
+    """What ``object.__new__(cls)`` makes: a new instance, its attributes not set yet. A class
+    with abstract methods left (an ``abc.ABC`` not fully implemented) cannot be instantiated:
+    the graph breaks, so that eager raises CPython's TypeError (its lookup guarded)."""
+    if class_static(tx, cls, "__abstractmethods__"):
+        raise Unsupported(f"TypeError: can't instantiate the abstract class {cls.__qualname__}")
+    return NewObjectVariable(cls)
 
 
 def _plain_layout(cls: type) -> bool:

@@ -3,6 +3,7 @@ setter and deleter, a Python ``__set__`` and ``__delete__``) taking stores, a cl
 ``__new__``, enum lookups by value and by name. Each against eager, and the graphs against
 torch.compile's."""
 
+import abc
 import enum
 
 import torch
@@ -456,3 +457,73 @@ def test_enum_missing_value_handled():
     # symexec captures nothing here: Color(5) breaks the graph inside the try block (eager
     # from there; torch.compile fails on it)
     check(fn, _t(4), captured=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Abstract classes: instantiating one with abstract methods left raises CPython's TypeError
+
+
+class Abstract(abc.ABC):
+    @abc.abstractmethod
+    def f(self): ...
+
+
+class AbstractWithNew(abc.ABC):
+    def __new__(cls):
+        return super().__new__(cls)
+
+    @abc.abstractmethod
+    def f(self): ...
+
+
+class AbstractModule(torch.nn.Module, abc.ABC):
+    @abc.abstractmethod
+    def forward(self, x): ...
+
+
+class Implemented(Abstract):
+    def f(self):
+        return 2
+
+
+def test_abstract_class_instantiation_raises_as_eager():
+    def caught(x):
+        try:
+            Abstract()
+        except TypeError:
+            return x + 1
+        return x
+
+    def raised(x, cls):
+        y = x + 1
+        cls()
+        return y
+
+    # symexec captures nothing here: Abstract() breaks the graph inside the try block (as
+    # torch.compile's does)
+    check(caught, _t(4), captured=False)
+    for cls in (Abstract, AbstractWithNew, AbstractModule):
+        check(raised, _t(4), cls)
+
+
+def test_implemented_abstract_class():
+    def fn(x):
+        o = Implemented()
+        return x * o.f() + isinstance(o, Abstract)
+
+    check(fn, _t(4))
+    assert_same_graphs_as_dynamo(fn, _t(4))
+
+
+def test_abstract_method_implemented_later_retraces():
+    class Later(abc.ABC):
+        def f(self):
+            return 3
+
+    def fn(x):
+        return x * Later().f()
+
+    def make_abstract():
+        Later.__abstractmethods__ = frozenset({"f"})
+
+    check_sequence(fn, [_t(4)], make_abstract, [_t(4)])
