@@ -99,7 +99,15 @@ class UserDefinedClassVariable(VariableTracker):
             return self._subclasses(tx)
         if name == "__getitem__" and len(args) == 1 and not kwargs:
             return self._class_getitem(tx, args[0])
+        if name in ("__len__", "__contains__") and not kwargs:
+            found = user_objects.enum_class_method(tx, self.cls, name, args)
+            if found is not None:
+                return found
         return super().call_method(tx, name, args, kwargs)
+
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
+        members = user_objects.enum_members(tx, self.cls)  # (iterating an enum class)
+        return members if members is not None else super().unpack(tx)
 
     def _class_getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
         """``cls[index]`` (``list[int]``, ``Callable[[T], bool]`` in an annotation): the

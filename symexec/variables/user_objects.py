@@ -619,6 +619,30 @@ def enum_member(tx: TracerContext, cls: type, table: str, key: VariableTracker) 
     return tx.wrap(members[value], GetItemSource(AttrSource(ConstSource.of(cls), table), value))
 
 
+def enum_members(tx: TracerContext, cls: type) -> list[VariableTracker] | None:
+    """The members iterating the enum class ``cls`` gives (``EnumMeta.__iter__``: its
+    ``_member_names_`` in order, each read from ``_member_map_``; the names guarded), or None
+    where iterating it runs something else (a metaclass of the user's)."""
+    if not is_plain_enum(tx, cls) or class_static(tx, type(cls), "__iter__") is not enum.EnumMeta.__iter__:
+        return None
+    names = tx.wrap(class_static(tx, cls, "_member_names_"), AttrSource(ConstSource.of(cls), "_member_names_"))
+    return [enum_member(tx, cls, "_member_map_", name) for name in names.unpack(tx)]
+
+
+def enum_class_method(tx: TracerContext, cls: type, name: str, args: list[VariableTracker]) -> VariableTracker | None:
+    """``len(cls)`` and ``member in cls`` for an enum class whose metaclass methods are the enum
+    module's, or None. (``in`` only for a member of ``cls``, True in every version: what other
+    values give changed between versions.)"""
+    if not is_plain_enum(tx, cls) or class_static(tx, type(cls), name) is not getattr(enum.EnumMeta, name, None):
+        return None
+    if name == "__len__" and not args:
+        members = enum_members(tx, cls)
+        return None if members is None else ConstantVariable(len(members))
+    if name == "__contains__" and len(args) == 1 and args[0].python_type() is cls:
+        return ConstantVariable(True)
+    return None
+
+
 def object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
     """``object.__new__(cls)`` (in a class's own ``__new__``, directly or through ``super()``): a new
     instance of a plain user class, its attributes not set yet. None (the graph breaks) for

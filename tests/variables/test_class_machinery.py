@@ -433,6 +433,26 @@ def test_flag_and_int_enum_lookups():
     assert_same_graphs_as_dynamo(fn, _t(4))
 
 
+def test_enum_class_iteration_len_and_membership():
+    def fn(x):
+        out = x
+        for c in Color:
+            out = out + c.value
+        return out + len(Color) + (Color.RED in Color) + len(list(Flags)) + sum(s.value for s in Shape)
+
+    check(fn, _t(4))
+    assert_same_graphs_as_dynamo(fn, _t(4))
+
+
+def test_enum_membership_of_another_value_raises_or_answers_as_eager():
+    def fn(x, v):
+        y = x + 1
+        return y, v in Color
+
+    check(fn, _t(4), 1)
+    check(fn, _t(4), Shape.CIRCLE)
+
+
 def test_enum_missing_value_and_name_raise_as_eager():
     def by_value(x):
         y = x + 1
