@@ -547,3 +547,78 @@ def test_abstract_method_implemented_later_retraces():
         Later.__abstractmethods__ = frozenset({"f"})
 
     check_sequence(fn, [_t(4)], make_abstract, [_t(4)])
+
+
+# --------------------------------------------------------------------------------------------
+# List subclasses made by the trace that override item access or a named method
+
+
+class Doubled(list):
+    def __getitem__(self, i):
+        found = super().__getitem__(i)
+        return found if isinstance(i, slice) else found * 2
+
+    def __setitem__(self, i, v):
+        super().__setitem__(i, v + 1)
+
+    def pop(self, i=-1):
+        return super().pop(i) - 1
+
+
+class AppendTwice(list):
+    def append(self, v):
+        super().append(v)
+        super().append(v * 2)
+
+
+def test_list_subclass_with_its_own_item_access():
+    def fn(x):
+        items = Doubled([x, x + 1, x + 2])
+        items[0] = x
+        total = items[0] + items[1] + items.pop()
+        return total, items, len(items), items[0:1], sum(items)
+
+    check(fn, _t(4))
+    assert_same_graphs_as_dynamo(fn, _t(4))
+
+
+def test_list_subclass_with_its_own_append():
+    def fn(x):
+        items = AppendTwice()
+        items.append(x)
+        return items[1] - items[0], items
+
+    check(fn, _t(4))
+    assert_same_graphs_as_dynamo(fn, _t(4))
+
+
+def test_list_subclass_overriding_len_or_iter_is_right():
+    class Longer(list):
+        def __len__(self):
+            return super().__len__() * 2
+
+    class Backwards(list):
+        def __iter__(self):
+            return iter(list(reversed(list(super().__iter__()))))
+
+    def fn(x, cls):
+        items = cls([x, x + 1])
+        a, b = items
+        return a - b, len(items), bool(items), sum(items)
+
+    check(fn, _t(4), Longer)
+    check(fn, _t(4), Backwards)
+
+
+def test_list_subclass_gaining_getitem_retraces():
+    class Plain(list):
+        pass
+
+    def fn(x):
+        items = Plain([x, x + 1])
+        return items[1] * 2
+
+    def add_getitem():
+        Plain.__getitem__ = lambda self, i: list.__getitem__(self, 0)
+
+    check_sequence(fn, [_t(4)], add_getitem, [_t(4)])
