@@ -21,7 +21,7 @@ from .constant import COMPUTED_WRAPPERS, ConstantVariable
 from .new_modules import construct_user_module
 from .model_output import construct_model_output, is_model_output_class
 from . import user_objects
-from .object_protocol import class_attribute, tp_name
+from .object_protocol import HANDLERS, class_attribute, tp_name
 from .user_objects import call_getattr_hook
 
 
@@ -57,6 +57,18 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
     if is_model_output_class(tx, cls):
         return construct_model_output(tx, cls, args, kwargs)
     return user_objects.construct(tx, cls, args, kwargs)
+
+def _object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
+    """``object.__new__(cls)``: a plain object (``user_objects.object_new``); None (the graph
+    breaks) for a class whose instances another family models (an nn.Module, a ModelOutput)."""
+    klass = cls.as_python_constant() if cls.is_python_constant() else None
+    if not isinstance(klass, type) or subclass_check(tx, klass, torch.nn.Module) or is_model_output_class(tx, klass):
+        return None
+    return user_objects.object_new(tx, cls, *rest)
+
+
+HANDLERS[object.__new__] = _object_new
+
 
 class UserDefinedClassVariable(VariableTracker):
     """A class: ``isinstance`` targets, ``type(x)`` results, class attribute reads."""
@@ -137,6 +149,8 @@ class UserDefinedClassVariable(VariableTracker):
 
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if subclass_check(tx, self.cls, torch.nn.Module):
+            if isinstance(class_static(tx, self.cls, "__new__"), staticmethod):  # its own __new__ (may make another)
+                return user_objects.construct(tx, self.cls, args, kwargs)
             return construct_user_module(tx, self.cls, args, kwargs)
         return construct(tx, self.cls, args, kwargs)
 

@@ -25,7 +25,7 @@ from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, NamedTupleVariable, TupleVariable
-from .object_protocol import (DESCRIPTORS, HANDLERS, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot,
+from .object_protocol import (DESCRIPTORS, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot,
                               no_attribute, type_is_callable, unset_slot)
 
 
@@ -646,7 +646,8 @@ def enum_class_method(tx: TracerContext, cls: type, name: str, args: list[Variab
 def object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
     """``object.__new__(cls)`` (in a class's own ``__new__``, directly or through ``super()``): a new
     instance of a plain user class, its attributes not set yet. None (the graph breaks) for
-    any other class, or with more arguments (CPython's TypeError)."""
+    any other class, or with more arguments (CPython's TypeError). (``classes.py`` registers
+    it, leaving out the classes another family models.)"""
     klass = cls.as_python_constant() if cls.is_python_constant() else None
     if rest or not isinstance(klass, type) or not _plain_layout(klass):
         return None
@@ -677,8 +678,6 @@ def _plain_layout(cls: type) -> bool:
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement)
 _NO_NEW = staticmethod(object.__new__)
 
-
-HANDLERS[object.__new__] = object_new
 
 
 class NativeMethodVariable(VariableTracker):

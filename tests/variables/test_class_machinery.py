@@ -8,7 +8,7 @@ import enum
 
 import torch
 
-from helpers import assert_same_graphs_as_dynamo, check, check_sequence
+from helpers import assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -339,6 +339,44 @@ def test_object_new_with_extra_arguments_raises_as_eager():
         y = x + 1
         NewWithExtraArgs(y)
         return y
+
+    check(fn, _t(4))
+
+
+class Tanh(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x + 1)
+
+
+class MakesTanh(torch.nn.Module):
+    def __new__(cls):
+        return Tanh()
+
+
+class ModuleWithNew(torch.nn.Module):
+    def __new__(cls, scale):
+        return super().__new__(cls)
+
+    def __init__(self, scale):
+        super().__init__()
+        self.scale = scale
+
+    def forward(self, x):
+        return x * self.scale
+
+
+def test_module_new_returning_another_module():
+    def fn(x):
+        return MakesTanh()(x) * 2
+
+    check(fn, _t(4))
+    # one graph, as torch.compile's (whose graph also records nn.Module's usage logging call)
+    assert symexec_graphs(fn, _t(4))[1].graph_count == dynamo_graphs(fn, _t(4))[1].graph_count == 1
+
+
+def test_module_new_returning_an_instance_is_right():
+    def fn(x):
+        return ModuleWithNew(3)(x) + 1
 
     check(fn, _t(4))
 
