@@ -18,6 +18,7 @@ from ..guards import GuardKind
 from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class, subclass_check
 from .lists import ListVariable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
+from .enums import enum_class_method, enum_member, enum_members, is_plain_enum
 from .new_modules import construct_user_module
 from .model_output import construct_model_output, is_model_output_class
 from . import user_objects
@@ -112,21 +113,21 @@ class UserDefinedClassVariable(VariableTracker):
         if name == "__getitem__" and len(args) == 1 and not kwargs:
             return self._class_getitem(tx, args[0])
         if name in ("__len__", "__contains__") and not kwargs:
-            found = user_objects.enum_class_method(tx, self.cls, name, args)
+            found = enum_class_method(tx, self.cls, name, args)
             if found is not None:
                 return found
         return super().call_method(tx, name, args, kwargs)
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
-        members = user_objects.enum_members(tx, self.cls)  # (iterating an enum class)
+        members = enum_members(tx, self.cls)  # (iterating an enum class)
         return members if members is not None else super().unpack(tx)
 
     def _class_getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
         """``cls[index]`` (``list[int]``, ``Callable[[T], bool]`` in an annotation): the
         metaclass's ``__getitem__``, else the class's ``__class_getitem__`` (lookups guarded).
         The standard library's make an alias object and nothing else: made now, a constant."""
-        if user_objects.is_plain_enum(tx, self.cls):
-            return user_objects.enum_member(tx, self.cls, "_member_map_", index)
+        if is_plain_enum(tx, self.cls):
+            return enum_member(tx, self.cls, "_member_map_", index)
         if class_static(tx, type(self.cls), "__getitem__") is not None:
             raise Unsupported(f"subscripting class {self.cls.__qualname__}, whose metaclass has __getitem__")
         static = class_static(tx, self.cls, "__class_getitem__")

@@ -14,15 +14,16 @@ from __future__ import annotations
 import collections
 import enum
 import types
-from typing import Any
+from typing import Any, Callable
 
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
-from ..source import AttrSource, ConstSource, GetItemSource, ObjectAttrSource, PrivateObjectSource, Source
+from ..source import AttrSource, ConstSource, ObjectAttrSource, PrivateObjectSource, Source
 from .base import DELETED, Methods, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
+from .enums import enum_member, is_plain_enum
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, NamedTupleVariable, TupleVariable
 from .object_protocol import (DESCRIPTORS, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot,
@@ -47,6 +48,66 @@ DUNDERS = {
     "lt": ("__lt__", "__gt__"), "le": ("__le__", "__ge__"), "gt": ("__gt__", "__lt__"), "ge": ("__ge__", "__le__"),
     "eq": ("__eq__", "__eq__"), "ne": ("__ne__", "__ne__"),
 }
+
+
+_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
+# Builtin values whose operators give NotImplemented for an instance of a user class (not a
+# subclass of theirs): comparisons of all of these, arithmetic of the numbers.
+_COMPARED_BY_KIND = frozenset({int, float, bool, complex, str, bytes, type(None), list, tuple, dict, set, frozenset})
+_NUMBERS = frozenset({int, float, bool, complex, type(None)})
+_NOT_IMPLEMENTED = object()
+
+
+def user_operator(tx: TracerContext, op: str, a: VariableTracker, b: VariableTracker,
+                  same_object: Callable[[], bool]) -> VariableTracker:
+    """``a <op> b`` (an ``operator`` name in ``DUNDERS``) where an operand is a user object, as
+    CPython's ``binary_op1`` and ``do_richcompare`` dispatch it: the right operand's reflected
+    method first where its class is a subclass of the left's (that overrides it, for
+    arithmetic), then the left's method, then the right's reflected one (a comparison tries it
+    for two objects of one class too), each skipped where it gives ``NotImplemented``; then
+    ``==`` and ``!=`` fall back to identity (``same_object``) and the others raise TypeError.
+    Python methods run traced; object's defaults are modelled (``__eq__`` is identity,
+    ``__ne__`` the inverse of ``__eq__``); any other method breaks the graph."""
+    dunder, reflected = DUNDERS[op]
+    left, right = a.python_type(), b.python_type()
+    compare = op in _COMPARISONS
+    subclass_first = left is not right and issubclass(right, left) and (
+        compare or class_static(tx, right, reflected) is not class_static(tx, left, reflected))
+    steps = [(b, reflected, a)] if subclass_first else []
+    steps.append((a, dunder, b))
+    if not subclass_first and (compare or left is not right):
+        steps.append((b, reflected, a))
+    for var, name, other in steps:
+        result = _dunder_call(tx, var, name, other, same_object, compare)
+        if result is not _NOT_IMPLEMENTED:
+            return result
+    if op in ("eq", "ne"):
+        return ConstantVariable(same_object() is (op == "eq"))
+    raise Unsupported(f"TypeError: {op} of {a.describe()} and {b.describe()}: no method takes them")
+
+
+def _dunder_call(tx: TracerContext, var: VariableTracker, name: str, other: VariableTracker,
+                 same_object: Callable[[], bool], compare: bool) -> Any:
+    """``type(var).name(var, other)`` for one step of ``user_operator``: its result, or
+    ``_NOT_IMPLEMENTED``."""
+    if not isinstance(var, ObjectVariableBase):
+        kind = var.python_type()
+        if kind in (_COMPARED_BY_KIND if compare else _NUMBERS) and isinstance(other, ObjectVariableBase):
+            return _NOT_IMPLEMENTED
+        raise Unsupported(f"{name} of {var.describe()} with {other.describe()}")
+    static = class_static(tx, var.cls, name)
+    if isinstance(static, types.FunctionType):
+        result = var.call_method(tx, name, [other], {})
+        return _NOT_IMPLEMENTED if result.is_python_constant() and result.as_python_constant() is NotImplemented \
+            else result
+    if static is None or (compare and static is getattr(object, name) and name not in ("__eq__", "__ne__")):
+        return _NOT_IMPLEMENTED  # (object's <, <=... give NotImplemented; no slot at all for +, -...)
+    if static is object.__eq__:
+        return ConstantVariable(True) if same_object() else _NOT_IMPLEMENTED
+    if static is object.__ne__:
+        equal = _dunder_call(tx, var, "__eq__", other, same_object, compare)
+        return equal if equal is _NOT_IMPLEMENTED else ConstantVariable(not equal.truth(tx))
+    raise Unsupported(f"{var.cls.__qualname__}.{name} is not Python")
 
 
 class ObjectVariableBase(VariableTracker):
@@ -589,58 +650,6 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
     elif init is not object.__init__ or (new is object.__new__ and (args or kwargs)):
         raise Unsupported(f"constructing {cls.__qualname__}: its __init__ is not Python")
     return obj
-
-
-def is_plain_enum(tx: TracerContext, cls: type) -> bool:
-    """Whether ``cls`` is an enum class whose lookups are the enum module's own: ``cls(value)``
-    and ``cls[name]`` find a member, nothing of the user's runs (the lookups guarded)."""
-    return isinstance(cls, enum.EnumMeta) and class_static(tx, type(cls), "__call__") is enum.EnumMeta.__call__ and \
-        class_static(tx, type(cls), "__getitem__") is enum.EnumMeta.__getitem__ and \
-        class_static(tx, cls, "__new__") is enum.Enum.__new__
-
-
-def enum_member(tx: TracerContext, cls: type, table: str, key: VariableTracker) -> VariableTracker:
-    """``cls(value)`` (``table`` the class's ``_value2member_map_``) or ``cls[name]``
-    (``_member_map_``) for a constant key: the member, read through the table (guarded there).
-    A key not in the table (``_missing_``, an unhashable value, an AttributeError or
-    KeyError to raise) breaks the graph."""
-    if not key.is_python_constant():
-        raise Unsupported(f"looking up a member of {cls.__qualname__} by {key.describe()}")
-    value = key.as_python_constant()
-    if type(value) is cls:  # ``Color(Color.RED)``
-        return key
-    members = class_static(tx, cls, table)
-    try:
-        found = isinstance(members, dict) and value in members
-    except TypeError:
-        found = False
-    if not found:
-        raise Unsupported(f"looking up {value!r} in {cls.__qualname__}, which has no such member")
-    return tx.wrap(members[value], GetItemSource(AttrSource(ConstSource.of(cls), table), value))
-
-
-def enum_members(tx: TracerContext, cls: type) -> list[VariableTracker] | None:
-    """The members iterating the enum class ``cls`` gives (``EnumMeta.__iter__``: its
-    ``_member_names_`` in order, each read from ``_member_map_``; the names guarded), or None
-    where iterating it runs something else (a metaclass of the user's)."""
-    if not is_plain_enum(tx, cls) or class_static(tx, type(cls), "__iter__") is not enum.EnumMeta.__iter__:
-        return None
-    names = tx.wrap(class_static(tx, cls, "_member_names_"), AttrSource(ConstSource.of(cls), "_member_names_"))
-    return [enum_member(tx, cls, "_member_map_", name) for name in names.unpack(tx)]
-
-
-def enum_class_method(tx: TracerContext, cls: type, name: str, args: list[VariableTracker]) -> VariableTracker | None:
-    """``len(cls)`` and ``member in cls`` for an enum class whose metaclass methods are the enum
-    module's, or None. (``in`` only for a member of ``cls``, True in every version: what other
-    values give changed between versions.)"""
-    if not is_plain_enum(tx, cls) or class_static(tx, type(cls), name) is not getattr(enum.EnumMeta, name, None):
-        return None
-    if name == "__len__" and not args:
-        members = enum_members(tx, cls)
-        return None if members is None else ConstantVariable(len(members))
-    if name == "__contains__" and len(args) == 1 and args[0].python_type() is cls:
-        return ConstantVariable(True)
-    return None
 
 
 def object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:

@@ -660,3 +660,105 @@ def test_list_subclass_gaining_getitem_retraces():
         Plain.__getitem__ = lambda self, i: list.__getitem__(self, 0)
 
     check_sequence(fn, [_t(4)], add_getitem, [_t(4)])
+
+
+# --------------------------------------------------------------------------------------------
+# Operators between user objects, dispatched as CPython's binary_op1 / do_richcompare
+
+
+class EqOnly:
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, EqOnly) and self.v == other.v
+
+
+class NotImplementedEq:
+    def __eq__(self, other):
+        return NotImplemented
+
+
+class Base:
+    def __eq__(self, other):
+        return "base"
+
+    def __add__(self, other):
+        return "base add"
+
+    def __radd__(self, other):
+        return "base radd"
+
+
+class Derived(Base):
+    def __eq__(self, other):
+        return "derived"
+
+    def __radd__(self, other):
+        return "derived radd"
+
+
+class DerivedKeepsRadd(Base):
+    pass
+
+
+class Ordered:
+    def __init__(self, v):
+        self.v = v
+
+    def __lt__(self, other):
+        return self.v < other.v
+
+
+def test_ne_inverts_a_python_eq():
+    def fn(x):
+        a = EqOnly(1)
+        return x + (a != EqOnly(1)) + (a != EqOnly(2)) + (a != 3) + (3 != a)
+
+    check(fn, _t(4))
+    assert_same_graphs_as_dynamo(fn, _t(4))
+
+
+def test_eq_giving_not_implemented_falls_back_to_identity():
+    def fn(x):
+        a, b = NotImplementedEq(), NotImplementedEq()
+        return x + (a == b) + (a == a) + (a != b) + (a != a) + (a == 3) + (3 == a) + (a == [1])
+
+    check(fn, _t(4))
+    assert_same_graphs_as_dynamo(fn, _t(4))
+
+
+def test_reflected_method_of_a_subclass_first():
+    def fn(x):
+        return (x + len(Base() == Derived()) + len(Base() + Derived()) + len(Base() + DerivedKeepsRadd())
+                + len(Derived() == Base()))
+
+    check(fn, _t(4))
+    assert_same_graphs_as_dynamo(fn, _t(4))
+
+
+def test_reflected_comparison_and_missing_operator():
+    def compare(x):
+        return x + (Ordered(2) > Ordered(1)) + (Ordered(1) > Ordered(2))
+
+    def unordered(x):
+        y = x + 1
+        return y, Ordered(1) <= Ordered(2)
+
+    def no_add(x):
+        y = x + 1
+        return y, EqOnly(1) + EqOnly(2)
+
+    check(compare, _t(4))
+    assert_same_graphs_as_dynamo(compare, _t(4))
+    check(unordered, _t(4))
+    check(no_add, _t(4))
+
+
+def test_eq_of_objects_passed_in():
+    def fn(x, a, b):
+        return x + (a == b) + (a != b) + (a == a)
+
+    shared = NotImplementedEq()
+    check(fn, _t(4), EqOnly(1), EqOnly(1))
+    check_sequence(fn, [_t(4), shared, shared], [_t(4), NotImplementedEq(), NotImplementedEq()])
