@@ -762,3 +762,63 @@ def test_eq_of_objects_passed_in():
     shared = NotImplementedEq()
     check(fn, _t(4), EqOnly(1), EqOnly(1))
     check_sequence(fn, [_t(4), shared, shared], [_t(4), NotImplementedEq(), NotImplementedEq()])
+
+
+# --------------------------------------------------------------------------------------------
+# Attributes of a class found on its metaclass (type.__getattribute__)
+
+
+class Meta(type):
+    tag = "meta"
+
+    @property
+    def doubled(cls):
+        return cls.base * 2
+
+    def describe(cls):
+        return cls.__name__ + cls.tag
+
+    def __getattr__(cls, name):
+        if name.startswith("dyn_"):
+            return len(name)
+        raise AttributeError(name)
+
+
+class WithMeta(metaclass=Meta):
+    base = 3
+    doubled = 100  # (the metaclass's property, a data descriptor, wins)
+
+
+def test_metaclass_method_property_attribute_and_getattr():
+    def fn(x):
+        return (x + len(WithMeta.describe()) + len(WithMeta.tag) + WithMeta.doubled + WithMeta.dyn_abc
+                + hasattr(WithMeta, "nope") + WithMeta.base)
+
+    check(fn, _t(4))
+    # one graph (torch.compile captures none: it falls back on the metaclass's method)
+    assert symexec_graphs(fn, _t(4))[1].graph_count == 1
+
+
+def test_metaclass_attribute_changed_is_read_again():
+    class M(type):
+        scale = 2
+
+        def shift(cls):
+            return 1
+
+    class C(metaclass=M):
+        pass
+
+    def fn(x):
+        return x * C.scale + C.shift()
+
+    def change_scale():
+        M.scale = 5
+
+    def change_method():
+        M.shift = lambda cls: 7
+
+    def shadow_on_the_class():
+        C.scale = 11
+
+    check_sequence(fn, [_t(4)], change_scale, [_t(4)], change_method, [_t(4)], shadow_on_the_class, [_t(4)])
