@@ -104,6 +104,8 @@ def class_attribute(tx: TracerContext, obj: VariableTracker | None, cls: type, n
         source = AttrSource(ConstSource.of(klass), name)
     for kind, bind in DESCRIPTORS.items():  # (the kinds are disjoint; a subclass of property is one)
         if isinstance(static, kind):
+            if type(static) is not kind and class_static(tx, type(static), "__get__") is not kind.__get__:
+                break  # (a subclass with its own __get__: that runs, below)
             bound = bind(tx, static, obj, cls, name, class_source)
             if bound is not None:
                 return bound

@@ -822,3 +822,62 @@ def test_metaclass_attribute_changed_is_read_again():
         C.scale = 11
 
     check_sequence(fn, [_t(4)], change_scale, [_t(4)], change_method, [_t(4)], shadow_on_the_class, [_t(4)])
+
+
+# --------------------------------------------------------------------------------------------
+# Subclasses of property and classmethod with their own __get__ / __set__
+
+
+class FortyTwo(property):
+    def __get__(self, obj, owner=None):
+        return 42
+
+
+class Tripling(classmethod):
+    def __get__(self, obj, owner=None):
+        return lambda v: v * 3
+
+
+class LoggedSet(property):
+    def __set__(self, obj, value):
+        obj.log = value + 100
+
+
+class UsesSubclassedDescriptors:
+    @FortyTwo
+    def p(self):
+        return 1
+
+    @Tripling
+    def c(cls, v):
+        return v
+
+    @LoggedSet
+    def s(self):
+        return self.log
+
+
+def test_property_subclass_with_its_own_get():
+    def fn(x, o):
+        return x + o.p + UsesSubclassedDescriptors().p
+
+    check(fn, _t(4), UsesSubclassedDescriptors())
+    # one graph (torch.compile's has as many, but adds 0: it runs property's getter, not __get__)
+    assert symexec_graphs(fn, _t(4), UsesSubclassedDescriptors())[1].graph_count == 1
+
+
+def test_classmethod_subclass_with_its_own_get():
+    def fn(x):
+        return UsesSubclassedDescriptors.c(x) + UsesSubclassedDescriptors().c(x)
+
+    check(fn, _t(4))
+
+
+def test_property_subclass_with_its_own_set():
+    def fn(x, o):
+        o.s = x
+        p = UsesSubclassedDescriptors()
+        p.s = x * 2
+        return o.s + p.s
+
+    check(fn, _t(4), UsesSubclassedDescriptors())
