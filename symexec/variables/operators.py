@@ -124,6 +124,8 @@ def _make_binary(fn: Any) -> Handler:
         if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):
             a, b = _bool_as_int(a), _bool_as_int(b)  # (sympy takes no True beside a symbol)
             a, b = _specialised_beside(a, b), _specialised_beside(b, a)
+        if fn.__name__ in DUNDERS and (isinstance(a, ObjectVariableBase) or isinstance(b, ObjectVariableBase)):
+            return user_operator(tx, fn.__name__, a, b, lambda: identical(a, b, tx))
         if in_graph(a) or in_graph(b):
             return record_call(tx, "call_function", fn, [a, b], {})
         if fn is operator.or_:
@@ -139,8 +141,6 @@ def _make_binary(fn: Any) -> Handler:
             return _plain_sequence(a)(a.items * b.as_python_constant())
         if fn is operator.mul and isinstance(b, (ListVariable, TupleVariable)) and isinstance(a, ConstantVariable):
             return _plain_sequence(b)(b.items * a.as_python_constant())
-        if fn.__name__ in DUNDERS and (isinstance(a, ObjectVariableBase) or isinstance(b, ObjectVariableBase)):
-            return user_operator(tx, fn.__name__, a, b, lambda: identical(a, b, tx))
         if fn in (operator.eq, operator.ne) and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
             equal = _sequences_equal(tx, a, b)
             if equal is not None:

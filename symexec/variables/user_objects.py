@@ -16,6 +16,8 @@ import enum
 import types
 from typing import Any, Callable
 
+import torch
+
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, ObjectAttrSource, PrivateObjectSource, Source
@@ -92,8 +94,12 @@ def _dunder_call(tx: TracerContext, var: VariableTracker, name: str, other: Vari
     ``_NOT_IMPLEMENTED``."""
     if not isinstance(var, ObjectVariableBase):
         kind = var.python_type()
-        if kind in (_COMPARED_BY_KIND if compare else _NUMBERS) and isinstance(other, ObjectVariableBase):
+        if kind in (_COMPARED_BY_KIND if compare else _NUMBERS) and isinstance(other, ObjectVariableBase) and \
+                not issubclass(other.python_type(), kind):  # (a subclass of its kind it takes: a dict's ModelOutput)
             return _NOT_IMPLEMENTED
+        if kind in (torch.Tensor, torch.nn.Parameter) and isinstance(other, ObjectVariableBase) and \
+                _opaque_to_torch(tx, other.cls):
+            return _NOT_IMPLEMENTED  # (a tensor's operator turns the TypeError of its parsing into this)
         raise Unsupported(f"{name} of {var.describe()} with {other.describe()}")
     static = class_static(tx, var.cls, name)
     if isinstance(static, types.FunctionType):
@@ -108,6 +114,17 @@ def _dunder_call(tx: TracerContext, var: VariableTracker, name: str, other: Vari
         equal = _dunder_call(tx, var, "__eq__", other, same_object, compare)
         return equal if equal is _NOT_IMPLEMENTED else ConstantVariable(not equal.truth(tx))
     raise Unsupported(f"{var.cls.__qualname__}.{name} is not Python")
+
+
+# What makes torch's argument parsing take an object as a number, a sequence or a tensor.
+_TORCH_CONVERSIONS = ("__torch_function__", "__index__", "__int__", "__float__", "__complex__", "__len__",
+                      "__getitem__", "__iter__", "__array__", "__array_interface__", "__dlpack__")
+
+
+def _opaque_to_torch(tx: TracerContext, cls: type) -> bool:
+    """Whether a tensor's operator takes no instance of ``cls`` (none of ``_TORCH_CONVERSIONS``,
+    the lookups guarded): it gives NotImplemented, and the object's reflected method runs."""
+    return all(class_static(tx, cls, name) is None for name in _TORCH_CONVERSIONS)
 
 
 class ObjectVariableBase(VariableTracker):

@@ -881,3 +881,36 @@ def test_property_subclass_with_its_own_set():
         return o.s + p.s
 
     check(fn, _t(4), UsesSubclassedDescriptors())
+
+
+class Reflected:
+    def __radd__(self, other):
+        return other * 10
+
+    def __rmul__(self, other):
+        return other - 1
+
+    def __eq__(self, other):
+        return "eq"
+
+
+class ReflectedIndex(Reflected):
+    def __index__(self):  # (torch's parsing takes it as an int: torch's add runs)
+        return 2
+
+
+def test_tensor_operator_with_a_user_object_runs_its_reflected_method():
+    def fn(x):
+        return x + Reflected(), x * Reflected(), len(x == Reflected()), 3 + Reflected()
+
+    check(fn, _t(4))
+    ours, theirs = symexec_graphs(fn, _t(4))[1], dynamo_graphs(fn, _t(4))[1]
+    assert ours.graph_count == 1 <= theirs.graph_count  # (torch.compile breaks on x == Reflected())
+
+
+def test_tensor_operator_with_an_object_torch_converts_is_right():
+    def fn(x):
+        return x + ReflectedIndex()
+
+    # symexec captures nothing here: how torch parses the object (its __index__) is not modelled
+    check(fn, _t(4), captured=False)
