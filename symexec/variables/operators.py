@@ -29,7 +29,8 @@ from .classes import COMPUTED_ALIAS_TYPES, UserDefinedClassVariable
 from .sets import SetVariable
 from .tensor import SymNodeVariable, record_call
 from .base import class_static
-from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase, user_operator
+from .user_objects import InstanceDictVariable, ObjectVariableBase
+from .user_operators import DUNDERS, user_operator
 
 def _type_value(tx: TracerContext, var: VariableTracker) -> Any:
     """The type, alias or union ``var`` stands for (``int``, ``list[int]``, ``typing.Optional``,
