@@ -914,3 +914,60 @@ def test_tensor_operator_with_an_object_torch_converts_is_right():
 
     # symexec captures nothing here: how torch parses the object (its __index__) is not modelled
     check(fn, _t(4), captured=False)
+
+
+# --------------------------------------------------------------------------------------------
+# Guards: a class changed between calls is read again
+
+
+def test_operator_method_added_between_calls_retraces():
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    def fn(x):
+        a, b = Box(1), Box(1)
+        return x + (a == b) + (a != b)
+
+    def add_eq():
+        Box.__eq__ = lambda self, other: self.v == other.v
+
+    def add_ne():
+        Box.__ne__ = lambda self, other: "ne"
+
+    check_sequence(fn, [_t(4)], add_eq, [_t(4)], add_ne, [_t(4)])
+
+
+def test_getattr_and_setattr_replaced_between_calls():
+    class Dyn:
+        def __getattr__(self, name):
+            if name.startswith("__"):  # (copy's __deepcopy__ lookup)
+                raise AttributeError(name)
+            return 1
+
+    def fn(x, o):
+        o.stored = 2
+        return x + o.missing + o.stored
+
+    def replace_getattr():
+        Dyn.__getattr__ = lambda self, name: 10 if name == "missing" else object.__getattribute__(self, name)
+
+    def replace_setattr():
+        Dyn.__setattr__ = lambda self, name, value: object.__setattr__(self, name, value * 3)
+
+    check_sequence(fn, [_t(4), Dyn()], replace_getattr, [_t(4), Dyn()], replace_setattr, [_t(4), Dyn()])
+
+
+def test_instance_attribute_shadowing_a_non_data_descriptor_between_calls():
+    class Holder:
+        n = Seven()
+
+    shared = Holder()
+
+    def fn(x, o):
+        return x + o.n
+
+    def shadow():
+        shared.n = 100
+
+    check_sequence(fn, [_t(4), shared], shadow, [_t(4), shared])
