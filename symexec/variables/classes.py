@@ -60,6 +60,7 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
         return construct_model_output(tx, cls, args, kwargs)
     return user_objects.construct(tx, cls, args, kwargs)
 
+
 def _object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
     """``object.__new__(cls)``: a plain object (``user_objects.object_new``); None (the graph
     breaks) for a class whose instances another family models (an nn.Module, a ModelOutput)."""

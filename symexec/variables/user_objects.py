@@ -113,7 +113,7 @@ class ObjectVariableBase(VariableTracker):
     def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """``object``'s own method, reached through ``super()`` or called as ``object.name(obj, ...)``."""
         if name == "__getattribute__" and len(args) == 1 and not kwargs and type(args[0].as_python_constant()) is str \
-                and type(self) is UserDefinedObjectVariable:
+                and type(self) in (UserDefinedObjectVariable, NewObjectVariable):
             try:
                 return self.generic_getattr(tx, args[0].as_python_constant(), native=True)
             except AttributeMissing as e:
@@ -352,13 +352,34 @@ class NewObjectVariable(ObjectVariableBase):
         return list(self.attributes.values())
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        """``obj.name``: the class's Python ``__getattribute__`` (traced) where it has one, else
+        the generic lookup; where that raises AttributeError, the class's ``__getattr__``."""
+        try:
+            if generic_access(tx, self.cls, "__getattribute__"):
+                return self.generic_getattr(tx, name)
+            hook = class_static(tx, self.cls, "__getattribute__")
+            if not isinstance(hook, types.FunctionType):
+                raise Unsupported(f"reading {name!r} of {self.describe()}: its __getattribute__ is not Python")
+            return call_getattr_hook(tx, UserMethodVariable(_function(hook, None), self), name)
+        except (AttributeMissing, TracedException) as e:
+            if isinstance(e, TracedException) and missing_from(e) is None:
+                raise  # (not an AttributeError)
+            fallback = class_static(tx, self.cls, "__getattr__")
+            if fallback is None:
+                raise
+            if not isinstance(fallback, types.FunctionType):
+                raise Unsupported(f"reading {name!r} of {self.describe()}: its __getattr__ is not Python") from None
+            return call_getattr_hook(tx, UserMethodVariable(_function(fallback, None), self), name)
+
+    def generic_getattr(self, tx: TracerContext, name: str, native: bool = False) -> VariableTracker:
+        """``object.__getattribute__(obj, name)``: its own attributes, then the class's."""
         if name in self.attributes:
             return self.attributes[name]
         if name == "__class__":
             return self.class_variable(tx)
         if name == "__dict__":
-            return InstanceDictVariable.of(tx, self)
-        if is_slot(class_static(tx, self.cls, name), name) and generic_access(tx, self.cls, "__getattribute__"):
+            return InstanceDictVariable.of(tx, self, native)
+        if is_slot(class_static(tx, self.cls, name), name):
             raise AttributeMissing.exactly(unset_slot(self.cls, name))
         return class_attribute(tx, self, self.cls, name, class_source=None)
 
@@ -614,7 +635,6 @@ def _plain_layout(cls: type) -> bool:
 
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement)
 _NO_NEW = staticmethod(object.__new__)
-
 
 
 class NativeMethodVariable(VariableTracker):

@@ -971,3 +971,77 @@ def test_instance_attribute_shadowing_a_non_data_descriptor_between_calls():
         shared.n = 100
 
     check_sequence(fn, [_t(4), shared], shadow, [_t(4), shared])
+
+
+# --------------------------------------------------------------------------------------------
+# Objects made by the trace whose class customises attribute access
+
+
+class Doubles:
+    def __init__(self, v):
+        self.a = v
+
+    def __getattribute__(self, name):
+        if name == "a":
+            return object.__getattribute__(self, name) * 2
+        if name == "special":
+            return 3
+        return super().__getattribute__(name)
+
+
+class Fallback:
+    def __init__(self):
+        self.real = 1
+
+    @property
+    def broken(self):
+        raise AttributeError("inside the getter")
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return len(name)
+
+
+class SlotsFallback:
+    __slots__ = ("a", "b")
+
+    def __init__(self):
+        self.a = 1
+
+    def __getattr__(self, name):
+        return 5
+
+
+def test_getattribute_of_an_object_made_inside():
+    def fn(x):
+        o = Doubles(x)
+        return o.a + o.special, o
+
+    check(fn, _t(4))
+    assert symexec_graphs(fn, _t(4))[1].graph_count == 1  # (torch.compile: 2)
+
+
+def test_getattr_fallback_of_an_object_made_inside():
+    def fn(x):
+        o = Fallback()
+        return x + o.real + o.xyz + o.broken + hasattr(o, "zz") + getattr(o, "__nope__", 10)
+
+    check(fn, _t(4))
+    assert symexec_graphs(fn, _t(4))[1].graph_count == 1
+
+
+def test_getattr_fallback_of_an_object_passed_in():
+    def fn(x, o):
+        return x + o.real + o.xyz + o.broken
+
+    check(fn, _t(4), Fallback())
+
+
+def test_unset_slot_falls_back_to_getattr():
+    def fn(x):
+        o = SlotsFallback()
+        return x + o.a + o.b
+
+    check(fn, _t(4))
+    assert symexec_graphs(fn, _t(4))[1].graph_count == 1
