@@ -703,6 +703,8 @@ class SuperVariable(VariableTracker):
         return super
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        if name == "__class__":  # (the super object's own, as super's lookup gives it)
+            return tx.wrap(super, ConstSource.of(super))
         obj_cls = self.obj.python_type()
         if self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type):
             obj_cls = self.obj.as_python_constant()  # super() in a classmethod: cls's own MRO

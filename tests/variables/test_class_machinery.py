@@ -1045,3 +1045,15 @@ def test_unset_slot_falls_back_to_getattr():
 
     check(fn, _t(4))
     assert symexec_graphs(fn, _t(4))[1].graph_count == 1
+
+
+def test_class_of_a_super_object():
+    class Child(Implemented):
+        def f(self):
+            return super().__class__ is super
+
+    def fn(x):
+        return x + Child().f()
+
+    check(fn, _t(4))
+    assert symexec_graphs(fn, _t(4))[1].graph_count == 1
