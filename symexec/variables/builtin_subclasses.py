@@ -43,11 +43,20 @@ _METHOD_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDesc
 _BUILTIN_METHOD_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
-def overrides_protocol(tx: TracerContext, cls: type, base: type) -> bool:
-    """Whether a subclass of the builtin container ``base`` defines a protocol method of its own
-    (the class lookups guarded)."""
+# What a list subclass made by the trace may define in Python and still be a list here: the
+# ways in are each the class's (``ListSubclassVariable.getitem``, ``call_method``), as CPython
+# reaches them. Iteration, ``len``, ``in``, ``bool``, operators are read from the items by other
+# families (as CPython's list does for a subclass that leaves them alone), so a class
+# overriding one is an object.
+LIST_DISPATCHED = frozenset({"__getitem__", "__setitem__", "__delitem__", "append", "extend", "insert", "remove",
+                             "index", "count", "sort", "reverse", "pop", "clear", "copy"})
+
+
+def overrides_protocol(tx: TracerContext, cls: type, base: type, dispatched: frozenset[str] = frozenset()) -> bool:
+    """Whether a subclass of the builtin container ``base`` defines a protocol method of its own,
+    other than the ``dispatched`` ones (the class lookups guarded)."""
     protocol = DICT_PROTOCOL if issubclass(base, dict) else CONTAINER_PROTOCOL
-    for name in sorted(protocol):
+    for name in sorted(protocol - dispatched):
         klass, static = find_on_class(tx, cls, name)
         if klass is not None and klass not in base.__mro__ and klass.__module__ != "collections" and not isinstance(
                 static, _BUILTIN_METHOD_TYPES):
@@ -250,11 +259,19 @@ class ListSubclassVariable(SubclassInstance, ListVariable):
         own = own_method_call(tx, self, self.user_cls, list, name, args, kwargs)
         return own if own is not None else self.native_call_method(tx, name, args, kwargs)
 
+    def getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
+        """``obj[index]``: the class's own ``__getitem__`` where it has one (one the trace made:
+        ``LIST_DISPATCHED``), else list's."""
+        own = own_method_call(tx, self, self.user_cls, list, "__getitem__", [index], {})
+        return own if own is not None else ListVariable.getitem(self, tx, index)
+
     def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker],
                            kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """The method of list itself (also what ``super().append(...)`` reaches)."""
         if self.native_setattr(tx, name, args, kwargs):
             return ConstantVariable(None)
+        if name == "__getitem__" and len(args) == 1 and not kwargs:  # (not through getitem: the class's)
+            return ListVariable.getitem(self, tx, args[0])
         return ListVariable.call_method(self, tx, name, args, kwargs)
 
     methods = Methods("list, for a subclass", extends=ListVariable.methods)
@@ -283,7 +300,7 @@ def construct_list_subclass(tx: TracerContext, cls: type, args: list[VariableTra
                             kwargs: dict[str, VariableTracker]) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user subclass of list: the builtin ``__new__`` makes it
     empty, then its ``__init__`` runs (inlined, or list's own)."""
-    if class_static(tx, cls, "__new__") is not list.__new__ or overrides_protocol(tx, cls, list):
+    if class_static(tx, cls, "__new__") is not list.__new__ or overrides_protocol(tx, cls, list, LIST_DISPATCHED):
         raise Unsupported(f"constructing {cls.__qualname__}, a list subclass with its own __new__ or protocol")
     obj = ListSubclassVariable([], cls)
     init = class_static(tx, cls, "__init__")

@@ -15,13 +15,15 @@ from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, Source
 from ..guards import GuardKind
-from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class, subclass_check
+from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class, is_data_descriptor, subclass_check
 from .lists import ListVariable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
+from .enums import enum_class_method, enum_member, enum_members, is_plain_enum
 from .new_modules import construct_user_module
 from .model_output import construct_model_output, is_model_output_class
 from . import user_objects
-from .object_protocol import class_attribute, tp_name
+from .functions import UserMethodVariable
+from .object_protocol import HANDLERS, class_attribute, python_function, tp_name
 from .user_objects import call_getattr_hook
 
 
@@ -58,6 +60,19 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
         return construct_model_output(tx, cls, args, kwargs)
     return user_objects.construct(tx, cls, args, kwargs)
 
+
+def _object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
+    """``object.__new__(cls)``: a plain object (``user_objects.object_new``); None (the graph
+    breaks) for a class whose instances another family models (an nn.Module, a ModelOutput)."""
+    klass = cls.as_python_constant() if cls.is_python_constant() else None
+    if not isinstance(klass, type) or subclass_check(tx, klass, torch.nn.Module) or is_model_output_class(tx, klass):
+        return None
+    return user_objects.object_new(tx, cls, *rest)
+
+
+HANDLERS[object.__new__] = _object_new
+
+
 class UserDefinedClassVariable(VariableTracker):
     """A class: ``isinstance`` targets, ``type(x)`` results, class attribute reads."""
 
@@ -80,31 +95,65 @@ class UserDefinedClassVariable(VariableTracker):
         if name in CLASS_DATA_ATTRS:
             # Assignable on a class: read through a source, so guarded like any attribute.
             return tx.wrap(getattr(self.cls, name), AttrSource(self.source or ConstSource.of(self.cls), name))
+        # ``type.__getattribute__``: a data descriptor of the metaclass, then the class's MRO, then
+        # the metaclass's attribute (bound to the class), then the metaclass's ``__getattr__``.
+        meta = type(self.cls)
+        if class_static(tx, meta, "__getattribute__") is not type.__getattribute__:
+            raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__}: its metaclass has __getattribute__")
+        meta_klass, meta_static = find_on_class(tx, meta, name)
+        from_python_meta = meta_klass is not None and meta_klass.__module__ != "builtins"
+        if from_python_meta and is_data_descriptor(meta_static):
+            return self._from_metaclass(tx, meta_klass, meta_static, name)
         try:
             return class_attribute(tx, None, self.cls, name, class_source=self.source)
         except AttributeMissing:
             pass
-        # Not on the class: then on its metaclass (``type``'s ``__subclasses__``, ``mro``...).
-        meta = type(self.cls)
-        if find_on_class(tx, meta, name)[0] is not None:
+        if from_python_meta:
+            return self._from_metaclass(tx, meta_klass, meta_static, name)
+        if meta_klass is not None:  # (``type``'s own: ``__subclasses__``, ``mro``...)
             if name == "__subclasses__" and meta is type:
                 return BoundMethodVariable(self, name)
             raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__} from its metaclass")
-        if class_static(tx, meta, "__getattr__") is not None or class_static(tx, meta, "__getattribute__") is not type.__getattribute__:
+        hook = class_static(tx, meta, "__getattr__")
+        if isinstance(hook, types.FunctionType):  # traced, as an instance's __getattr__ is
+            return call_getattr_hook(tx, UserMethodVariable(python_function(hook), self), name)
+        if hook is not None:
             raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__}: its metaclass has __getattr__")
         raise AttributeMissing.exactly(AttributeError(f"type object '{tp_name(self.cls)}' has no attribute '{name}'"))
+
+    def _from_metaclass(self, tx: TracerContext, meta_klass: type, static: Any, name: str) -> VariableTracker:
+        """``cls.name`` found on a Python metaclass: a function bound to the class (a method of
+        the metaclass), a property's getter run on the class, a plain value as it is."""
+        if isinstance(static, types.FunctionType):
+            return UserMethodVariable(python_function(static), self)
+        if type(static) is property and isinstance(static.fget, types.FunctionType):
+            return python_function(static.fget).call_function(tx, [self], {})
+        if class_static(tx, type(static), "__get__") is not None:
+            raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__}: a {type(static).__name__} "
+                              f"of its metaclass")
+        return tx.wrap(static, AttrSource(ConstSource.of(meta_klass), name))
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "__subclasses__" and not args and not kwargs and type(self.cls) is type:
             return self._subclasses(tx)
         if name == "__getitem__" and len(args) == 1 and not kwargs:
             return self._class_getitem(tx, args[0])
+        if name in ("__len__", "__contains__") and not kwargs:
+            found = enum_class_method(tx, self.cls, name, args)
+            if found is not None:
+                return found
         return super().call_method(tx, name, args, kwargs)
+
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
+        members = enum_members(tx, self.cls)  # (iterating an enum class)
+        return members if members is not None else super().unpack(tx)
 
     def _class_getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
         """``cls[index]`` (``list[int]``, ``Callable[[T], bool]`` in an annotation): the
         metaclass's ``__getitem__``, else the class's ``__class_getitem__`` (lookups guarded).
         The standard library's make an alias object and nothing else: made now, a constant."""
+        if is_plain_enum(tx, self.cls):
+            return enum_member(tx, self.cls, "_member_map_", index)
         if class_static(tx, type(self.cls), "__getitem__") is not None:
             raise Unsupported(f"subscripting class {self.cls.__qualname__}, whose metaclass has __getitem__")
         static = class_static(tx, self.cls, "__class_getitem__")
@@ -127,6 +176,8 @@ class UserDefinedClassVariable(VariableTracker):
 
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if subclass_check(tx, self.cls, torch.nn.Module):
+            if isinstance(class_static(tx, self.cls, "__new__"), staticmethod):  # its own __new__ (may make another)
+                return user_objects.construct(tx, self.cls, args, kwargs)
             return construct_user_module(tx, self.cls, args, kwargs)
         return construct(tx, self.cls, args, kwargs)
 

@@ -57,6 +57,8 @@ def construct_user_module(tx: TracerContext, cls: type, args: list[VariableTrack
         raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
     if class_static(tx, cls, "__new__") is not object.__new__:
         raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
+    if class_static(tx, cls, "__abstractmethods__"):  # (object.__new__ raises CPython's TypeError)
+        raise Unsupported(f"TypeError: can't instantiate the abstract class {cls.__qualname__}")
     module = object.__new__(cls)
     source = PrivateObjectSource.of(module)
     var = tx.trace.memos.input_trackers[source] = NewModuleVariable(module, source)  # (what wrapping it gives)

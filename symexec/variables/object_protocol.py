@@ -5,6 +5,9 @@ and ``Objects/abstract.c`` define it: the floor every tracker family builds on.
   attribute found along the MRO, guarded, and bound by its kind) and ``generic_getattr``
   (``PyObject_GenericGetAttr`` for an object that existed before the call: data descriptor,
   instance ``__dict__``, class attribute, ``__getattr__``).
+- Attribute stores: ``descriptor_store`` (``PyObject_GenericSetAttr``'s first step: a data
+  descriptor on the class takes the store or the deletion: a property's setter or deleter, a
+  Python ``__set__`` or ``__delete__``, traced).
 - ``callable``: ``type_is_callable`` (the type's ``__call__``; each family answers
   ``VariableTracker.is_callable`` from its Python type).
 - Operators and builtins: ``HANDLERS`` (what a builtin callable or an operator does, per
@@ -101,6 +104,8 @@ def class_attribute(tx: TracerContext, obj: VariableTracker | None, cls: type, n
         source = AttrSource(ConstSource.of(klass), name)
     for kind, bind in DESCRIPTORS.items():  # (the kinds are disjoint; a subclass of property is one)
         if isinstance(static, kind):
+            if type(static) is not kind and class_static(tx, type(static), "__get__") is not kind.__get__:
+                break  # (a subclass with its own __get__: that runs, below)
             bound = bind(tx, static, obj, cls, name, class_source)
             if bound is not None:
                 return bound
@@ -151,8 +156,8 @@ def generic_getattr(tx: TracerContext, obj: RealInstance, name: str, native: boo
     if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
         return tx.wrap(object.__getattribute__(obj.value, name), attr_source)
     data_descriptor = is_data_descriptor(static)
-    if data_descriptor and not isinstance(static, property):
-        raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name}")
+    if data_descriptor and class_static(tx, type(static), "__get__") is None:  # (the instance dict, then the descriptor)
+        raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name}, which has no __get__")
     instance_dict = _instance_dict(obj.value)
     if instance_dict is not None and name in instance_dict and not data_descriptor:
         return tx.wrap(instance_dict[name], attr_source)
@@ -165,6 +170,34 @@ def generic_getattr(tx: TracerContext, obj: RealInstance, name: str, native: boo
     if instance_dict is not None and not data_descriptor:  # an instance attribute set later shadows it
         tx.guards.not_in_instance_dict(obj.source, name, native)
     return class_attribute(tx, obj.receiver, cls, name, class_source=obj._class_source())
+
+
+def descriptor_store(tx: TracerContext, obj: VariableTracker, cls: type, name: str, value: VariableTracker | None) -> bool:
+    """The first step of ``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when
+    ``value`` is None): a data descriptor found on ``cls`` takes it. A property's setter (deleter)
+    or a descriptor's Python ``__set__`` (``__delete__``) runs, traced, and True is returned;
+    False where no data descriptor is found (a ``__slots__`` member is not one here: it stores
+    the value as an instance attribute would). What cannot be traced, or would raise (a property
+    without a setter), breaks the graph."""
+    klass, static = find_on_class(tx, cls, name)
+    if klass is None or is_slot(static, name) or not is_data_descriptor(static):
+        return False
+    what, hook_name = ("deleting", "__delete__") if value is None else ("setting", "__set__")
+    extra = [] if value is None else [value]
+    if isinstance(static, property) and class_static(tx, type(static), hook_name) is getattr(property, hook_name):
+        accessor = static.fdel if value is None else static.fset
+        if not isinstance(accessor, types.FunctionType):
+            raise Unsupported(f"{what} the property {cls.__qualname__}.{name}, which has no Python "
+                              f"{'deleter' if value is None else 'setter'}")
+        python_function(accessor).call_function(tx, [obj, *extra], {})
+        return True
+    hook = class_static(tx, type(static), hook_name)
+    if not isinstance(hook, types.FunctionType):
+        raise Unsupported(f"{what} {cls.__qualname__}.{name}, a {type(static).__qualname__} descriptor "
+                          f"without a Python {hook_name}")
+    descriptor = tx.wrap(static, GetItemSource(AttrSource(ConstSource.of(klass), "__dict__"), name))
+    python_function(hook).call_function(tx, [descriptor, obj, *extra], {})
+    return True
 
 
 def _instance_dict(value: Any) -> dict | None:

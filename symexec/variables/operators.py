@@ -29,7 +29,8 @@ from .classes import COMPUTED_ALIAS_TYPES, UserDefinedClassVariable
 from .sets import SetVariable
 from .tensor import SymNodeVariable, record_call
 from .base import class_static
-from .user_objects import DUNDERS, InstanceDictVariable, ObjectVariableBase
+from .user_objects import InstanceDictVariable, ObjectVariableBase
+from .user_operators import DUNDERS, user_operator
 
 def _type_value(tx: TracerContext, var: VariableTracker) -> Any:
     """The type, alias or union ``var`` stands for (``int``, ``list[int]``, ``typing.Optional``,
@@ -124,6 +125,8 @@ def _make_binary(fn: Any) -> Handler:
         if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):
             a, b = _bool_as_int(a), _bool_as_int(b)  # (sympy takes no True beside a symbol)
             a, b = _specialised_beside(a, b), _specialised_beside(b, a)
+        if fn.__name__ in DUNDERS and (isinstance(a, ObjectVariableBase) or isinstance(b, ObjectVariableBase)):
+            return user_operator(tx, fn.__name__, a, b, lambda: identical(a, b, tx))
         if in_graph(a) or in_graph(b):
             return record_call(tx, "call_function", fn, [a, b], {})
         if fn is operator.or_:
@@ -139,14 +142,6 @@ def _make_binary(fn: Any) -> Handler:
             return _plain_sequence(a)(a.items * b.as_python_constant())
         if fn is operator.mul and isinstance(b, (ListVariable, TupleVariable)) and isinstance(a, ConstantVariable):
             return _plain_sequence(b)(b.items * a.as_python_constant())
-        dunder, reflected = DUNDERS.get(fn.__name__, (None, None))
-        if dunder is not None:
-            if isinstance(a, ObjectVariableBase) and a.has_python_method(tx, dunder):
-                result = a.call_method(tx, dunder, [b], {})
-                if not (result.is_python_constant() and result.as_python_constant() is NotImplemented):
-                    return result
-            if isinstance(b, ObjectVariableBase) and b.has_python_method(tx, reflected):
-                return b.call_method(tx, reflected, [a], {})
         if fn in (operator.eq, operator.ne) and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
             equal = _sequences_equal(tx, a, b)
             if equal is not None:
@@ -156,11 +151,6 @@ def _make_binary(fn: Any) -> Handler:
                 return None  # a set equals a frozenset, dict_keys a set: by value, or unsupported
             if type(a) is not type(b) and not any(isinstance(a, family) and isinstance(b, family)
                                                   for family in (BaseListVariable, ConstDictVariable)):
-                for operand in (a, b):
-                    if isinstance(operand, ObjectVariableBase) and \
-                            class_static(tx, operand.python_type(), "__eq__") is not object.__eq__:
-                        # A builtin base's == (a tuple subclass equals the tuple it holds)
-                        raise Unsupported(f"== of a {operand.python_type().__qualname__}, its base's")
                 # Different families never compare equal (tensors were handled above).
                 return ConstantVariable(fn is operator.ne)
         return None

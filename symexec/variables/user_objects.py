@@ -23,10 +23,11 @@ from .base import DELETED, Methods, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
+from .enums import enum_member, is_plain_enum
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import ListVariable, NamedTupleVariable, TupleVariable
-from .object_protocol import (DESCRIPTORS, class_attribute, generic_access, generic_getattr, is_slot, no_attribute,
-                              type_is_callable, unset_slot)
+from .object_protocol import (DESCRIPTORS, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot,
+                              no_attribute, type_is_callable, unset_slot)
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -35,18 +36,6 @@ def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVari
 
 def _qualname_of(fn: types.FunctionType) -> str:
     return fn.__qualname__ if type(fn.__qualname__) is str else "__getattribute__"
-
-
-# Binary operators and the dunder methods that implement them for user objects.
-DUNDERS = {
-    "add": ("__add__", "__radd__"), "sub": ("__sub__", "__rsub__"), "mul": ("__mul__", "__rmul__"),
-    "truediv": ("__truediv__", "__rtruediv__"), "floordiv": ("__floordiv__", "__rfloordiv__"),
-    "mod": ("__mod__", "__rmod__"), "pow": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
-    "and_": ("__and__", "__rand__"), "or_": ("__or__", "__ror__"), "xor": ("__xor__", "__rxor__"),
-    "lshift": ("__lshift__", "__rlshift__"), "rshift": ("__rshift__", "__rrshift__"),
-    "lt": ("__lt__", "__gt__"), "le": ("__le__", "__ge__"), "gt": ("__gt__", "__lt__"), "ge": ("__ge__", "__le__"),
-    "eq": ("__eq__", "__eq__"), "ne": ("__ne__", "__ne__"),
-}
 
 
 class ObjectVariableBase(VariableTracker):
@@ -102,9 +91,20 @@ class ObjectVariableBase(VariableTracker):
         if isinstance(setter, types.FunctionType):
             _function(setter, None).call_function(tx, [self, ConstantVariable(name), *([value] if value is not None else [])], {})
         elif generic_access(tx, self.cls, method):
-            self.generic_store(tx, name, value)
+            self.object_setattr(tx, name, value)
         else:
             raise Unsupported(f"{method} of {self.describe()} is not Python")
+
+    @property
+    def receiver(self) -> VariableTracker:
+        """What the class's methods and descriptors get as the object."""
+        return self
+
+    def object_setattr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+        """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None):
+        a data descriptor of the class takes it (traced), else the instance store."""
+        if not descriptor_store(tx, self.receiver, self.cls, name, value):
+            self.generic_store(tx, name, value)
 
     def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None)."""
@@ -113,7 +113,7 @@ class ObjectVariableBase(VariableTracker):
     def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         """``object``'s own method, reached through ``super()`` or called as ``object.name(obj, ...)``."""
         if name == "__getattribute__" and len(args) == 1 and not kwargs and type(args[0].as_python_constant()) is str \
-                and type(self) is UserDefinedObjectVariable:
+                and type(self) in (UserDefinedObjectVariable, NewObjectVariable):
             try:
                 return self.generic_getattr(tx, args[0].as_python_constant(), native=True)
             except AttributeMissing as e:
@@ -123,7 +123,7 @@ class ObjectVariableBase(VariableTracker):
         arity = {"__setattr__": 2, "__delattr__": 1}.get(name)
         if arity is None or kwargs or len(args) != arity or type(args[0].as_python_constant()) is not str:
             raise Unsupported(f"calling object.{name} on {self.describe()}")
-        self.generic_store(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
+        self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
         return ConstantVariable(None)
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
@@ -326,7 +326,8 @@ def missing_from(e: TracedException) -> AttributeMissing | None:
 def make_object(cls: type, attributes: dict[str, Any]) -> Any:
     """An instance of ``cls`` with these attributes, without running ``__init__`` again
     (generated code: an object the trace created survives it)."""
-    obj = cls.__new__(cls)
+    # (a class's own Python __new__ may want arguments: ``object_new`` made the traced one)
+    obj = object.__new__(cls) if isinstance(cls.__new__, types.FunctionType) else cls.__new__(cls)
     for name, value in attributes.items():
         object.__setattr__(obj, name, value)
     return obj
@@ -351,13 +352,34 @@ class NewObjectVariable(ObjectVariableBase):
         return list(self.attributes.values())
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        """``obj.name``: the class's Python ``__getattribute__`` (traced) where it has one, else
+        the generic lookup; where that raises AttributeError, the class's ``__getattr__``."""
+        try:
+            if generic_access(tx, self.cls, "__getattribute__"):
+                return self.generic_getattr(tx, name)
+            hook = class_static(tx, self.cls, "__getattribute__")
+            if not isinstance(hook, types.FunctionType):
+                raise Unsupported(f"reading {name!r} of {self.describe()}: its __getattribute__ is not Python")
+            return call_getattr_hook(tx, UserMethodVariable(_function(hook, None), self), name)
+        except (AttributeMissing, TracedException) as e:
+            if isinstance(e, TracedException) and missing_from(e) is None:
+                raise  # (not an AttributeError)
+            fallback = class_static(tx, self.cls, "__getattr__")
+            if fallback is None:
+                raise
+            if not isinstance(fallback, types.FunctionType):
+                raise Unsupported(f"reading {name!r} of {self.describe()}: its __getattr__ is not Python") from None
+            return call_getattr_hook(tx, UserMethodVariable(_function(fallback, None), self), name)
+
+    def generic_getattr(self, tx: TracerContext, name: str, native: bool = False) -> VariableTracker:
+        """``object.__getattribute__(obj, name)``: its own attributes, then the class's."""
         if name in self.attributes:
             return self.attributes[name]
         if name == "__class__":
             return self.class_variable(tx)
         if name == "__dict__":
-            return InstanceDictVariable.of(tx, self)
-        if is_slot(class_static(tx, self.cls, name), name) and generic_access(tx, self.cls, "__getattribute__"):
+            return InstanceDictVariable.of(tx, self, native)
+        if is_slot(class_static(tx, self.cls, name), name):
             raise AttributeMissing.exactly(unset_slot(self.cls, name))
         return class_attribute(tx, self, self.cls, name, class_source=None)
 
@@ -548,6 +570,8 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
             raise Unsupported(f"TypeError: {cls.__qualname__}() arguments do not match its fields")
         items = [values[f] if f in values else ConstantVariable(defaults[f]) for f in fields]
         return NamedTupleVariable(items, cls)
+    if is_plain_enum(tx, cls) and len(args) == 1 and not kwargs:
+        return enum_member(tx, cls, "_value2member_map_", args[0])
     if class_static(tx, type(cls), "__call__") is not type.__call__:  # ABCMeta is fine; a metaclass __call__ is not
         raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
     if cls is types.SimpleNamespace and not args:  # its attributes are the keyword arguments
@@ -558,15 +582,59 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
         return construct_dict_subclass(tx, cls, args, kwargs)
     if issubclass(cls, list):
         return construct_list_subclass(tx, cls, args, kwargs)
-    if class_static(tx, cls, "__new__") is not object.__new__:
-        raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
-    obj = NewObjectVariable(cls)
-    init = class_static(tx, cls, "__init__")
+    new = class_static(tx, cls, "__new__")
+    if new is object.__new__:
+        obj: VariableTracker = new_instance(tx, cls)
+    elif isinstance(new, staticmethod) and isinstance(new.__func__, types.FunctionType):
+        # ``type.__call__``: the class's own ``__new__`` (traced) makes the object; ``__init__``
+        # runs only on an instance of ``cls`` (a singleton's may be one made before the call).
+        obj = _function(new.__func__, None).call_function(tx, [tx.wrap(cls, ConstSource.of(cls)), *args], kwargs)
+        if not issubclass(obj.python_type(), cls):
+            return obj
+    else:
+        raise Unsupported(f"constructing {cls.__qualname__}, whose __new__ is not Python")
+    init = class_static(tx, obj.python_type(), "__init__")
     if isinstance(init, types.FunctionType):
         _function(init, None).call_function(tx, [obj, *args], kwargs)
-    elif init is not object.__init__ or args or kwargs:
+    elif init is not object.__init__ or (new is object.__new__ and (args or kwargs)):
         raise Unsupported(f"constructing {cls.__qualname__}: its __init__ is not Python")
     return obj
+
+
+def object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
+    """``object.__new__(cls)`` (in a class's own ``__new__``, directly or through ``super()``): a new
+    instance of a plain user class, its attributes not set yet. None (the graph breaks) for
+    any other class, or with more arguments (CPython's TypeError). (``classes.py`` registers
+    it, leaving out the classes another family models.)"""
+    klass = cls.as_python_constant() if cls.is_python_constant() else None
+    if rest or not isinstance(klass, type) or not _plain_layout(klass):
+        return None
+    return new_instance(tx, klass)
+
+
+def new_instance(tx: TracerContext, cls: type) -> "NewObjectVariable":
+    """What ``object.__new__(cls)`` makes: a new instance, its attributes not set yet. A class
+    with abstract methods left (an ``abc.ABC`` not fully implemented) cannot be instantiated:
+    the graph breaks, so that eager raises CPython's TypeError (its lookup guarded)."""
+    if class_static(tx, cls, "__abstractmethods__"):
+        raise Unsupported(f"TypeError: can't instantiate the abstract class {cls.__qualname__}")
+    return NewObjectVariable(cls)
+
+
+def _plain_layout(cls: type) -> bool:
+    """Whether instances of ``cls`` are laid out as ``object``'s, what ``NewObjectVariable``
+    models (and what CPython's ``object.__new__(cls)`` checks is safe): its bases made by class
+    statements (no C ``__new__`` of their own) down to ``object``."""
+    base: type | None = cls
+    while base is not None and base.__flags__ & _HEAP_TYPE:
+        if not isinstance(base.__dict__.get("__new__", _NO_NEW), staticmethod):
+            return False
+        base = base.__base__
+    return base is object
+
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement)
+_NO_NEW = staticmethod(object.__new__)
 
 
 class NativeMethodVariable(VariableTracker):
@@ -635,10 +703,14 @@ class SuperVariable(VariableTracker):
         return super
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        if name == "__class__":  # (the super object's own, as super's lookup gives it)
+            return tx.wrap(super, ConstSource.of(super))
         obj_cls = self.obj.python_type()
         if self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type):
             obj_cls = self.obj.as_python_constant()  # super() in a classmethod: cls's own MRO
-        klass, _ = find_on_class(tx, obj_cls, name, start_after=self.cls)
+        klass, static = find_on_class(tx, obj_cls, name, start_after=self.cls)
+        if name == "__new__" and klass is not None and klass.__module__ == "builtins":
+            return tx.wrap(static, AttrSource(ConstSource.of(klass), name))  # (``object.__new__``: a function)
         if klass is not None and (klass.__module__ == "builtins" or klass in _NATIVE_OWNERS):
             return NativeMethodVariable(self.obj, name)
         return class_attribute(tx, self.obj, obj_cls, name, start_after=self.cls)

@@ -41,6 +41,8 @@ ALLOWED = {
     ("variables/lists.py", "NamedTupleVariable.as_python_constant"): "a namedtuple class's _fields/_make",
     ("variables/lists.py", "NamedTupleVariable.reconstruct"): "a namedtuple class's _make, run by generated code",
     ("variables/user_objects.py", "construct"): "a namedtuple class's _fields, fixed when the class is made",
+    ("variables/user_objects.py", "_plain_layout"):
+        "a class's layout (heap-type flags, __base__, whether a base has a C __new__): fixed when the class is made",
     ("variables/builtin_functions.py", "_unsupported_check"): "an error message",
     ("variables/builtin_functions.py", "_class_read"): "an error message",
     ("variables/classes.py", "<module>"): "the type of a C classmethod (dict.fromkeys), read once at import",
