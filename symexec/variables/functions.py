@@ -528,6 +528,18 @@ class UserMethodVariable(VariableTracker):
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.fn.call_function(tx, [self.obj, *args], kwargs)
 
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        """A bound method's own ``__func__`` and ``__self__``; any name that is not the method
+        type's (nor object's) is read from its function (CPython's method_getattro), as its
+        ``__doc__`` is: ``__name__``, ``__module__``, ``__wrapped__``, ``__dict__``..."""
+        if name == "__func__":
+            return self.fn
+        if name == "__self__":
+            return self.obj
+        if name == "__doc__" or (name not in vars(types.MethodType) and name not in vars(object)):
+            return self.fn.var_getattr(tx, name)
+        return super().var_getattr(tx, name)
+
     def subvalues(self) -> list[VariableTracker]:
         return [self.obj]
 

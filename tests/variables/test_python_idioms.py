@@ -429,6 +429,26 @@ def test_a_wrapper_made_while_tracing_escapes_with_its_attributes():
         assert w.__wrapped__.__code__ is e.__wrapped__.__code__ and sorted(vars(w)) == sorted(vars(e))
 
 
+class _Scaler:
+    def scaled(self, t):
+        """scales"""
+        return t * 3
+
+
+def test_functools_wraps_over_a_bound_method():
+    """A bound method's __module__ (and the other names it reads from its function) broke the
+    graph: pyro wraps its handlers' bound methods with functools.wraps."""
+    scaler = _Scaler()
+
+    def fn(x):
+        m = scaler.scaled
+        w = functools.wraps(m)(lambda t: m(t) + 1)
+        return (w(x), w.__name__, w.__qualname__, w.__doc__, w.__module__, w.__wrapped__.__func__ is _Scaler.scaled,
+                m.__self__ is scaler, m.__name__, m.__doc__)
+    check(fn, torch.randn(3))
+    _one_graph(fn, torch.randn(3))
+
+
 def test_a_function_made_while_tracing_keeps_its_annotations():
     """Generated code made the escaping function again without its annotations ({})."""
     def fn(x):
