@@ -33,6 +33,10 @@ _SETTABLE_SLOTS = {"__module__": object, "__doc__": object, "__name__": str, "__
 # Slots whose value the trace relies on (binding, globals, code) or that cannot be set.
 _FIXED_SLOTS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__globals__", "__closure__", "__dict__",
                           "__builtins__", "__class__"})
+# The builtin function type's own attributes, and those of the bound method type and object
+# (a bound method reads any other name from its function): builtin classes, which cannot change.
+_FUNCTION_TYPE_ATTRS = frozenset(vars(types.FunctionType))
+_METHOD_TYPE_ATTRS = frozenset(vars(types.MethodType)) | frozenset(vars(object))
 _NOT_INLINABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 class CellVariable(VariableTracker):
@@ -405,7 +409,7 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
             if required is not object and not _is_exactly(value, required):
                 raise Unsupported(f"setting {name} of {self.describe()} to a value that is not a {required.__name__}")
             self.slots[name] = value
-        elif name in vars(types.FunctionType):  # another of function's own attributes
+        elif name in _FUNCTION_TYPE_ATTRS:  # another of function's own attributes
             super().store_attr(tx, name, value)
         else:
             self._instance_dict().items[name] = value
@@ -536,7 +540,7 @@ class UserMethodVariable(VariableTracker):
             return self.fn
         if name == "__self__":
             return self.obj
-        if name == "__doc__" or (name not in vars(types.MethodType) and name not in vars(object)):
+        if name == "__doc__" or name not in _METHOD_TYPE_ATTRS:
             return self.fn.var_getattr(tx, name)
         return super().var_getattr(tx, name)
 
