@@ -37,6 +37,9 @@ _FIXED_SLOTS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__globa
 # (a bound method reads any other name from its function): builtin classes, which cannot change.
 _FUNCTION_TYPE_ATTRS = frozenset(vars(types.FunctionType))
 _METHOD_TYPE_ATTRS = frozenset(vars(types.MethodType)) | frozenset(vars(object))
+# Read from a real function with a source: its slots (``__type_params__`` where the function
+# type has it: 3.12+, which functools.wraps copies there).
+_READ_ATTRS = _FUNCTION_ATTRS | ({"__type_params__"} & _FUNCTION_TYPE_ATTRS)
 _NOT_INLINABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 class CellVariable(VariableTracker):
@@ -271,7 +274,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "__code__":
             return ConstantVariable(self.code)  # immutable; the function itself is guarded
-        if name in _FUNCTION_ATTRS or name in getattr(self.fn, "__dict__", {}):
+        if name in _READ_ATTRS or name in getattr(self.fn, "__dict__", {}):
             return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
         if name == "__dict__":  # (a live dict: read through a source, the function's own if none)
             return tx.wrap(self.fn.__dict__, AttrSource(self.source or ConstSource.of(self.fn), name))
@@ -384,6 +387,8 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
             return ConstantVariable(types.FunctionType(self.code, {}).__doc__)
         if name == "__module__":
             return self._module_name(tx)
+        if name == "__type_params__" and name in _FUNCTION_TYPE_ATTRS:
+            return TupleVariable([])  # (making a generic function breaks the graph: CALL_INTRINSIC_2)
         if name == "__annotations__" and self.annotations is None:
             self.slots[name] = ConstDictVariable({})  # made on first read, then the same dict
             return self.slots[name]
