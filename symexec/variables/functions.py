@@ -366,15 +366,17 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         self.closure = closure
         self.globals_source: Source | None = None  # how the making frame reached f_globals
         self.annotations: VariableTracker | None = None  # MAKE_FUNCTION's (name/value pairs)
-        self.slots: dict[str, VariableTracker] = {}  # the _SETTABLE_SLOTS set while tracing
+        # The _SETTABLE_SLOTS set while tracing: one dict tracker, so generated code builds it once
+        # (a tracker made per reconstruct could share the id of one already built, and be taken for it).
+        self.slots = ConstDictVariable({})
         self.instance_dict: ConstDictVariable | None = None  # its __dict__, once read or written
 
     def describe(self) -> str:
         return f"function {self.code.co_qualname}"
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
-        if name in self.slots:
-            return self.slots[name]
+        if name in self.slots.items:
+            return self.slots.items[name]
         if name == "__code__":
             return ConstantVariable(self.code)
         if name in ("__name__", "__qualname__"):
@@ -390,8 +392,8 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         if name == "__type_params__" and name in _FUNCTION_TYPE_ATTRS:
             return TupleVariable([])  # (making a generic function breaks the graph: CALL_INTRINSIC_2)
         if name == "__annotations__" and self.annotations is None:
-            self.slots[name] = ConstDictVariable({})  # made on first read, then the same dict
-            return self.slots[name]
+            self.slots.items[name] = ConstDictVariable({})  # made on first read, then the same dict
+            return self.slots.items[name]
         return super().var_getattr(tx, name)
 
     def _module_name(self, tx: TracerContext) -> VariableTracker:
@@ -413,7 +415,7 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
             required = _SETTABLE_SLOTS[name]
             if required is not object and not _is_exactly(value, required):
                 raise Unsupported(f"setting {name} of {self.describe()} to a value that is not a {required.__name__}")
-            self.slots[name] = value
+            self.slots.items[name] = value
         elif name in _FUNCTION_TYPE_ATTRS:  # another of function's own attributes
             super().store_attr(tx, name, value)
         else:
@@ -435,15 +437,15 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         return list(self.closure.unpack(tx)) if self.closure else []  # type: ignore[arg-type]
 
     def subvalues(self) -> list[VariableTracker]:
-        held = (self.defaults, self.kwdefaults, self.annotations, self.closure, self.instance_dict, *self.slots.values())
+        held = (self.defaults, self.kwdefaults, self.annotations, self.closure, self.instance_dict, self.slots)
         return [v for v in held if v is not None]
 
     def reconstruct(self, cg: Any) -> None:
-        if not self.slots and (self.instance_dict is None or not self.instance_dict.items):
+        if not self.slots.items and (self.instance_dict is None or not self.instance_dict.items):
             self._reconstruct_function(cg)
             return
         cg.call_const(_with_attributes, lambda: [self._reconstruct_function(cg),
-                                                 cg.reconstruct(ConstDictVariable(self.slots)),
+                                                 cg.reconstruct(self.slots),
                                                  cg.reconstruct(self._instance_dict())])
 
     def _reconstruct_function(self, cg: Any) -> None:
