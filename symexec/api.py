@@ -253,8 +253,13 @@ def _wrap(state: _Compiled, max_depth: int | None = None) -> Callable[..., Any]:
                 return original()(*args, **kwargs)
             local.depth = depth + 1
             try:
-                for entry in hot:  # called by generated code: the signature fits
-                    result = entry(*args, **kwargs)
+                for entry in hot:
+                    try:
+                        result = entry(*args, **kwargs)
+                    except TypeError as e:  # an entry traced from a call that passed every
+                        if e.__traceback__.tb_next is not None:  # argument has no defaults
+                            raise
+                        break
                     if result is not MISS:
                         return result
                 return miss(args, kwargs)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 from ..torch_api import disable_reason, disabled_by_torch, disabled_by_user
 from ..context import TracerContext
 from ..exc import Unsupported
-from ..source import AttrSource, ConstSource, GetItemSource, Source
+from ..source import AttrSource, ConstSource, GetItemSource, GlobalSource, Source
 from .base import VariableTracker
 from .object_protocol import DESCRIPTORS
 from .constant import ConstantVariable, is_literal, wrap_constant
@@ -26,6 +26,20 @@ from .lists import TupleVariable
 
 _FUNCTION_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__defaults__",
                              "__kwdefaults__", "__wrapped__", "__globals__", "__annotations__"})
+# The function object's own settable slots (getset descriptors, not its ``__dict__``), by the
+# type a new value must have (CPython raises TypeError for another): what functools.wraps sets.
+_SETTABLE_SLOTS = {"__module__": object, "__doc__": object, "__name__": str, "__qualname__": str,
+                   "__annotations__": dict, "__type_params__": tuple}
+# Slots whose value the trace relies on (binding, globals, code) or that cannot be set.
+_FIXED_SLOTS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "__globals__", "__closure__", "__dict__",
+                          "__builtins__", "__class__"})
+# The builtin function type's own attributes, and those of the bound method type and object
+# (a bound method reads any other name from its function): builtin classes, which cannot change.
+_FUNCTION_TYPE_ATTRS = frozenset(vars(types.FunctionType))
+_METHOD_TYPE_ATTRS = frozenset(vars(types.MethodType)) | frozenset(vars(object))
+# Read from a real function with a source: its slots (``__type_params__`` where the function
+# type has it: 3.12+, which functools.wraps copies there).
+_READ_ATTRS = _FUNCTION_ATTRS | ({"__type_params__"} & _FUNCTION_TYPE_ATTRS)
 _NOT_INLINABLE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 class CellVariable(VariableTracker):
@@ -122,6 +136,9 @@ class BaseUserFunctionVariable(VariableTracker):
 
     def python_type(self) -> type:
         return types.FunctionType
+
+    def truth(self, tx: TracerContext) -> bool:
+        return True  # (a function has neither __bool__ nor __len__)
 
     def check_inlinable(self) -> None:
         if self.code.co_flags & _NOT_INLINABLE_FLAGS:
@@ -262,8 +279,10 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "__code__":
             return ConstantVariable(self.code)  # immutable; the function itself is guarded
-        if name in _FUNCTION_ATTRS or name in getattr(self.fn, "__dict__", {}):
+        if name in _READ_ATTRS or name in getattr(self.fn, "__dict__", {}):
             return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
+        if name == "__dict__":  # (a live dict: read through a source, the function's own if none)
+            return tx.wrap(self.fn.__dict__, AttrSource(self.source or ConstSource.of(self.fn), name))
         return super().var_getattr(tx, name)
 
     def bind(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
@@ -332,7 +351,11 @@ def call_marked_constant(fn: Callable[..., Any], args: list[VariableTracker],
 
 
 class NestedUserFunctionVariable(BaseUserFunctionVariable):
-    """A function made by MAKE_FUNCTION while tracing; nothing about it exists outside yet."""
+    """A function made by MAKE_FUNCTION while tracing; nothing about it exists outside yet.
+    Attributes set on it (``functools.wraps``: ``__module__``, ``__name__``, ``__doc__``...,
+    ``__wrapped__`` and the wrapped function's ``__dict__``) are kept and set again on the
+    function generated code makes; setting ``__code__``, ``__defaults__``, ``__kwdefaults__``
+    or ``__dict__`` itself, or deleting an attribute, is not modelled."""
 
     models = types.FunctionType
 
@@ -347,16 +370,61 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         self.kwdefaults = kwdefaults
         self.closure = closure
         self.globals_source: Source | None = None  # how the making frame reached f_globals
+        self.annotations: VariableTracker | None = None  # MAKE_FUNCTION's (name/value pairs)
+        # The _SETTABLE_SLOTS set while tracing: one dict tracker, so generated code builds it once
+        # (a tracker made per reconstruct could share the id of one already built, and be taken for it).
+        self.slots = ConstDictVariable({})
+        self.instance_dict: ConstDictVariable | None = None  # its __dict__, once read or written
 
     def describe(self) -> str:
         return f"function {self.code.co_qualname}"
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        if name in self.slots.items:
+            return self.slots.items[name]
         if name == "__code__":
             return ConstantVariable(self.code)
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(getattr(self.code, "co_" + name.strip("_")))
+        if name == "__dict__":
+            return self._instance_dict()
+        if self.instance_dict is not None and name in self.instance_dict.items:
+            return self.instance_dict.items[name]
+        if name == "__doc__":  # (CPython takes it from the code's constants, by version)
+            return ConstantVariable(types.FunctionType(self.code, {}).__doc__)
+        if name == "__module__":
+            return self._module_name(tx)
+        if name == "__type_params__" and name in _FUNCTION_TYPE_ATTRS:
+            return TupleVariable([])  # (making a generic function breaks the graph: CALL_INTRINSIC_2)
+        if name == "__annotations__" and self.annotations is None:
+            self.slots.items[name] = ConstDictVariable({})  # made on first read, then the same dict
+            return self.slots.items[name]
         return super().var_getattr(tx, name)
+
+    def _module_name(self, tx: TracerContext) -> VariableTracker:
+        """``__module__``: the making frame's global ``__name__`` (read through its source)."""
+        if "__name__" not in self.f_globals or (self.globals_source is None and "__name__" in tx.trace.side_effects.globals):
+            raise Unsupported(f"the __module__ of {self.describe()}")
+        source = GlobalSource("__name__") if self.globals_source is None else GetItemSource(self.globals_source, "__name__")
+        return tx.wrap(self.f_globals["__name__"], source)
+
+    def _instance_dict(self) -> ConstDictVariable:
+        if self.instance_dict is None:
+            self.instance_dict = ConstDictVariable({})
+        return self.instance_dict
+
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+        if value is None or name in _FIXED_SLOTS or _reaches(value, self):
+            return super().store_attr(tx, name, value)
+        if name in _SETTABLE_SLOTS:
+            required = _SETTABLE_SLOTS[name]
+            if required is not object and not _is_exactly(value, required):
+                raise Unsupported(f"setting {name} of {self.describe()} to a value that is not a {required.__name__}")
+            self.slots.items[name] = value
+        elif name in _FUNCTION_TYPE_ATTRS:  # another of function's own attributes
+            super().store_attr(tx, name, value)
+        else:
+            self._instance_dict().items[name] = value
 
     def bind(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
         # A function object with our trackers as its defaults lets inspect do the binding.
@@ -374,9 +442,18 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         return list(self.closure.unpack(tx)) if self.closure else []  # type: ignore[arg-type]
 
     def subvalues(self) -> list[VariableTracker]:
-        return [v for v in (self.defaults, self.kwdefaults, self.closure) if v is not None]
+        held = (self.defaults, self.kwdefaults, self.annotations, self.closure, self.instance_dict, self.slots)
+        return [v for v in held if v is not None]
 
     def reconstruct(self, cg: Any) -> None:
+        if not self.slots.items and (self.instance_dict is None or not self.instance_dict.items):
+            self._reconstruct_function(cg)
+            return
+        cg.call_const(_with_attributes, lambda: [self._reconstruct_function(cg),
+                                                 cg.reconstruct(self.slots),
+                                                 cg.reconstruct(self._instance_dict())])
+
+    def _reconstruct_function(self, cg: Any) -> None:
         """MAKE_FUNCTION again, in generated code, over the cells it closes over (made by
         generated code too, shared with the continuation). A cell made first may hold this
         very function (a recursive inner function): made then, it is the one loaded here."""
@@ -401,6 +478,9 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         if self.kwdefaults is not None:
             cg.reconstruct(self.kwdefaults)
             flags |= 0x02
+        if self.annotations is not None:
+            cg.reconstruct(self.annotations)
+            flags |= 0x04
         if self.closure is not None:  # its cells, the very ones the continuation gets
             cells = self.closure.unpack(None)
             for cell in cells:
@@ -412,6 +492,21 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
 
     def __repr__(self) -> str:
         return f"NestedUserFunctionVariable({self.code.co_qualname})"
+
+
+def _is_exactly(value: VariableTracker, required: type) -> bool:
+    try:
+        return value.python_type() is required
+    except Unsupported:
+        return False
+
+
+def _with_attributes(fn: types.FunctionType, slots: dict[str, Any], attributes: dict[str, Any]) -> types.FunctionType:
+    """``fn`` with the slots and ``__dict__`` entries the trace set on it."""
+    for name, value in slots.items():
+        setattr(fn, name, value)
+    fn.__dict__.update(attributes)
+    return fn
 
 
 def _with_globals(fn: types.FunctionType, f_globals: dict[str, Any]) -> types.FunctionType:
@@ -448,6 +543,18 @@ class UserMethodVariable(VariableTracker):
 
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return self.fn.call_function(tx, [self.obj, *args], kwargs)
+
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        """A bound method's own ``__func__`` and ``__self__``; any name that is not the method
+        type's (nor object's) is read from its function (CPython's method_getattro), as its
+        ``__doc__`` is: ``__name__``, ``__module__``, ``__wrapped__``, ``__dict__``..."""
+        if name == "__func__":
+            return self.fn
+        if name == "__self__":
+            return self.obj
+        if name == "__doc__" or name not in _METHOD_TYPE_ATTRS:
+            return self.fn.var_getattr(tx, name)
+        return super().var_getattr(tx, name)
 
     def subvalues(self) -> list[VariableTracker]:
         return [self.obj]

@@ -1,8 +1,11 @@
-"""transformers' ``ModelOutput`` dataclasses (model outputs), modelled exactly.
+"""transformers' ``ModelOutput`` dataclasses (model outputs), and diffusers' ``BaseOutput`` ones
+(an older copy of the same class), modelled exactly.
 
 A ModelOutput is an OrderedDict and a dataclass at once: its dict holds the fields set to
 something other than None, in the order they were set; setting a field (attribute or item)
-updates both. symexec never imports transformers: the base class is found in ``sys.modules``.
+updates both. symexec never imports transformers or diffusers: the base classes are found in
+``sys.modules``. Where the two bases differ (``_OutputKind``), the trackers model the part they
+share and break the graph on the rest.
 Objects built while tracing (``ModelOutputVariable``) are rebuilt by generated code as
 ``cls(**fields)``; objects passed in (``InputModelOutputVariable``, what a continuation gets
 after a graph break) are read through their sources, and the trace's writes replayed on them.
@@ -29,9 +32,44 @@ from .object_protocol import class_attribute
 from .user_objects import ObjectVariableBase
 
 
-def model_output_base() -> type | None:
-    """transformers' ``ModelOutput`` when transformers is loaded (symexec never imports it)."""
-    return getattr(sys.modules.get("transformers.utils.generic"), "ModelOutput", None)
+@dataclasses.dataclass(frozen=True)
+class _OutputKind:
+    """A library's model-output base class, by where it is defined. ``any_field_becomes_item``:
+    whether setting a field to a value makes it an item even when it was not one (transformers'
+    ``__setattr__`` tests the field names; diffusers' tests the keys, so it only updates an item
+    that exists). Both rebuild from their fields as ``_rebuilt_items`` says: they differ only in
+    how they unpack a lone first field that is not a tensor, which the trackers refuse."""
+
+    module: str
+    name: str
+    any_field_becomes_item: bool
+
+    def base(self) -> type | None:
+        """The base class when its library is loaded (symexec never imports it)."""
+        return getattr(sys.modules.get(self.module), self.name, None)
+
+
+_KINDS = (
+    _OutputKind("transformers.utils.generic", "ModelOutput", any_field_becomes_item=True),
+    _OutputKind("diffusers.utils.outputs", "BaseOutput", any_field_becomes_item=False),
+)
+
+
+def _kind_of(cls: type) -> tuple[_OutputKind, type] | None:
+    """The kind of model output ``cls`` is, with its base class; None for any other class."""
+    for kind in _KINDS:
+        base = kind.base()
+        if base is not None and isinstance(cls, type) and issubclass(cls, base):
+            return kind, base
+    return None
+
+
+def _items_after_setattr(kind: _OutputKind, items: dict[str, VariableTracker], name: str,
+                         value: VariableTracker) -> dict[str, VariableTracker]:
+    """The items after ``obj.name = value`` (the base's ``__setattr__``) on an object with ``items``."""
+    if _is_none(value) or (name not in items and not kind.any_field_becomes_item):
+        return dict(items)
+    return {**items, name: value}
 
 
 # What ModelOutput does through these names is what the trackers model: a subclass (or a class
@@ -55,8 +93,8 @@ _RENAMED = frozenset({"past_key_values", "cache_params"})
 def is_model_output_class(tx: TracerContext, cls: type) -> bool:
     """Whether ``cls`` is a dataclass subclass of ``ModelOutput`` whose dict protocol is
     ModelOutput's own (the lookups that decide it are guarded)."""
-    base = model_output_base()
-    if base is None or not issubclass(cls, base) or cls is base or not dataclasses.is_dataclass(cls):
+    found = _kind_of(cls)
+    if found is None or cls is found[1] or not dataclasses.is_dataclass(cls):
         return False
     later = _from_model_output(cls)
     for name in _PROTOCOL:
@@ -74,9 +112,10 @@ def is_model_output_class(tx: TracerContext, cls: type) -> bool:
 
 
 def _from_model_output(cls: type) -> tuple[type, ...]:
-    """ModelOutput and the classes after it in ``cls``'s MRO (which the lookups guard)."""
+    """The base (ModelOutput, BaseOutput) and the classes after it in ``cls``'s MRO (which the
+    lookups guard)."""
     mro = cls.__mro__
-    return mro[mro.index(model_output_base()):]
+    return mro[mro.index(_kind_of(cls)[1]):]
 
 
 @dataclasses.dataclass
@@ -91,16 +130,18 @@ _GENERATED_FILE = _Probe.__init__.__code__.co_filename
 def _generated_init(tx: TracerContext, init: Any) -> bool:
     """Whether ``init`` is the ``__init__`` ``@dataclass`` made (as ModelOutput's metaclass
     wraps it, to rename old keywords), not one written in the class, which may do anything."""
-    if isinstance(init, types.FunctionType) and init.__code__ in _bc_wrapper_codes(tx):
+    if isinstance(init, types.FunctionType) and init.__code__ in _bc_wrapper_codes(tx, _KINDS[0].base()):
         init = init.__closure__[init.__code__.co_freevars.index("init")].cell_contents
     return isinstance(init, types.FunctionType) and init.__code__.co_filename == _GENERATED_FILE \
         and init.__name__ == "__init__"
 
 
-def _bc_wrapper_codes(tx: TracerContext) -> tuple[types.CodeType, ...]:
+def _bc_wrapper_codes(tx: TracerContext, base: type | None) -> tuple[types.CodeType, ...]:
     """The code of the wrapper ModelOutput's metaclass puts around a dataclass ``__init__``
     (which calls the closed-over ``init`` after renaming keywords this model does not take)."""
-    setter = class_static(tx, type(model_output_base()), "__setattr__")
+    if base is None:
+        return ()
+    setter = class_static(tx, type(base), "__setattr__")
     if not isinstance(setter, types.FunctionType):
         return ()
     return tuple(c for c in setter.__code__.co_consts
@@ -109,6 +150,28 @@ def _bc_wrapper_codes(tx: TracerContext) -> tuple[types.CodeType, ...]:
 
 def _is_none(var: VariableTracker) -> bool:
     return var.is_python_constant() and var.as_python_constant() is None
+
+
+def _rebuilt_items(kind: _OutputKind, fields: dict[str, VariableTracker]) -> dict[str, VariableTracker] | None:
+    """The dict ``cls(**fields)`` makes (the base's ``__post_init__``): the non-None fields, in
+    field order; None when ``__post_init__`` would instead unpack a lone first field as pairs
+    (transformers' tries any first field that is not a tensor; diffusers' only a dict)."""
+    values = list(fields.values())
+    if values and not _is_none(values[0]) and all(_is_none(v) for v in values[1:]) and not _never_unpacked(kind, values[0]):
+        return None
+    return {k: v for k, v in fields.items() if not _is_none(v)}
+
+
+def _never_unpacked(kind: _OutputKind, first: VariableTracker) -> bool:
+    """Whether a lone first field ``first`` is kept as the item by the kind's ``__post_init__``."""
+    if isinstance(first, TensorVariable):
+        return True
+    if kind.any_field_becomes_item:  # transformers: iterated unless it is a tensor
+        return False
+    try:
+        return not issubclass(first.python_type(), dict)  # diffusers: unpacked only if a dict
+    except Unsupported:
+        return False
 
 
 def _same_items(a: dict[str, VariableTracker], b: dict[str, VariableTracker]) -> bool:
@@ -125,6 +188,10 @@ class ModelOutputBase(ObjectVariableBase):
     cls: type
     fields: dict[str, VariableTracker]
     dict: "_ModelOutputDict"
+
+    @property
+    def kind(self) -> _OutputKind:
+        return _kind_of(self.cls)[0]
 
     def _set(self, tx: TracerContext, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
         raise NotImplementedError
@@ -150,10 +217,7 @@ class ModelOutputBase(ObjectVariableBase):
         if value is None:
             raise Unsupported(f"deleting attribute {name!r} of {self.describe()}")
         name = self._field_name(name, "setting the attribute")
-        items = dict(self.dict.items)
-        if not _is_none(value):  # ModelOutput.__setattr__: a field set to a value is also an item
-            items[name] = value
-        self._set(tx, name, value, items)
+        self._set(tx, name, value, _items_after_setattr(self.kind, self.dict.items, name, value))
 
     def truth(self, tx: TracerContext) -> bool:
         return bool(self.dict.items)
@@ -252,7 +316,7 @@ class ModelOutputVariable(ModelOutputBase):
         super().__init__()
         self.cls = cls
         self.fields = fields  # every field's attribute value, in field order
-        self.dict = _ModelOutputDict(self, self._rebuilt_items(fields) or {})
+        self.dict = _ModelOutputDict(self, _rebuilt_items(self.kind, fields) or {})
 
     def describe(self) -> str:
         return f"a {self.cls.__qualname__}"
@@ -263,18 +327,9 @@ class ModelOutputVariable(ModelOutputBase):
     def field_names(self) -> list[str]:
         return list(self.fields)
 
-    @staticmethod
-    def _rebuilt_items(fields: dict[str, VariableTracker]) -> dict[str, VariableTracker] | None:
-        """The dict ``cls(**fields)`` makes (ModelOutput.__post_init__): the non-None fields, in
-        field order; None when __post_init__ would instead unpack the first field as pairs."""
-        values = list(fields.values())
-        if values and not _is_none(values[0]) and all(_is_none(v) for v in values[1:]) and not isinstance(values[0], TensorVariable):
-            return None
-        return {k: v for k, v in fields.items() if not _is_none(v)}
-
     def _set(self, tx: TracerContext, name: str, value: VariableTracker, items: dict[str, VariableTracker]) -> None:
         """Set field ``name`` to ``value`` with the dict becoming ``items``, if rebuilding gives it."""
-        rebuilt = self._rebuilt_items({**self.fields, name: value})
+        rebuilt = _rebuilt_items(self.kind, {**self.fields, name: value})
         if rebuilt is None or not _same_items(rebuilt, items):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name}: the object could not be rebuilt from its fields")
         self._commit(name, value, items)
@@ -336,8 +391,8 @@ class InputModelOutputVariable(ModelOutputBase):
         side_effects.store_attr(self, name, value)
         replayed = dict(self.original)  # what the attribute writes, replayed in their order, make
         for obj, written, written_value in side_effects.attributes.values():
-            if obj is self and not _is_none(written_value):
-                replayed[written] = written_value
+            if obj is self:
+                replayed = _items_after_setattr(self.kind, replayed, written, written_value)
         if not _same_items(replayed, items):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name}: replaying the writes would not give its items")
         self._commit(name, value, items)
@@ -403,8 +458,8 @@ def construct_model_output(tx: TracerContext, cls: type, args: list[VariableTrac
             values[f.name] = ConstantVariable(f.default)
         else:
             raise Unsupported(f"the field {f.name!r} of {cls.__qualname__} has no simple default")
-    if ModelOutputVariable._rebuilt_items(values) is None:
-        raise Unsupported(f"{cls.__qualname__}() with only its first field, not a tensor: "
-                          f"ModelOutput unpacks it as key/value pairs")
+    if _rebuilt_items(_kind_of(cls)[0], values) is None:
+        raise Unsupported(f"{cls.__qualname__}() with only its first field, which its base may unpack "
+                          f"as key/value pairs")
     return ModelOutputVariable(cls, values)
 

@@ -857,3 +857,21 @@ def test_a_query_of_torchs_state_with_keywords_is_guarded_too():
     compiled = check_sequence(fn, [X], [X])
     texts = [g.text for e in symexec.cache_entries(compiled) for g in e.guards]
     assert "torch.is_autocast_enabled(device_type='cpu') is False" in texts, texts
+
+
+def _breaks_inside(x, k=2, j=3):
+    x = x + k
+    symexec.graph_break()  # the call of this function runs at a break: its compiled stand-in
+    return x * j
+
+
+def test_a_callee_entry_traced_with_every_argument_given_misses_a_call_omitting_one():
+    """A callee's entry traced from a call passing every argument has no defaults: a later call
+    omitting one raised TypeError (missing 2 required positional arguments) from the entry, where
+    the root's hot path takes it as a miss (gpytorch's Kernel.__call__, called both ways)."""
+    def fn(x, full):
+        if full:
+            return _breaks_inside(x, 4, 5)
+        return _breaks_inside(x)
+
+    check_sequence(fn, [X, True], [X, False], [X, True], [X, False])

@@ -28,6 +28,10 @@ ALLOWED = {
     ("variables/optimizer.py", "InitGroupVariable._make_state"):
         "whether to make an optimizer's missing state for real before tracing _init_group, which reads it guarded",
     ("variables/base.py", "find_on_class"): "the one guarded class lookup",
+    ("variables/functions.py", "<module>"):
+        "the attribute names of the builtin function and method types and of object (immutable), read at import",
+    ("variables/functions.py", "_with_attributes"):
+        "run by generated code: the attributes the trace set on a function it made, set on the function made again",
     ("variables/torch_functions.py", "_plain_python_class"):
         "the MRO of a torch class pinned by identity, guarded by the lookups before it, and whether its "
         "bases are written in Python (a class's heap-type flag never changes)",

@@ -284,3 +284,79 @@ def test_model_output_get_compiled_on_its_own(key):
     out = BaseModelOutput(last_hidden_state=torch.randn(2), attentions=(torch.randn(1),))
     check(ModelOutput.get, out, key, captured=False)
     assert symexec.explain(ModelOutput.get, out, key).graph_break_count == 0
+
+
+# -- diffusers' BaseOutput: an older copy of ModelOutput, modelled where the two agree ------------
+
+
+@pytest.fixture(scope="module")
+def diffusers_outputs():
+    """diffusers' BaseOutput and a two-field subclass (diffusers is a test extra)."""
+    outputs = pytest.importorskip("diffusers.utils.outputs")
+
+    @dataclasses.dataclass
+    class TwoFields(outputs.BaseOutput):
+        a: torch.Tensor = None
+        b: object = None
+
+    return outputs.BaseOutput, TwoFields
+
+
+def test_a_diffusers_output_built_while_tracing(diffusers_outputs):
+    # Failed before: "constructing TwoFields, a dict subclass with its own __new__ or protocol"
+    # (diffusers' UNet2DModel broke once at its return, where torch.compile does not).
+    _, TwoFields = diffusers_outputs
+
+    def f(x):
+        o = TwoFields(a=x + 1)
+        return o, o.a * 2, o[0], o["a"], o.to_tuple(), len(o), list(o.keys()), "b" in o, o.get("b")
+    check(f, torch.ones(2))
+    assert_same_graphs_as_dynamo(f, torch.ones(2))
+
+
+class _Distribution:
+    """A non-tensor lone first field (diffusers' AutoencoderKLOutput holds a distribution)."""
+
+    def __init__(self, mean):
+        self.mean = mean
+
+
+def test_a_diffusers_output_of_a_lone_object_keeps_it_as_its_item(diffusers_outputs):
+    # Failed before (a break): transformers' ModelOutput would try to unpack it as key/value
+    # pairs; diffusers' BaseOutput unpacks only a dict.
+    _, TwoFields = diffusers_outputs
+
+    def f(x):
+        o = TwoFields(b=None, a=None)
+        p = TwoFields(_Distribution(x * 2))
+        return len(o), p.a.mean + 1, len(p), list(p.keys())
+    check(f, torch.ones(2))
+    assert_same_graphs_as_dynamo(f, torch.ones(2))
+
+
+def test_a_diffusers_output_of_a_lone_dict_is_unpacked(diffusers_outputs):
+    _, TwoFields = diffusers_outputs
+
+    def f(x):
+        o = TwoFields({"a": x, "b": 3})
+        return len(o), list(o.keys()), o.a, x + 1
+    check(f, torch.ones(2))
+
+
+def test_setting_an_unset_field_of_a_diffusers_output_adds_no_item(diffusers_outputs):
+    # diffusers' __setattr__ updates an item only when the key is there (transformers' whenever
+    # the name is a field): built while tracing or passed in, the item stays out.
+    _, TwoFields = diffusers_outputs
+
+    def built(x):
+        o = TwoFields(a=x)
+        o.b = x * 2
+        o.a = x * 3
+        return len(o), list(o.keys()), o.b, o["a"]
+
+    def passed(o, x):
+        o.b = x * 2
+        o.a = x + 1
+        return len(o), list(o.keys()), o.b, o["a"]
+    check(built, torch.ones(2))
+    check(passed, TwoFields(a=torch.zeros(2)), torch.ones(2))

@@ -378,6 +378,119 @@ def test_functools_wraps_chain():
     _one_graph(fn, torch.randn(3))
 
 
+def _identity(t):
+    """returns its argument"""
+    return t
+
+
+_identity.tag = "kept"  # a __dict__ entry functools.wraps copies
+
+
+def _maybe(fn=None):
+    """x-transformers' ``maybe``: a wrapper made per call with functools.wraps, called at once."""
+    fn = fn or _identity
+
+    @functools.wraps(fn)
+    def inner(x, *args, **kwargs):
+        return x if x is None else fn(x, *args, **kwargs)
+    return inner
+
+
+def test_functools_wraps_on_a_function_made_while_tracing():
+    """Setting __module__ (then __name__, __doc__, __wrapped__, the __dict__ entries) of a
+    function made in the trace broke the graph: x-transformers' decoder kept 8 of 80 ops."""
+    def fn(x):
+        w = _maybe(None)
+        return (w(x) * 2, w.__name__, w.__qualname__, w.__doc__, w.__module__, w.__wrapped__ is _identity,
+                w.tag, sorted(w.__dict__))
+
+    def calls_it(x):
+        return _maybe(None)(x) * 2, _maybe(lambda t: t + 1)(x)
+    check(fn, torch.randn(3))
+    check(calls_it, torch.randn(3))
+    # (torch.compile's w.__dict__ also lists the slots functools.wraps set: not compared)
+    _one_graph(calls_it, torch.randn(3))
+
+
+def test_a_wrapper_made_while_tracing_escapes_with_its_attributes():
+    """Returned (or stored), the function generated code makes again carries what was set."""
+    def fn(x):
+        w = _maybe(lambda t: t + 1)
+        w.extra = x.shape[0]
+        return w(x), w
+
+    compiled = symexec.compile(fn)
+    for _ in range(2):
+        x = torch.randn(3)
+        (out, w), (expected, e) = compiled(x), fn(x)
+        assert torch.equal(out, expected) and torch.equal(w(x), e(x))
+        for name in ("__name__", "__qualname__", "__doc__", "__module__", "__annotations__", "extra"):
+            assert getattr(w, name) == getattr(e, name), name
+        assert w.__wrapped__.__code__ is e.__wrapped__.__code__ and sorted(vars(w)) == sorted(vars(e))
+
+
+class _Scaler:
+    def scaled(self, t):
+        """scales"""
+        return t * 3
+
+
+def test_functools_wraps_over_a_bound_method():
+    """A bound method's __module__ (and the other names it reads from its function) broke the
+    graph: pyro wraps its handlers' bound methods with functools.wraps."""
+    scaler = _Scaler()
+
+    def fn(x):
+        m = scaler.scaled
+        w = functools.wraps(m)(lambda t: m(t) + 1)
+        return (w(x), w.__name__, w.__qualname__, w.__doc__, w.__module__, w.__wrapped__.__func__ is _Scaler.scaled,
+                m.__self__ is scaler, m.__name__, m.__doc__)
+    check(fn, torch.randn(3))
+    _one_graph(fn, torch.randn(3))
+
+
+def test_a_function_made_while_tracing_keeps_its_annotations():
+    """Generated code made the escaping function again without its annotations ({})."""
+    def fn(x):
+        def inner(t: torch.Tensor, k: int = 2) -> torch.Tensor:
+            return t * k
+
+        def bare(t):
+            return t
+        return inner(x), inner, bare.__annotations__, bare
+
+    compiled = symexec.compile(fn)
+    for _ in range(2):
+        x = torch.randn(3)
+        (out, f, annotations, bare), (expected, e, _, _) = compiled(x), fn(x)
+        assert torch.equal(out, expected) and f.__annotations__ == e.__annotations__
+        assert annotations == {} and bare.__annotations__ is annotations  # (the dict made on first read)
+
+
+def test_attributes_of_a_function_made_while_tracing_that_are_not_modelled():
+    """__name__ set to a non-string raises TypeError in eager; __defaults__ changes binding:
+    both break the graph and run as eager."""
+    def bad_name(x):
+        def inner(t):
+            return t + 1
+        x = x * 2
+        try:
+            inner.__name__ = 3
+        except TypeError as e:
+            return inner(x), str(e)
+        return inner(x), None
+
+    def new_defaults(x):
+        def inner(t, k=1):
+            return t + k
+        x = x * 2
+        inner.__defaults__ = (5,)
+        return inner(x)
+
+    check(bad_name, torch.randn(3))
+    check(new_defaults, torch.randn(3))
+
+
 # -- 7. cls.__subclasses__(), relative imports inside functions, copy.deepcopy(module) -------------
 class Shape:
     pass
