@@ -26,7 +26,7 @@ from ..guards import GuardKind
 from ..source import AttrSource, ConstSource, PrivateObjectSource, Source, value_of
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal, wrap_constant
-from .dicts import ConstDictVariable, DictViewVariable
+from .dicts import ConstDictVariable, DictViewVariable, mapping_items
 from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, iterator_type,
                     sort_keys)
 from .functions import UserFunctionVariable, UserMethodVariable
@@ -35,7 +35,7 @@ from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
 from .base import Registry, class_static, reachable, subclass_check
 from .builtin_subclasses import SubclassInstance
-from .user_objects import ObjectVariableBase, SuperVariable
+from .user_objects import ObjectVariableBase, SuperVariable, UserIteratorVariable
 from .object_protocol import HANDLERS, Handler  # noqa: F401 - (the families register in it through here)
 
 # (builtin class, name) -> one instance of that class method (``dict.fromkeys``), a key of HANDLERS.
@@ -167,7 +167,10 @@ def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
             raise Unsupported("TypeError: len() of a 0-d tensor")
         return obj.call_method(tx, "size", [ConstantVariable(0)], {})
     if isinstance(obj, RangeVariable):
-        return ConstantVariable(len(obj.value))
+        try:
+            return ConstantVariable(len(obj.value))
+        except OverflowError as e:  # (past sys.maxsize items)
+            raise TracedException(e) from e
     if isinstance(obj, ConstDictVariable):
         return ConstantVariable(obj.length(tx))  # (a dict keyed by tensors knows its length, not its items)
     if isinstance(obj, (BaseListVariable, SetVariable)):
@@ -533,13 +536,25 @@ def _iter_type(obj: VariableTracker) -> type | None:
 def _iter(tx: TracerContext, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker:
     if rest:
         raise Unsupported("iter(callable, sentinel)")
+    it = iterator_of(tx, obj)
+    # (a user iterator is its own object: ``iter(it)`` hands that object back)
+    return it.obj if isinstance(it, UserIteratorVariable) and not it.by_index else it
+
+
+def iterator_of(tx: TracerContext, obj: VariableTracker) -> IteratorVariable:
+    """The iterator a consumer takes ``obj``'s items from: a user object's takes them one at a
+    time (``__next__`` or ``__getitem__``), as CPython does."""
     if isinstance(obj, IteratorVariable):
         return obj
+    if isinstance(obj, ObjectVariableBase) and type(obj).unpack is ObjectVariableBase.unpack:
+        return obj.iterate(tx)
     return IteratorVariable(obj.unpack(tx), _iter_type(obj))
 
 
 @handler(next)
 def _next(tx: TracerContext, it: VariableTracker, default: VariableTracker | None = None) -> VariableTracker:
+    if isinstance(it, ObjectVariableBase) and it.has_python_method(tx, "__next__"):
+        it = UserIteratorVariable(tx, it, it.cls, by_index=False)
     if not isinstance(it, IteratorVariable):
         raise Unsupported(f"next() on {it.describe()}")
     item = it.next_item()
@@ -579,6 +594,8 @@ def lazy_source(tx: TracerContext, iterable: VariableTracker) -> bool:
 @handler(enumerate)
 def _enumerate(tx: TracerContext, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
     first = start.as_python_constant() if start is not None else 0
+    if isinstance(iterable, ObjectVariableBase):
+        iterable = iterator_of(tx, iterable)
     if lazy_source(tx, iterable):
         return LazyIteratorVariable(tx, enumerate, ConstantVariable(first), [iterable])
     return IteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(iterable.unpack(tx))],
@@ -587,10 +604,11 @@ def _enumerate(tx: TracerContext, iterable: VariableTracker, start: VariableTrac
 
 @handler(zip)
 def _zip(tx: TracerContext, *iterables: VariableTracker, strict: VariableTracker | None = None) -> VariableTracker:
+    iterables = tuple(iterator_of(tx, it) if isinstance(it, ObjectVariableBase) else it for it in iterables)  # (lazy)
     if any(lazy_source(tx, it) for it in iterables):
         if strict is not None and strict.as_python_constant():
             raise Unsupported("zip(strict=True) over an iterator")
-        return LazyIteratorVariable(tx, zip, ConstantVariable(None), [_iter(tx, it) for it in iterables])
+        return LazyIteratorVariable(tx, zip, ConstantVariable(None), [iterator_of(tx, it) for it in iterables])
     columns = [it.unpack(tx) for it in iterables]
     if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
         raise Unsupported("zip(strict=True) with iterables of different lengths")
@@ -623,8 +641,9 @@ HANDLERS[tuple] = lambda tx, iterable=None: TupleVariable(iterable.unpack(tx) if
 @handler(dict)
 def _dict(tx: TracerContext, arg: VariableTracker | None = None, **kwargs: VariableTracker) -> VariableTracker:
     items: dict[Any, VariableTracker] = {}
-    if isinstance(arg, ConstDictVariable):
-        items.update(arg.items)
+    mapping = mapping_items(tx, arg) if arg is not None else None
+    if mapping is not None:
+        items.update(mapping)
     elif arg is not None:
         for pair in arg.unpack(tx):
             key, value = pair.unpack(tx)
@@ -668,13 +687,13 @@ def _sorted(tx: TracerContext, iterable: VariableTracker, *, key: VariableTracke
 def _map(tx: TracerContext, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
     if not iterables:
         raise Unsupported("TypeError: map() must have at least two arguments.")
-    return LazyIteratorVariable(tx, map, fn, [_iter(tx, it) for it in iterables],
+    return LazyIteratorVariable(tx, map, fn, [iterator_of(tx, it) for it in iterables],
                                 shared=any(lazy_source(tx, it) for it in iterables))
 
 
 @handler(filter)
 def _filter(tx: TracerContext, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
-    return LazyIteratorVariable(tx, filter, fn, [_iter(tx, iterable)], shared=lazy_source(tx, iterable))
+    return LazyIteratorVariable(tx, filter, fn, [iterator_of(tx, iterable)], shared=lazy_source(tx, iterable))
 
 
 class LazyIteratorVariable(IteratorVariable):

@@ -347,6 +347,14 @@ class ListVariable(BaseListVariable):
         return None if args or kwargs else ListVariable(list(self.items))
 
 
+def range_length(value: range) -> int:
+    """How many items ``value`` has; ``len`` raises OverflowError past ``sys.maxsize``."""
+    try:
+        return len(value)
+    except OverflowError:
+        return max(0, (value.stop - value.start + value.step - (1 if value.step > 0 else -1)) // value.step)
+
+
 class RangeVariable(BaseListVariable):
     """``range(...)`` with constant bounds: its items are known."""
 
@@ -360,7 +368,7 @@ class RangeVariable(BaseListVariable):
 
     @property
     def items(self) -> list[VariableTracker]:  # type: ignore[override]
-        if len(self.value) > 100_000:
+        if range_length(self.value) > 100_000:
             raise Unsupported(f"unrolling {self.value!r}: too many iterations to trace")
         return [ConstantVariable(v) for v in self.value]
 

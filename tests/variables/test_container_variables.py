@@ -1,6 +1,7 @@
 """List, tuple, dict and set trackers: their methods, mutation of inputs and of fresh containers."""
 
 import collections
+import collections.abc
 
 import torch
 
@@ -252,3 +253,139 @@ def test_frozenset_membership():
         return x
 
     check(fn, _t(3), "tanh")
+
+
+# --- corners that made the frame run eagerly (internal errors) -----------------------------------
+
+
+def test_range_corners():
+    def fn(x):
+        down = range(10, -3, -3)
+        empty = range(5, 1)
+        huge = range(0, 2**70, 3)
+        return (x + len(down), list(down), down[-1], down[1:3], 4 in down, 7 in down, list(reversed(down)),
+                list(empty), list(reversed(empty)), empty[::2], bool(empty), huge[5], huge[-1], 2**65 in huge,
+                huge[2**60:2**61], len(huge[:5]), bool(huge), down.index(4), down.count(7))
+
+    check(fn, _t(2))
+
+
+def test_range_len_overflow_raises_as_eager():
+    def fn(x):
+        try:
+            len(range(2**70))
+        except OverflowError as e:
+            return x + 1, str(e)
+
+    check(fn, _t(2))
+
+
+class _Mapping(collections.abc.Mapping):
+    def __init__(self):
+        self.log = []
+
+    def __getitem__(self, key):
+        self.log.append(key)
+        return key * 2
+
+    def __iter__(self):
+        return iter("ab")
+
+    def __len__(self):
+        return 2
+
+    def keys(self):
+        self.log.append("keys")
+        return ["b", "a"]
+
+
+def _kwargs(**kwargs):
+    return kwargs
+
+
+def test_unpacking_a_user_mapping():
+    def fn(x, passed):
+        made = _Mapping()
+        merged = {**made, "c": 3}
+        d = {}
+        d.update(made)
+        return x + 1, merged, _kwargs(**made), _kwargs(**passed), dict(made), dict(made, z=1), d, made.log
+
+    check(fn, _t(2), _Mapping(), captured=True)
+
+
+def test_dict_unpacking_a_non_mapping_raises_as_eager():
+    def fn(x):
+        try:
+            {**[(1, 2)]}
+        except TypeError as e:
+            return x + 1, str(e)
+
+    check(fn, _t(2))
+
+
+def test_sets_in_frozensets():
+    def fn(x):
+        nested = frozenset([frozenset([1, 2]), frozenset([3])])
+        s = {frozenset([1, 2])}
+        s.discard({1, 2})
+        try:
+            frozenset([{1}])
+        except TypeError as e:
+            message = str(e)
+        return x + len(nested), frozenset([1, 2]) in nested, {1, 2} in nested, {3} in nested, s, message
+
+    check(fn, _t(2))
+
+
+class _Counter:
+    def __init__(self):
+        self.i = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.i += 1
+        if self.i > 3:
+            raise StopIteration
+        return self.i
+
+
+class _OldSequence:
+    def __getitem__(self, i):
+        if i >= 3:
+            raise IndexError(i)
+        return i * 10
+
+
+def test_enumerate_over_user_iterables():
+    def fn(x):
+        a = [x * v + i for i, v in enumerate(_Counter())]
+        b = list(enumerate(_OldSequence(), start=2))
+        return a, b, [x * v for i, v in enumerate(_Counter(), 5)]
+
+    check(fn, _t(2))
+
+
+def test_user_iterator_taken_from_lazily():
+    # A loop that stops early leaves the rest of the items untaken (__next__ not called).
+    def fn(x):
+        it = _Counter()
+        out = []
+        for v in it:
+            out.append(x * v)
+            if v == 2:
+                break
+        return out, it.i, next(it), list(it), it.i, 2 in _Counter(), 20 in _OldSequence(), sum(_Counter())
+
+    check(fn, _t(2))
+
+
+def test_zip_and_map_over_user_iterables():
+    def fn(x):
+        a = _Counter()
+        return ([x * v for v in map(lambda t: t[0] + t[1], zip(_Counter(), _OldSequence()))],
+                list(zip(a, "ab")), a.i, sorted(_Counter()), tuple(_OldSequence()))
+
+    check(fn, _t(2))
