@@ -14,7 +14,7 @@ from typing import Any
 from ..context import HandlerContext
 from ..exc import Unsupported
 from ..variables import ConstantVariable, IteratorVariable, identical
-from ..variables.builtin_functions import iterator_of
+from ..variables.iteration import iterator_of
 from ..variables.user_objects import ObjectVariableBase
 from ..versions import V
 from .registry import instruction

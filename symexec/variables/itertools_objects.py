@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterator
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker
-from .builtin_functions import BuiltinVariable, handler, in_graph, iterator_of
+from .builtin_functions import BuiltinVariable, handler, in_graph
+from .iteration import iterator_of
 from .constant import ConstantVariable, wrap_constant
 from .lists import IteratorVariable, TupleVariable
 
