@@ -76,11 +76,11 @@ def MAKE_FUNCTION(tx: HandlerContext, inst: Any, *values: Any) -> Any:
     values_left = list(values)
     code = values_left.pop().as_python_constant()
     closure = values_left.pop() if flags & 0x08 else None
-    if flags & 0x04:
-        values_left.pop()  # annotations: not needed to run the function
+    annotations = values_left.pop() if flags & 0x04 else None  # (kept: the made function has them)
     kwdefaults = values_left.pop() if flags & 0x02 else None
     defaults = values_left.pop() if flags & 0x01 else None
     fn = NestedUserFunctionVariable(code, tx.f_globals, defaults, kwdefaults, closure)
+    fn.annotations = annotations
     fn.globals_source = tx.globals_source
     return fn
 
@@ -94,7 +94,8 @@ def SET_FUNCTION_ATTRIBUTE(tx: HandlerContext, inst: Any, value: Any, fn: Any) -
         fn.kwdefaults = value
     elif flag == 0x08:
         fn.closure = value
-    # 0x04, annotations: not needed to run the function
+    elif flag == 0x04:
+        fn.annotations = value
     return fn
 
 

@@ -587,14 +587,5 @@ def _sorted(tx: TracerContext, iterable: VariableTracker, *, key: VariableTracke
     return ListVariable([items[i] for i in order])
 
 
-@handler(functools.reduce)
-def _reduce(tx: TracerContext, fn: VariableTracker, iterable: VariableTracker, initial: VariableTracker | None = None) -> VariableTracker:
-    items = iterable.unpack(tx)
-    acc = initial if initial is not None else items.pop(0)
-    for item in items:
-        acc = fn.call_function(tx, [acc, item], {})
-    return acc
-
-
 # Builtins everyone can reach by name through LOAD_GLOBAL.
 BUILTIN_NAMES = {name: value for name, value in vars(builtins).items() if callable(value)}

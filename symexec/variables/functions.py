@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..callees import disabled_by_torch
 from ..context import TracerContext
-from ..exc import Unsupported
+from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, Source
 from .base import VariableTracker
 from .object_protocol import DESCRIPTORS
@@ -257,6 +257,11 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "__code__":
             return ConstantVariable(self.code)  # immutable; the function itself is guarded
+        if name == "__wrapped__" and not hasattr(self.fn, name):  # (functools.wraps sets it; it may be set later)
+            if self.source is None:
+                raise Unsupported(f"{self.fn.__qualname__} without __wrapped__, unguarded")
+            tx.guards.hasattr_match(self.source, name, False)
+            raise AttributeMissing.exactly(AttributeError(f"'function' object has no attribute '{name}'"), guarded=True)
         if name in _FUNCTION_ATTRS or name in getattr(self.fn, "__dict__", {}):
             return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
         return super().var_getattr(tx, name)
@@ -341,6 +346,7 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         self.defaults = defaults
         self.kwdefaults = kwdefaults
         self.closure = closure
+        self.annotations: VariableTracker | None = None  # (MAKE_FUNCTION's, as given to it)
         self.globals_source: Source | None = None  # how the making frame reached f_globals
 
     def describe(self) -> str:
@@ -351,6 +357,8 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
             return ConstantVariable(self.code)
         if name in ("__name__", "__qualname__"):
             return ConstantVariable(getattr(self.code, "co_" + name.strip("_")))
+        if name in ("__annotations__", "__type_params__"):
+            raise Unsupported(f"reading {name} of a function made while tracing")
         return super().var_getattr(tx, name)
 
     def bind(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> dict[str, VariableTracker]:
@@ -369,7 +377,7 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         return list(self.closure.unpack(tx)) if self.closure else []  # type: ignore[arg-type]
 
     def subvalues(self) -> list[VariableTracker]:
-        return [v for v in (self.defaults, self.kwdefaults, self.closure) if v is not None]
+        return [v for v in (self.defaults, self.kwdefaults, self.annotations, self.closure) if v is not None]
 
     def reconstruct(self, cg: Any) -> None:
         """MAKE_FUNCTION again, in generated code, over the cells it closes over (made by
@@ -396,6 +404,9 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         if self.kwdefaults is not None:
             cg.reconstruct(self.kwdefaults)
             flags |= 0x02
+        if self.annotations is not None:
+            cg.reconstruct(self.annotations)
+            flags |= 0x04
         if self.closure is not None:  # its cells, the very ones the continuation gets
             cells = self.closure.unpack(None)
             for cell in cells:

@@ -6,6 +6,7 @@ and one not yet consumed at a graph break is rebuilt for real from its sources."
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any
 
@@ -236,3 +237,14 @@ class LazyIteratorVariable(IteratorVariable):
 
     def __repr__(self) -> str:
         return f"LazyIteratorVariable({self.cls.__name__}, {self.index} read)"
+
+
+@handler(functools.reduce)
+def _reduce(tx: TracerContext, fn: VariableTracker, iterable: VariableTracker, initial: VariableTracker | None = None) -> VariableTracker:
+    it = iterator_of(tx, iterable)  # (each item taken when CPython takes it: between the calls)
+    acc = initial if initial is not None else it.next_item()
+    if acc is None:
+        raise TracedException(TypeError("reduce() of empty iterable with no initial value"))
+    while (item := it.next_item()) is not None:
+        acc = fn.call_function(tx, [acc, item], {})
+    return acc
