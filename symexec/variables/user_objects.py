@@ -20,7 +20,7 @@ from typing import Any
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, ObjectAttrSource, PrivateObjectSource, Source
-from .base import DELETED, Methods, VariableTracker, class_static, find_on_class
+from .base import DELETED, BoundMethodVariable, Methods, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
@@ -576,11 +576,16 @@ class ExceptionVariable(VariableTracker):
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "args":
             return TupleVariable(list(self.args))
+        if name == "with_traceback" and class_static(tx, self.cls, name) is BaseException.with_traceback:
+            return BoundMethodVariable(self, name)
         raise Unsupported(f"reading {name!r} of an exception made while tracing")
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "__str__" and not args:
             return ConstantVariable(str(self.cls(*[a.as_python_constant() for a in self.args])))
+        if name == "with_traceback" and len(args) == 1 and not kwargs and args[0].is_python_constant() \
+                and args[0].as_python_constant() is None:
+            return self  # (its traceback, which the trace does not keep, dropped: the exception itself)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:

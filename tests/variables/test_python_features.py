@@ -463,7 +463,19 @@ def _objects(x):
     return x + 1, vars(a), sorted(dir(a))[-1], id(items) == id(alias), id(items) == id([1])
 
 
-_LIBRARY = [_operators, _length_hints, _typing, _types_as_values, _builtin_corners, _range_more, _objects]
+def _with_traceback(x):
+    try:
+        try:
+            raise KeyError("k")
+        except KeyError as e:
+            same = e.with_traceback(None) is e
+            raise e.with_traceback(None)
+    except KeyError as f:
+        return x + 2, f.args, same
+
+
+_LIBRARY = [_operators, _length_hints, _typing, _types_as_values, _builtin_corners, _range_more, _objects,
+            _with_traceback]
 
 
 @pytest.mark.parametrize("fn", _LIBRARY, ids=lambda fn: fn.__name__)
@@ -473,6 +485,7 @@ def test_operator_typing_and_builtins(fn):
 
 # (torch.compile makes one more graph for _operators; it returns a wrong ``format(3.14159,
 # ".2f")`` in _builtin_corners and a wrong ``3.0 in range(5)`` in _range_more: no count to compare)
-@pytest.mark.parametrize("fn", [_length_hints, _typing, _types_as_values, _objects], ids=lambda fn: fn.__name__)
+@pytest.mark.parametrize("fn", [_length_hints, _typing, _types_as_values, _objects, _with_traceback],
+                         ids=lambda fn: fn.__name__)
 def test_operator_typing_and_builtins_graphs_as_dynamo(fn):
     assert_same_graphs_as_dynamo(fn, torch.randn(3))
