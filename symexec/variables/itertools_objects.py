@@ -19,9 +19,17 @@ from .base import VariableTracker
 from .builtin_functions import BuiltinVariable, handler, in_graph
 from .iteration import iterator_of
 from .constant import ConstantVariable, wrap_constant
-from .lists import IteratorVariable, TupleVariable
+from .lists import REBUILDERS, IteratorVariable, ListVariable, TupleVariable
 
 _GROUPER = type(next(itertools.groupby([0]))[1])
+# Iterators whose items are their sources' items rearranged (no callable called, no comparison),
+# re-created with their own type from the items still to come (lists.REBUILDERS).
+REBUILDERS.update({
+    itertools.islice: lambda items: itertools.islice(items, None),
+    itertools.chain: itertools.chain,
+    itertools.zip_longest: lambda rows: itertools.zip_longest(*zip(*rows)),
+    itertools.pairwise: lambda rows: itertools.pairwise((rows[0][0], *(row[1] for row in rows)) if rows else ()),
+})
 _TEE = type(itertools.tee(())[0])
 
 
@@ -73,9 +81,22 @@ class ItertoolsIteratorVariable(IteratorVariable):
         return [*self.items[self.index:], *self.parts]
 
     def reconstruct(self, cg: Any) -> None:
+        if not self.exhausted and self._runs_nothing():
+            # Taking its items runs no code and reads only items known already: taken now, as
+            # an iterator over them (a tuple iterator, as for any exhausted one).
+            while self._pull():
+                pass
         if not self.exhausted:
             raise Unsupported(f"an itertools.{self.cls.__name__} not yet consumed at a graph break")
         super().reconstruct(cg)
+
+    def _runs_nothing(self) -> bool:
+        """Whether taking the rest of the items calls nothing: an iterator that only rearranges
+        items, over iterators of the trace's whose items are known."""
+        return self.cls in REBUILDERS and all(
+            type(part) in (IteratorVariable, ListVariable, TupleVariable)
+            or (isinstance(part, ItertoolsIteratorVariable) and part._runs_nothing())
+            or (not isinstance(part, IteratorVariable) and part.is_python_constant()) for part in self.parts)
 
     def __repr__(self) -> str:
         return f"ItertoolsIteratorVariable({self.cls.__name__}, {self.index} read)"

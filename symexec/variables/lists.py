@@ -18,7 +18,7 @@ import torch
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
-from .base import Methods, VariableTracker, as_proxy, class_static, find_on_class
+from .base import Methods, Registry, VariableTracker, as_proxy, class_static, find_on_class
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .object_protocol import call_operator, class_attribute, type_is_callable
 
@@ -508,8 +508,8 @@ class IteratorVariable(VariableTracker):
             cg.build(tuple, len(self.items) - self.index)
             return [None]
 
-        if self.cls in _REBUILDERS:
-            cg.call_const(_REBUILDERS[self.cls], remaining)
+        if self.cls in REBUILDERS:
+            cg.call_const(REBUILDERS[self.cls], remaining)
         else:
             remaining()
             cg.get_iter()
@@ -534,11 +534,12 @@ def _as_generator(items: tuple) -> Any:
     yield from items
 
 
-_REBUILDERS: dict[type, Any] = {
+REBUILDERS: dict[type, Any] = Registry("lists.REBUILDERS")  # (itertools_objects.py adds its own)
+REBUILDERS.update({
     type(iter([])): lambda items: iter(list(items)),
     type(iter(range(0))): _rebuild_range_iterator,
     types.GeneratorType: _as_generator,  # (module.parameters()'s, over the members still to come)
-}
+})
 
 
 def iterator_type(value_type: type | None, example: Any = None) -> type | None:

@@ -138,3 +138,37 @@ def test_wrong_calls_raise_as_eager():
         return x + 1, out
 
     check(fn, _t(3))
+
+
+def _islice_at_break(x):
+    it = itertools.islice(x, 2, 5, 2)
+    print("break")
+    return type(it), list(it), x + 1
+
+
+def _zip_longest_at_break(x):
+    it = itertools.zip_longest([x, 1], "abc")
+    next(it)
+    print("break")
+    return type(it), list(it), x + 1
+
+
+def _chain_at_break(x):
+    it = itertools.chain([x], (1, 2), "ab")
+    next(it)
+    print("break")
+    return type(it), list(it), x + 1
+
+
+def _pairwise_at_break(x):
+    it = itertools.pairwise([x, 1, 2])
+    print("break")
+    return type(it), list(it), x + 1
+
+
+@pytest.mark.parametrize("fn", [_islice_at_break, _zip_longest_at_break, _chain_at_break, _pairwise_at_break],
+                         ids=lambda fn: fn.__name__)
+def test_rearranging_iterators_rebuilt_with_their_type_at_a_graph_break(fn):
+    # Taking their items runs nothing: taken at the break, the iterator is rebuilt over those
+    # still to come, with its own type (torch.compile runs these frames eagerly).
+    check(fn, torch.randn(6))
