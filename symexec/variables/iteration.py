@@ -10,6 +10,8 @@ import functools
 import operator
 from typing import Any
 
+import torch
+
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker, reachable
@@ -17,8 +19,9 @@ from .builtin_subclasses import SubclassInstance
 from .builtin_functions import FOLDABLE, BuiltinVariable, handler
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable, DictViewVariable
-from .lists import BaseListVariable, IteratorVariable, RangeVariable, TupleVariable, iterator_type
+from .lists import BaseListVariable, IteratorVariable, RangeVariable, TupleVariable, iterator_type, rebuilt_exactly
 from .sets import SetVariable
+from .tensor import TensorVariable
 from .user_objects import ObjectVariableBase, UserIteratorVariable
 
 
@@ -43,6 +46,8 @@ def _iter_type(obj: VariableTracker) -> type | None:
     """The type of ``iter(obj)``, where it is known exactly (None otherwise)."""
     if isinstance(obj, RangeVariable):
         return type(iter(obj.value))
+    if isinstance(obj, TensorVariable) and obj.python_type() is torch.Tensor:
+        return type(iter(()))  # (Tensor.__iter__: a tuple iterator over its unbound rows)
     if isinstance(obj, ConstantVariable):
         return iterator_type(None, obj.as_python_constant())
     if isinstance(obj, DictViewVariable):
@@ -222,6 +227,8 @@ class LazyIteratorVariable(IteratorVariable):
             return
         if self.index < len(self.items):
             raise Unsupported(f"a {self.cls.__name__} object with items computed ahead at a graph break")
+        if not all(rebuilt_exactly(source) for source in self.sources):
+            raise Unsupported(f"a {self.cls.__name__} object over a list or an iterator not rebuilt exactly at a graph break")
         # The real object over its sources as they are now: ``map(fn, *its)``, ``filter(fn, it)``,
         # ``zip(*its)``, ``enumerate(it, next count)``.
 

@@ -19,7 +19,7 @@ from .base import VariableTracker
 from .builtin_functions import BuiltinVariable, handler, in_graph
 from .iteration import iterator_of
 from .constant import ConstantVariable, wrap_constant
-from .lists import REBUILDERS, IteratorVariable, ListVariable, TupleVariable
+from .lists import REBUILDERS, IteratorVariable, TupleVariable, rebuilt_exactly
 
 _GROUPER = type(next(itertools.groupby([0]))[1])
 # Iterators whose items are their sources' items rearranged (no callable called, no comparison),
@@ -94,9 +94,9 @@ class ItertoolsIteratorVariable(IteratorVariable):
         """Whether taking the rest of the items calls nothing: an iterator that only rearranges
         items, over iterators of the trace's whose items are known."""
         return self.cls in REBUILDERS and all(
-            type(part) in (IteratorVariable, ListVariable, TupleVariable)
+            rebuilt_exactly(part) or type(part) is TupleVariable  # (not a list: it may change before its turn)
             or (isinstance(part, ItertoolsIteratorVariable) and part._runs_nothing())
-            or (not isinstance(part, IteratorVariable) and part.is_python_constant()) for part in self.parts)
+            or isinstance(part, ConstantVariable) for part in self.parts)
 
     def __repr__(self) -> str:
         return f"ItertoolsIteratorVariable({self.cls.__name__}, {self.index} read)"

@@ -542,6 +542,17 @@ REBUILDERS.update({
 })
 
 
+_IMMUTABLE_ITERATORS = frozenset({_TUPLE_ITERATOR, type(iter(range(0))), type(iter("")), type(iter(b""))})
+
+
+def rebuilt_exactly(it: VariableTracker) -> bool:
+    """Whether ``it`` rebuilt at a graph break gives the items CPython's would: its real object
+    (one passed in), or one over a container that cannot change (a tuple, a range, a str). One
+    over a list (or of unknown origin) may not: the list may change before its items are taken."""
+    return isinstance(it, InputIteratorVariable) or (
+        type(it) is IteratorVariable and it.cls in _IMMUTABLE_ITERATORS)
+
+
 def iterator_type(value_type: type | None, example: Any = None) -> type | None:
     """The type of ``iter(obj)`` for an ``obj`` of ``value_type`` (None when unknown)."""
     if example is not None:

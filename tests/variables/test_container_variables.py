@@ -401,7 +401,7 @@ def _map_pending(x):
     def f(v):
         log.append(v)
         return v * x
-    m = map(f, [1, 2, 3])
+    m = map(f, (1, 2, 3))
     first = next(m)
     print("break")
     return first, list(log), list(m), log
@@ -416,7 +416,7 @@ def _enumerate_pending(x):
 
 
 def _zip_pending(x):
-    a = iter([x, x + 1, 3])
+    a = iter((x, x + 1, 3))
     z = zip(a, "abc")
     next(z)
     print("break")
@@ -439,3 +439,18 @@ def test_lazy_iterators_pending_at_a_graph_break(fn):
     # continuation takes the real map object, which it runs as Python: torch.compile captures
     # its ops, symexec does not yet)
     assert ours.graph_count >= 1 and (dynamo.graph_count == 0 or ours.graph_count <= dynamo.graph_count)
+
+
+def _map_over_a_list_changed_after_the_break(x):
+    items = [1, 2]
+    m = map(lambda v: v * 2, items)
+    next(m)
+    print("break")
+    items.append(3)
+    return list(m), x + 1
+
+
+def test_map_over_a_list_changed_after_the_break():
+    # (the list is read when the map asks for its items, after the break: the map is not
+    # rebuilt from a copy; the frame runs as its code, exact)
+    check(_map_over_a_list_changed_after_the_break, _t(3), expect_traced=False)

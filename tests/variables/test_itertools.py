@@ -147,21 +147,30 @@ def _islice_at_break(x):
 
 
 def _zip_longest_at_break(x):
-    it = itertools.zip_longest([x, 1], "abc")
+    it = itertools.zip_longest((x, 1), "abc")
     next(it)
     print("break")
     return type(it), list(it), x + 1
 
 
 def _chain_at_break(x):
-    it = itertools.chain([x], (1, 2), "ab")
+    it = itertools.chain((x,), (1, 2), "ab")
     next(it)
     print("break")
     return type(it), list(it), x + 1
 
 
+def _chain_of_a_list_changed_after_the_break(x):
+    items = [1]
+    it = itertools.chain((x,), items)
+    next(it)
+    print("break")
+    items.append(2)
+    return list(it), x + 1
+
+
 def _pairwise_at_break(x):
-    it = itertools.pairwise([x, 1, 2])
+    it = itertools.pairwise((x, 1, 2))
     print("break")
     return type(it), list(it), x + 1
 
@@ -172,3 +181,9 @@ def test_rearranging_iterators_rebuilt_with_their_type_at_a_graph_break(fn):
     # Taking their items runs nothing: taken at the break, the iterator is rebuilt over those
     # still to come, with its own type (torch.compile runs these frames eagerly).
     check(fn, torch.randn(6))
+
+
+def test_chain_of_a_list_changed_after_the_break():
+    # The list is iterated when the chain reaches it, after the break: the items cannot be taken
+    # at the break; the frame runs as its code (exact).
+    check(_chain_of_a_list_changed_after_the_break, torch.randn(6), expect_traced=False)
