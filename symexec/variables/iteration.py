@@ -14,7 +14,7 @@ import torch
 
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
-from .base import VariableTracker, reachable
+from .base import VariableTracker, class_static, reachable
 from .builtin_subclasses import SubclassInstance
 from .builtin_functions import FOLDABLE, BuiltinVariable, handler
 from .constant import ConstantVariable
@@ -33,9 +33,9 @@ def _length_hint(tx: TracerContext, obj: VariableTracker, default: VariableTrack
         return None  # (folded: the TypeError, or a constant's answer)
     if isinstance(obj, IteratorVariable) and obj.cls is not None and not obj.pending() \
             and type(obj) in (IteratorVariable, LazyIteratorVariable):
-        if hasattr(obj.cls, "__length_hint__"):
+        if class_static(tx, obj.cls, "__length_hint__") is not None:
             return ConstantVariable(len(obj.items) - obj.index)
-        if not hasattr(obj.cls, "__len__"):
+        if class_static(tx, obj.cls, "__len__") is None:
             return default if default is not None else ConstantVariable(0)
     if default is not None and isinstance(obj, IteratorVariable):
         return None

@@ -123,7 +123,7 @@ def _itertools(cls: Any, name: str | None = None) -> Callable[[Callable[..., Any
                 if any(not a.is_python_constant() for a in (*args, *kwargs.values())):
                     # (a placeholder may be what was rejected: only a failure that does not
                     # depend on them is eager's for sure)
-                    _reject_if_shape(cls, args, kwargs, e)
+                    _reject_if_shape(cls, kind, args, kwargs, e)
                 raise TracedException(e) from e
             try:
                 signature.bind(tx, *args, **kwargs)
@@ -135,12 +135,12 @@ def _itertools(cls: Any, name: str | None = None) -> Callable[[Callable[..., Any
     return register
 
 
-def _reject_if_shape(cls: Any, args: tuple, kwargs: dict, error: Exception) -> None:
+def _reject_if_shape(cls: Any, kind: str, args: tuple, kwargs: dict, error: Exception) -> None:
     """Raise Unsupported unless the same call with other placeholders for the values not known
     fails the same way (then the failure is about the call, not about a placeholder) and none
     of them is a tensor or a symbolic number (which a placeholder cannot stand for)."""
     if any(in_graph(v) for v in (*args, *kwargs.values())):
-        raise Unsupported(f"itertools.{getattr(cls, '__name__', cls)} of a tensor or symbolic number: {error}")
+        raise Unsupported(f"itertools.{kind} of a tensor or symbolic number: {error}")
     try:
         cls(*[_other_placeholder(a) for a in args], **{k: _other_placeholder(v) for k, v in kwargs.items()})
     except type(error) as again:
@@ -148,7 +148,7 @@ def _reject_if_shape(cls: Any, args: tuple, kwargs: dict, error: Exception) -> N
             return
     except Exception:  # noqa: BLE001 - a different failure: the placeholder decided it
         pass
-    raise Unsupported(f"itertools.{getattr(cls, '__name__', cls)} rejected a placeholder: {error}")
+    raise Unsupported(f"itertools.{kind} rejected a placeholder: {error}")
 
 
 def _other_placeholder(var: VariableTracker) -> Any:
