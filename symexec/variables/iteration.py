@@ -75,7 +75,13 @@ def iterator_of(tx: TracerContext, obj: VariableTracker) -> IteratorVariable:
     if isinstance(obj, IteratorVariable):
         return obj
     if isinstance(obj, ObjectVariableBase) and type(obj).unpack is ObjectVariableBase.unpack:
-        return obj.iterate(tx)
+        it = obj.iterate(tx)
+        if isinstance(it, UserIteratorVariable):
+            return it
+        # (an iterator of the trace's, a generator of its __iter__ among them: its items taken at
+        # once, as before, so a graph break in the loop does not find it suspended. Known
+        # inexact where the generator's effects interleave with the loop's, or the loop stops early.)
+        return IteratorVariable(it.unpack(tx))
     return IteratorVariable(obj.unpack(tx), _iter_type(obj))
 
 

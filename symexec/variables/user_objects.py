@@ -141,7 +141,7 @@ class ObjectVariableBase(VariableTracker):
             if isinstance(it, ObjectVariableBase) and it.has_python_method(tx, "__next__"):
                 return UserIteratorVariable(tx, it, it.cls, by_index=False)
             raise Unsupported(f"iterating over a {self.cls.__qualname__}: __iter__ returned {it.describe()}")
-        if self.has_python_method(tx, "__getitem__"):
+        if self.has_python_method(tx, "__getitem__") and class_static(tx, self.cls, "__iter__") is None:
             return UserIteratorVariable(tx, self, _SEQUENCE_ITERATOR, by_index=True)
         raise Unsupported(f"iterating over a {self.cls.__qualname__}")
 
