@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..context import HandlerContext
-from ..exc import Unsupported
+from ..exc import TracedException, Unsupported
 from ..variables import (
     ConstantVariable, ConstDictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable,
 )
+from ..variables.dicts import mapping_items
+from ..variables.object_protocol import tp_name
 from .registry import instruction
 
 
@@ -112,11 +114,16 @@ def MAP_ADD(tx: HandlerContext, inst: Any, key: Any, value: Any) -> None:
 @instruction("DICT_UPDATE", "DICT_MERGE", pops=1)
 def DICT_UPDATE(tx: HandlerContext, inst: Any, other: Any) -> None:
     target = tx.peek(inst.arg)
-    if inst.name == "DICT_MERGE" and isinstance(other, ConstDictVariable):
-        duplicate = target.items.keys() & other.items.keys()
+    items = mapping_items(tx, other)
+    if items is None:  # (DICT_MERGE's message names the function called)
+        if inst.name == "DICT_MERGE":
+            raise Unsupported(f"TypeError: argument after ** must be a mapping, not {other.describe()}")
+        raise TracedException(TypeError(f"'{tp_name(other.python_type())}' object is not a mapping"))
+    if inst.name == "DICT_MERGE":
+        duplicate = target.items.keys() & items.keys()
         if duplicate:
-            raise Unsupported(f"TypeError: got multiple values for keyword argument {sorted(duplicate)[0]!r}")
-    target.call_method(tx, "update", [other], {})
+            raise Unsupported(f"TypeError: got multiple values for keyword argument {sorted(duplicate, key=repr)[0]!r}")
+    target.call_method(tx, "update", [other if isinstance(other, ConstDictVariable) else ConstDictVariable(items)], {})
 
 
 @instruction("UNPACK_SEQUENCE", pops=1, pushes=lambda n: n)

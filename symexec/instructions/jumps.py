@@ -14,6 +14,8 @@ from typing import Any
 from ..context import HandlerContext
 from ..exc import Unsupported
 from ..variables import ConstantVariable, IteratorVariable, identical
+from ..variables.iteration import iterator_of
+from ..variables.user_objects import ObjectVariableBase
 from ..versions import V
 from .registry import instruction
 
@@ -73,6 +75,8 @@ def JUMP_IF_FALSE_OR_POP(tx: HandlerContext, inst: Any, value: Any) -> Any:
 
 @instruction("GET_ITER", pops=1, pushes=1)
 def GET_ITER(tx: HandlerContext, inst: Any, iterable: Any) -> Any:
+    if isinstance(iterable, ObjectVariableBase):
+        return iterator_of(tx, iterable)  # (a user object's items, taken one at a time)
     return iterable if isinstance(iterable, IteratorVariable) else IteratorVariable(iterable.unpack(tx))
 
 

@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 import torch
 
 from ..context import TracerContext
-from ..exc import Unsupported
+from ..exc import TracedException, Unsupported
 from ..source import Source
 
 
@@ -267,7 +267,10 @@ def hash_key(var: VariableTracker, tx: "TracerContext | None" = None) -> Any:
     if value is not None and not var.is_python_constant() and type(value).__hash__ is object.__hash__:
         return Identity(value, var)
     key = var.as_python_constant()
-    hash(key)
+    try:
+        hash(key)
+    except TypeError as e:  # (unhashable type: 'set'): the user's code hashes it
+        raise TracedException(e) from e
     return key
 
 

@@ -26,15 +26,14 @@ from ..guards import GuardKind
 from ..source import AttrSource, ConstSource, PrivateObjectSource, Source, value_of
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal, wrap_constant
-from .dicts import ConstDictVariable, DictViewVariable
-from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, iterator_type,
+from .dicts import ConstDictVariable, DictViewVariable, mapping_items
+from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable,
                     sort_keys)
 from .functions import UserFunctionVariable, UserMethodVariable
 from .sets import SetVariable
 from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
-from .base import Registry, class_static, reachable, subclass_check
-from .builtin_subclasses import SubclassInstance
+from .base import Registry, class_static, subclass_check
 from .user_objects import ObjectVariableBase, SuperVariable
 from .object_protocol import HANDLERS, Handler  # noqa: F401 - (the families register in it through here)
 
@@ -157,7 +156,7 @@ class BuiltinVariable(VariableTracker):
 
 
 # -- builtins -------------------------------------------------------------------------------
-@handler(len, operator.length_hint)
+@handler(len)
 def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
     if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource) and \
             not isinstance(obj, (ConstDictVariable, BaseListVariable, SetVariable)):  # (those know their items)
@@ -167,7 +166,10 @@ def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
             raise Unsupported("TypeError: len() of a 0-d tensor")
         return obj.call_method(tx, "size", [ConstantVariable(0)], {})
     if isinstance(obj, RangeVariable):
-        return ConstantVariable(len(obj.value))
+        try:
+            return ConstantVariable(len(obj.value))
+        except OverflowError as e:  # (past sys.maxsize items)
+            raise TracedException(e) from e
     if isinstance(obj, ConstDictVariable):
         return ConstantVariable(obj.length(tx))  # (a dict keyed by tensors knows its length, not its items)
     if isinstance(obj, (BaseListVariable, SetVariable)):
@@ -502,7 +504,11 @@ def _hasattr(tx: TracerContext, obj: VariableTracker, name: VariableTracker) -> 
 
 @handler(range)
 def _range(tx: TracerContext, *args: VariableTracker) -> VariableTracker:
-    return RangeVariable(range(*[a.as_python_constant() for a in args]))
+    bounds = [a.as_python_constant() for a in args]
+    try:
+        return RangeVariable(range(*bounds))
+    except (TypeError, ValueError) as e:  # (a zero step, a float bound: as eager raises)
+        raise TracedException(e) from e
 
 
 @handler(slice)
@@ -511,90 +517,6 @@ def _slice(tx: TracerContext, *args: VariableTracker) -> VariableTracker:
     if len(args) == 1:
         parts = [ConstantVariable(None), args[0], ConstantVariable(None)]
     return SliceVariable(*parts)
-
-
-def _iter_type(obj: VariableTracker) -> type | None:
-    """The type of ``iter(obj)``, where it is known exactly (None otherwise)."""
-    if isinstance(obj, RangeVariable):
-        return type(iter(obj.value))
-    if isinstance(obj, ConstantVariable):
-        return iterator_type(None, obj.as_python_constant())
-    if isinstance(obj, DictViewVariable):
-        return obj.iterator_type()
-    if isinstance(obj, (BaseListVariable, ConstDictVariable, SetVariable)):
-        try:  # (a list or dict subclass iterates as its builtin base: its own __iter__ makes it an object)
-            return iterator_type(obj.base if isinstance(obj, SubclassInstance) else obj.python_type())
-        except Unsupported:
-            return None
-    return None
-
-
-@handler(iter)
-def _iter(tx: TracerContext, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker:
-    if rest:
-        raise Unsupported("iter(callable, sentinel)")
-    if isinstance(obj, IteratorVariable):
-        return obj
-    return IteratorVariable(obj.unpack(tx), _iter_type(obj))
-
-
-@handler(next)
-def _next(tx: TracerContext, it: VariableTracker, default: VariableTracker | None = None) -> VariableTracker:
-    if not isinstance(it, IteratorVariable):
-        raise Unsupported(f"next() on {it.describe()}")
-    item = it.next_item()
-    if item is None:
-        if default is None:
-            raise TracedException(StopIteration())
-        return default
-    return item
-
-
-# enumerate, zip, map and filter over containers compute their items at once: the iterators
-# they make over them are their own, so when items are taken cannot be seen. Over an iterator
-# someone else holds too (the caller, a local, a loop, a container) they are lazy, as in
-# CPython: each item taken from it when asked for.
-def held_elsewhere(tx: TracerContext, iterator: VariableTracker) -> bool:
-    """Whether an iterator handed to a combinator can be seen by anyone else: one passed in
-    (the caller holds it), or one that a frame's locals, stack or cells, or a value the trace
-    wrote somewhere, reach."""
-    if not isinstance(iterator, IteratorVariable):
-        return False
-    if iterator.source is not None:
-        return True
-    effects = tx.trace.side_effects
-    roots: list[Any] = [*effects.globals.values(), *(v for _, v in effects.cells.values()),
-                        *(v for _, _, v in effects.attributes.values()), *effects.containers.values()]
-    for frame in tx.trace.translators:
-        roots += [*frame.locals.values(), *frame.stack, *frame.cells.values()]
-    return any(var is iterator for var in reachable(roots, set()))
-
-
-def lazy_source(tx: TracerContext, iterable: VariableTracker) -> bool:
-    """Whether a combinator over ``iterable`` must take its items when CPython would: someone
-    else holds the iterator, or taking an item runs code (a generator, a lazy ``map``)."""
-    return isinstance(iterable, IteratorVariable) and (iterable.pending() or held_elsewhere(tx, iterable))
-
-
-@handler(enumerate)
-def _enumerate(tx: TracerContext, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
-    first = start.as_python_constant() if start is not None else 0
-    if lazy_source(tx, iterable):
-        return LazyIteratorVariable(tx, enumerate, ConstantVariable(first), [iterable])
-    return IteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(iterable.unpack(tx))],
-                            enumerate)
-
-
-@handler(zip)
-def _zip(tx: TracerContext, *iterables: VariableTracker, strict: VariableTracker | None = None) -> VariableTracker:
-    if any(lazy_source(tx, it) for it in iterables):
-        if strict is not None and strict.as_python_constant():
-            raise Unsupported("zip(strict=True) over an iterator")
-        return LazyIteratorVariable(tx, zip, ConstantVariable(None), [_iter(tx, it) for it in iterables])
-    columns = [it.unpack(tx) for it in iterables]
-    if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
-        raise Unsupported("zip(strict=True) with iterables of different lengths")
-    return IteratorVariable([TupleVariable(list(row)) for row in zip(*columns)], zip)
 
 
 @handler(reversed)
@@ -623,8 +545,9 @@ HANDLERS[tuple] = lambda tx, iterable=None: TupleVariable(iterable.unpack(tx) if
 @handler(dict)
 def _dict(tx: TracerContext, arg: VariableTracker | None = None, **kwargs: VariableTracker) -> VariableTracker:
     items: dict[Any, VariableTracker] = {}
-    if isinstance(arg, ConstDictVariable):
-        items.update(arg.items)
+    mapping = mapping_items(tx, arg) if arg is not None else None
+    if mapping is not None:
+        items.update(mapping)
     elif arg is not None:
         for pair in arg.unpack(tx):
             key, value = pair.unpack(tx)
@@ -662,106 +585,6 @@ def _sorted(tx: TracerContext, iterable: VariableTracker, *, key: VariableTracke
     keys = sort_keys(tx, items, key)
     order = sorted(range(len(items)), key=keys.__getitem__, reverse=bool(reverse.as_python_constant()) if reverse else False)
     return ListVariable([items[i] for i in order])
-
-
-@handler(map)
-def _map(tx: TracerContext, fn: VariableTracker, *iterables: VariableTracker) -> VariableTracker:
-    if not iterables:
-        raise Unsupported("TypeError: map() must have at least two arguments.")
-    return LazyIteratorVariable(tx, map, fn, [_iter(tx, it) for it in iterables],
-                                shared=any(lazy_source(tx, it) for it in iterables))
-
-
-@handler(filter)
-def _filter(tx: TracerContext, fn: VariableTracker, iterable: VariableTracker) -> VariableTracker:
-    return LazyIteratorVariable(tx, filter, fn, [_iter(tx, iterable)], shared=lazy_source(tx, iterable))
-
-
-class LazyIteratorVariable(IteratorVariable):
-    """``map(fn, ...)`` or ``filter(fn, ...)``, and ``zip``/``enumerate`` over an iterator
-    (``fn`` is then None, or enumerate's start): lazy, as in CPython. ``fn`` runs when an item
-    is asked for, so what it does (appending to a list...) happens when eager does it, and an
-    iterator passed in gives up its items only then."""
-
-    models = (map, filter, zip, enumerate)
-
-    def __init__(self, tx: TracerContext, cls: type, fn: VariableTracker, sources: list[IteratorVariable],
-                 shared: bool = False) -> None:
-        super().__init__([], cls)
-        self.tx, self.fn, self.sources = tx, fn, sources
-        self.keep_truthy = cls is filter and fn.is_python_constant() and fn.as_python_constant() is None
-        self.exhausted = False
-        self.counter = fn.as_python_constant() if cls is enumerate else 0
-        if cls in (map, filter) and (self.keep_truthy or (isinstance(fn, BuiltinVariable) and fn.fn in FOLDABLE)) \
-                and not shared:
-            # A pure function over iterators of its own: computing every item now is the same
-            # as computing them later.
-            while self._pull(tx):
-                pass
-
-    def pending(self) -> bool:
-        return not self.exhausted
-
-    def _pull(self, tx: TracerContext) -> bool:
-        """Compute one more item; False when the sources are exhausted."""
-        if self.exhausted:
-            return False
-        while True:
-            row = []
-            for source in self.sources:
-                item = source.next_item()
-                if item is None:
-                    self.exhausted = True
-                    return False
-                row.append(item)
-            if self.cls is map:
-                self.items.append(self.fn.call_function(tx, row, {}))
-                return True
-            if self.cls is zip:
-                self.items.append(TupleVariable(row))
-                return True
-            if self.cls is enumerate:
-                self.items.append(TupleVariable([ConstantVariable(self.counter), row[0]]))
-                self.counter += 1
-                return True
-            test = row[0] if self.keep_truthy else self.fn.call_function(tx, row, {})
-            if test.truth(tx):
-                self.items.append(row[0])
-                return True
-
-    def next_item(self) -> VariableTracker | None:
-        if self.index >= len(self.items) and not self._pull(self.tx):
-            return None
-        return super().next_item()
-
-    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
-        while self._pull(tx):
-            pass
-        return super().unpack(tx)
-
-    def subvalues(self) -> list[VariableTracker]:
-        return [*self.items[self.index:], self.fn, *self.sources]
-
-    def reconstruct(self, cg: Any) -> None:
-        if self.exhausted:  # every item is known: a tuple iterator over those still to come
-            super().reconstruct(cg)
-            return
-        # ``map(fn, *sources)`` rebuilt for real would be exact, but a loop continuation cannot
-        # iterate one yet (builder.py wraps list, tuple and range iterators only, and FOR_ITER
-        # fails on anything else): break instead.
-        raise Unsupported(f"a {self.cls.__name__} object not yet consumed at a graph break")
-
-    def __repr__(self) -> str:
-        return f"LazyIteratorVariable({self.cls.__name__}, {self.index} read)"
-
-
-@handler(functools.reduce)
-def _reduce(tx: TracerContext, fn: VariableTracker, iterable: VariableTracker, initial: VariableTracker | None = None) -> VariableTracker:
-    items = iterable.unpack(tx)
-    acc = initial if initial is not None else items.pop(0)
-    for item in items:
-        acc = fn.call_function(tx, [acc, item], {})
-    return acc
 
 
 # Builtins everyone can reach by name through LOAD_GLOBAL.

@@ -16,14 +16,15 @@ from typing import Any
 import torch
 
 from ..context import TracerContext
-from ..exc import TracedException, Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, DictItemSource, Source
 from .base import DELETED, Identity, Methods, VariableTracker, class_static, hash_key, subclass_check
 from .builtin_subclasses import SubclassInstance, overrides_protocol, own_method_call, python_override, run_python
 from .object_protocol import type_is_callable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
-from .lists import IteratorVariable, TupleVariable
+from .lists import BaseListVariable, IteratorVariable, TupleVariable
+from .sets import SetVariable
 from .tensor import TensorVariable
 
 
@@ -165,8 +166,9 @@ class ConstDictVariable(VariableTracker):
     def _update(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         items = self._changing(tx)
         for other in args:
-            if isinstance(other, ConstDictVariable):
-                items.update(other.items)
+            mapping = mapping_items(tx, other)
+            if mapping is not None:
+                items.update(mapping)
             else:  # pairs
                 for pair in other.unpack(tx):
                     key, value = pair.unpack(tx)
@@ -399,6 +401,27 @@ def _bind(tx: TracerContext, names: tuple[str, ...], defaults: tuple[Any, ...], 
                 raise Unsupported(f"{method}() without its argument {names[i]!r}")
             values[i] = ConstantVariable(defaults[i - first_default])
     return values  # type: ignore[return-value]
+
+
+def mapping_items(tx: TracerContext, other: VariableTracker) -> dict[Any, VariableTracker] | None:
+    """The items ``dict.update`` (and ``{**other}``, ``f(**other)``) takes from ``other``, in
+    CPython's order: a dict's own; of another object with a ``keys`` attribute, ``keys()``
+    iterated, then ``other[key]`` for each key; None where ``other`` has no ``keys`` (not a
+    mapping: ``dict.update`` takes pairs from it)."""
+    if isinstance(other, ConstDictVariable):
+        return dict(other.items)
+    if isinstance(other, (ConstantVariable, BaseListVariable, IteratorVariable, SetVariable)):
+        return None  # (builtin values without ``keys``)
+    try:
+        keys = other.var_getattr(tx, "keys")
+    except AttributeMissing as missing:
+        if missing.error is None:  # (absent, but not as CPython would say exactly)
+            raise
+        return None
+    items: dict[Any, VariableTracker] = {}
+    for key in keys.call_function(tx, [], {}).unpack(tx):
+        items[_key(key, tx)] = other.call_method(tx, "__getitem__", [key], {})
+    return items
 
 
 def _key(key: VariableTracker, tx: TracerContext) -> Any:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from ..torch_api import disable_reason, disabled_by_torch, disabled_by_user
 from ..context import TracerContext
-from ..exc import Unsupported
+from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, GlobalSource, Source
 from .base import VariableTracker
 from .object_protocol import DESCRIPTORS
@@ -279,6 +279,11 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "__code__":
             return ConstantVariable(self.code)  # immutable; the function itself is guarded
+        if name == "__wrapped__" and not hasattr(self.fn, name):  # (functools.wraps sets it; it may be set later)
+            if self.source is None:
+                raise Unsupported(f"{self.fn.__qualname__} without __wrapped__, unguarded")
+            tx.guards.hasattr_match(self.source, name, False)
+            raise AttributeMissing.exactly(AttributeError(f"'function' object has no attribute '{name}'"), guarded=True)
         if name in _READ_ATTRS or name in getattr(self.fn, "__dict__", {}):
             return tx.wrap(getattr(self.fn, name), AttrSource(self.source, name) if self.source else None)
         if name == "__dict__":  # (a live dict: read through a source, the function's own if none)

@@ -132,7 +132,7 @@ class GeneratorVariable(IteratorVariable):
         if not self.exhausted:
             # Its frame, suspended part way, cannot be made again as a real generator.
             raise Unsupported("a generator not run to its end at a graph break or a return")
-        super().reconstruct(cg)  # an exhausted generator (lists._REBUILDERS)
+        super().reconstruct(cg)  # an exhausted generator (lists.REBUILDERS)
 
     def __repr__(self) -> str:
         state = "exhausted" if self.exhausted else f"{self.yields} yielded"

@@ -18,7 +18,7 @@ import torch
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
-from .base import Methods, VariableTracker, as_proxy, class_static, find_on_class
+from .base import Methods, Registry, VariableTracker, as_proxy, class_static, find_on_class
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .object_protocol import call_operator, class_attribute, type_is_callable
 
@@ -347,6 +347,14 @@ class ListVariable(BaseListVariable):
         return None if args or kwargs else ListVariable(list(self.items))
 
 
+def range_length(value: range) -> int:
+    """How many items ``value`` has; ``len`` raises OverflowError past ``sys.maxsize``."""
+    try:
+        return len(value)
+    except OverflowError:
+        return max(0, (value.stop - value.start + value.step - (1 if value.step > 0 else -1)) // value.step)
+
+
 class RangeVariable(BaseListVariable):
     """``range(...)`` with constant bounds: its items are known."""
 
@@ -360,7 +368,7 @@ class RangeVariable(BaseListVariable):
 
     @property
     def items(self) -> list[VariableTracker]:  # type: ignore[override]
-        if len(self.value) > 100_000:
+        if range_length(self.value) > 100_000:
             raise Unsupported(f"unrolling {self.value!r}: too many iterations to trace")
         return [ConstantVariable(v) for v in self.value]
 
@@ -500,8 +508,8 @@ class IteratorVariable(VariableTracker):
             cg.build(tuple, len(self.items) - self.index)
             return [None]
 
-        if self.cls in _REBUILDERS:
-            cg.call_const(_REBUILDERS[self.cls], remaining)
+        if self.cls in REBUILDERS:
+            cg.call_const(REBUILDERS[self.cls], remaining)
         else:
             remaining()
             cg.get_iter()
@@ -526,11 +534,23 @@ def _as_generator(items: tuple) -> Any:
     yield from items
 
 
-_REBUILDERS: dict[type, Any] = {
+REBUILDERS: dict[type, Any] = Registry("lists.REBUILDERS")  # (itertools_objects.py adds its own)
+REBUILDERS.update({
     type(iter([])): lambda items: iter(list(items)),
     type(iter(range(0))): _rebuild_range_iterator,
     types.GeneratorType: _as_generator,  # (module.parameters()'s, over the members still to come)
-}
+})
+
+
+_IMMUTABLE_ITERATORS = frozenset({_TUPLE_ITERATOR, type(iter(range(0))), type(iter("")), type(iter(b""))})
+
+
+def rebuilt_exactly(it: VariableTracker) -> bool:
+    """Whether ``it`` rebuilt at a graph break gives the items CPython's would: its real object
+    (one passed in), or one over a container that cannot change (a tuple, a range, a str). One
+    over a list (or of unknown origin) may not: the list may change before its items are taken."""
+    return isinstance(it, InputIteratorVariable) or (
+        type(it) is IteratorVariable and it.cls in _IMMUTABLE_ITERATORS)
 
 
 def iterator_type(value_type: type | None, example: Any = None) -> type | None:

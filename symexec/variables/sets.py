@@ -109,7 +109,7 @@ class SetVariable(VariableTracker):
     def _remove(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if len(args) != 1 or self.frozen:
             return None
-        key = hash_key(args[0], tx)
+        key = _member_key(args[0], tx)
         if key not in self.items and name == "remove":
             if isinstance(key, Identity):
                 raise Unsupported("the KeyError of an object missing from a set (its repr)")
@@ -126,7 +126,7 @@ class SetVariable(VariableTracker):
 
     @methods("__contains__")
     def _contains(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
-        return ConstantVariable(hash_key(args[0], tx) in self.items) if len(args) == 1 else None
+        return ConstantVariable(_member_key(args[0], tx) in self.items) if len(args) == 1 else None
 
     @methods("__len__")
     def _len(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
@@ -156,6 +156,14 @@ class SetVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"SetVariable({list(self.items)[:6]!r})"
+
+
+def _member_key(var: VariableTracker, tx: TracerContext) -> Any:
+    """The key ``in``, ``remove`` and ``discard`` look for: a set (unhashable) is looked for as
+    the frozenset of its items, as CPython's set does."""
+    if isinstance(var, SetVariable) and not var.frozen:
+        var = SetVariable(list(var.items.values()), frozen=True, tx=tx)
+    return hash_key(var, tx)
 
 
 def wrap_other_constant(value: Any) -> VariableTracker:

@@ -1,5 +1,5 @@
-"""The standard library, modelled on trackers: ``itertools`` over iterables known while
-tracing, ``operator.itemgetter``/``attrgetter``/``methodcaller`` (made inside or passed in),
+"""The standard library, modelled on trackers (``itertools`` is in ``itertools_objects.py``):
+``operator.itemgetter``/``attrgetter``/``methodcaller`` (made inside or passed in),
 ``tuple.__new__`` (a namedtuple's ``_make``), ``dict.fromkeys``, and ``inspect``'s predicates
 and signatures. Handlers register in ``object_protocol.HANDLERS`` like the builtins'."""
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import functools
 import inspect
-import itertools
 import operator
 import os
 import types
@@ -20,94 +19,12 @@ from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, EnvironItemSource, PrivateObjectSource
 from .base import VariableTracker, class_static
-from .builtin_functions import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, held_elsewhere, run_pure
+from .builtin_functions import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, run_pure
 from .dicts import ConstDictVariable
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .functions import UserMethodVariable
-from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
+from .lists import NamedTupleVariable, TupleVariable
 from .user_objects import UserDefinedObjectVariable
-
-
-# -- itertools over iterables known while tracing: their items, computed at once (as zip and
-# enumerate over containers are); each keeps the real iterator's type. Over an iterator that
-# someone else holds (CPython takes its items as they are asked for) they break the graph; so
-# do arguments itertools would reject (a wrong count, a negative bound), and CPython raises
-# for real.
-def _itertools(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def checked(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
-            if any(held_elsewhere(tx, a) for a in (*args, *kwargs.values())):
-                # (computed at once, it would take every item of an iterator someone else may
-                # hold, where CPython's takes them as they are asked for)
-                raise Unsupported(f"itertools.{cls.__name__} over an iterator")
-            try:
-                return IteratorVariable(fn(tx, *args, **kwargs), cls)
-            except (TypeError, ValueError) as e:
-                raise Unsupported(f"itertools.{cls.__name__} raises {type(e).__name__}: {e}") from e
-        return handler(cls)(checked)
-    return register
-
-
-def _none(var: VariableTracker | None) -> bool:
-    return var is None or (var.is_python_constant() and var.as_python_constant() is None)
-
-
-@_itertools(itertools.chain)
-def _chain(tx: TracerContext, *iterables: VariableTracker) -> list[VariableTracker]:
-    return [item for it in iterables for item in it.unpack(tx)]
-
-
-@_itertools(itertools.product)
-def _product(tx: TracerContext, *iterables: VariableTracker, repeat: VariableTracker | None = None) -> list[VariableTracker]:
-    pools = [it.unpack(tx) for it in iterables] * (1 if repeat is None else repeat.as_python_constant())
-    return [TupleVariable(list(row)) for row in itertools.product(*pools)]
-
-
-@_itertools(itertools.combinations)
-def _combinations(tx: TracerContext, iterable: VariableTracker, r: VariableTracker) -> list[VariableTracker]:
-    return [TupleVariable(list(row)) for row in itertools.combinations(iterable.unpack(tx), r.as_python_constant())]
-
-
-@_itertools(itertools.permutations)
-def _permutations(tx: TracerContext, iterable: VariableTracker, r: VariableTracker | None = None) -> list[VariableTracker]:
-    count = None if r is None else r.as_python_constant()
-    return [TupleVariable(list(row)) for row in itertools.permutations(iterable.unpack(tx), count)]
-
-
-@_itertools(itertools.pairwise)
-def _pairwise(tx: TracerContext, iterable: VariableTracker) -> list[VariableTracker]:
-    return [TupleVariable(list(pair)) for pair in itertools.pairwise(iterable.unpack(tx))]
-
-
-@_itertools(itertools.islice)
-def _islice(tx: TracerContext, iterable: VariableTracker, *bounds: VariableTracker) -> list[VariableTracker]:
-    return list(itertools.islice(iterable.unpack(tx), *[b.as_python_constant() for b in bounds]))
-
-
-@_itertools(itertools.zip_longest)
-def _zip_longest(tx: TracerContext, *iterables: VariableTracker, fillvalue: VariableTracker | None = None) -> list[VariableTracker]:
-    fill = fillvalue if fillvalue is not None else ConstantVariable(None)
-    return [TupleVariable(list(row)) for row in itertools.zip_longest(*[it.unpack(tx) for it in iterables], fillvalue=fill)]
-
-
-@_itertools(itertools.accumulate)
-def _accumulate(tx: TracerContext, iterable: VariableTracker, func: VariableTracker | None = None, *,
-                initial: VariableTracker | None = None) -> list[VariableTracker]:
-    items = iterable.unpack(tx) if _none(initial) else [initial, *iterable.unpack(tx)]
-    step = BuiltinVariable(operator.add) if _none(func) else func
-    out: list[VariableTracker] = []
-    for item in items:
-        out.append(item if not out else step.call_function(tx, [out[-1], item], {}))
-    return out
-
-
-@_itertools(itertools.filterfalse)
-def _filterfalse(tx: TracerContext, predicate: VariableTracker, iterable: VariableTracker) -> list[VariableTracker]:
-    items = iterable.unpack(tx)
-    if _none(predicate):
-        return [v for v in items if not v.truth(tx)]
-    return [v for v in items if not predicate.call_function(tx, [v], {}).truth(tx)]
 
 
 # -- operator.itemgetter, attrgetter and methodcaller made with constants ---------------------

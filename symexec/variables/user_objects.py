@@ -12,6 +12,7 @@ their attributes as trackers and are rebuilt by generated code if they survive t
 from __future__ import annotations
 
 import collections
+import collections.abc
 import enum
 import types
 from typing import Any
@@ -19,13 +20,13 @@ from typing import Any
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, ObjectAttrSource, PrivateObjectSource, Source
-from .base import DELETED, Methods, VariableTracker, class_static, find_on_class
+from .base import DELETED, BoundMethodVariable, Methods, VariableTracker, class_static, find_on_class
 from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .enums import enum_member, is_plain_enum
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import ListVariable, NamedTupleVariable, TupleVariable
+from .lists import IteratorVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .object_protocol import (DESCRIPTORS, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot,
                               no_attribute, type_is_callable, unset_slot)
 
@@ -127,21 +128,83 @@ class ObjectVariableBase(VariableTracker):
         return ConstantVariable(None)
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
+        return self.iterate(tx).unpack(tx)
+
+    def iterate(self, tx: TracerContext) -> IteratorVariable:
+        """``iter(obj)``: what ``__iter__`` returns, an iterator of the trace's or a user object
+        taken from by ``__next__`` one item at a time; with only ``__getitem__``, the old
+        sequence protocol (items 0, 1, 2... until IndexError), one item at a time too."""
         if self.has_python_method(tx, "__iter__"):
-            return self.call_method(tx, "__iter__", [], {}).unpack(tx)
-        if self.has_python_method(tx, "__getitem__"):
-            # The old sequence protocol: items 0, 1, 2... until IndexError (not __len__'s count).
-            items = []
-            for i in range(tx.config.max_generator_items):
-                try:
-                    items.append(self.call_method(tx, "__getitem__", [ConstantVariable(i)], {}))
-                except TracedException as e:
-                    if isinstance(e.exception, ExceptionVariable) and issubclass(e.exception.cls, (IndexError, StopIteration)):
-                        return items
-                    raise
-            raise Unsupported(f"iterating over a {self.cls.__qualname__} with more than "
-                              f"{tx.config.max_generator_items} items")
+            it = self.call_method(tx, "__iter__", [], {})
+            if isinstance(it, IteratorVariable):
+                return it
+            if isinstance(it, ObjectVariableBase) and it.has_python_method(tx, "__next__"):
+                return UserIteratorVariable(tx, it, it.cls, by_index=False)
+            raise Unsupported(f"iterating over a {self.cls.__qualname__}: __iter__ returned {it.describe()}")
+        if self.has_python_method(tx, "__getitem__") and class_static(tx, self.cls, "__iter__") is None:
+            return UserIteratorVariable(tx, self, _SEQUENCE_ITERATOR, by_index=True)
         raise Unsupported(f"iterating over a {self.cls.__qualname__}")
+
+
+class _Indexed:
+    def __getitem__(self, index: int) -> Any:
+        raise IndexError(index)
+
+
+_SEQUENCE_ITERATOR = type(iter(_Indexed()))  # (CPython's iterator over a class with only __getitem__)
+
+
+class UserIteratorVariable(IteratorVariable):
+    """A user object iterated (a ``for`` loop, ``enumerate``, ``list(...)``): each item taken
+    calls its ``__next__`` (or ``obj[i]``, the old sequence protocol) when CPython would, so
+    what the calls do happens then, and a loop that stops early leaves the rest untaken. Not
+    rebuilt at a graph break (the graph breaks before)."""
+
+    models = collections.abc.Iterator
+
+    def __init__(self, tx: TracerContext, obj: "ObjectVariableBase", cls: type, by_index: bool) -> None:
+        super().__init__([], cls)
+        self.tx, self.obj, self.by_index = tx, obj, by_index
+        self.exhausted = False
+
+    def pending(self) -> bool:
+        return not self.exhausted
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items) and not self._pull():
+            return None
+        return super().next_item()
+
+    def _pull(self) -> bool:
+        if self.exhausted:
+            return False
+        if len(self.items) >= self.tx.config.max_generator_items:
+            raise Unsupported(f"iterating over a {self.obj.cls.__qualname__} with more than "
+                              f"{self.tx.config.max_generator_items} items")
+        stops = (IndexError, StopIteration) if self.by_index else (StopIteration,)
+        try:
+            if self.by_index:
+                item = self.obj.call_method(self.tx, "__getitem__", [ConstantVariable(len(self.items))], {})
+            else:
+                item = self.obj.call_method(self.tx, "__next__", [], {})
+        except TracedException as e:
+            if isinstance(e.exception, ExceptionVariable) and issubclass(e.exception.cls, stops):
+                self.exhausted = True
+                return False
+            raise
+        self.items.append(item)
+        return True
+
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
+        while self._pull():
+            pass
+        return super().unpack(tx)
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [*self.items[self.index:], self.obj]
+
+    def reconstruct(self, cg: Any) -> None:
+        raise Unsupported(f"an iterator over a {self.obj.cls.__qualname__} at a graph break")
 
 
 class UserDefinedObjectVariable(ObjectVariableBase):
@@ -535,11 +598,16 @@ class ExceptionVariable(VariableTracker):
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "args":
             return TupleVariable(list(self.args))
+        if name == "with_traceback" and class_static(tx, self.cls, name) is BaseException.with_traceback:
+            return BoundMethodVariable(self, name)
         raise Unsupported(f"reading {name!r} of an exception made while tracing")
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name == "__str__" and not args:
             return ConstantVariable(str(self.cls(*[a.as_python_constant() for a in self.args])))
+        if name == "with_traceback" and len(args) == 1 and not kwargs and args[0].is_python_constant() \
+                and args[0].as_python_constant() is None:
+            return self  # (its traceback, which the trace does not keep, dropped: the exception itself)
         return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg: Any) -> None:

@@ -1,10 +1,12 @@
 """List, tuple, dict and set trackers: their methods, mutation of inputs and of fresh containers."""
 
 import collections
+import collections.abc
 
+import pytest
 import torch
 
-from helpers import check
+from helpers import check, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -252,3 +254,203 @@ def test_frozenset_membership():
         return x
 
     check(fn, _t(3), "tanh")
+
+
+# --- corners that made the frame run eagerly (internal errors) -----------------------------------
+
+
+def test_range_corners():
+    def fn(x):
+        down = range(10, -3, -3)
+        empty = range(5, 1)
+        huge = range(0, 2**70, 3)
+        return (x + len(down), list(down), down[-1], down[1:3], 4 in down, 7 in down, list(reversed(down)),
+                list(empty), list(reversed(empty)), empty[::2], bool(empty), huge[5], huge[-1], 2**65 in huge,
+                huge[2**60:2**61], len(huge[:5]), bool(huge), down.index(4), down.count(7))
+
+    check(fn, _t(2))
+
+
+def test_range_len_overflow_raises_as_eager():
+    def fn(x):
+        try:
+            len(range(2**70))
+        except OverflowError as e:
+            return x + 1, str(e)
+
+    check(fn, _t(2))
+
+
+class _Mapping(collections.abc.Mapping):
+    def __init__(self):
+        self.log = []
+
+    def __getitem__(self, key):
+        self.log.append(key)
+        return key * 2
+
+    def __iter__(self):
+        return iter("ab")
+
+    def __len__(self):
+        return 2
+
+    def keys(self):
+        self.log.append("keys")
+        return ["b", "a"]
+
+
+def _kwargs(**kwargs):
+    return kwargs
+
+
+def test_unpacking_a_user_mapping():
+    def fn(x, passed):
+        made = _Mapping()
+        merged = {**made, "c": 3}
+        d = {}
+        d.update(made)
+        return x + 1, merged, _kwargs(**made), _kwargs(**passed), dict(made), dict(made, z=1), d, made.log
+
+    check(fn, _t(2), _Mapping(), captured=True)
+
+
+def test_dict_unpacking_a_non_mapping_raises_as_eager():
+    def fn(x):
+        try:
+            {**[(1, 2)]}
+        except TypeError as e:
+            return x + 1, str(e)
+
+    check(fn, _t(2))
+
+
+def test_sets_in_frozensets():
+    def fn(x):
+        nested = frozenset([frozenset([1, 2]), frozenset([3])])
+        s = {frozenset([1, 2])}
+        s.discard({1, 2})
+        try:
+            frozenset([{1}])
+        except TypeError as e:
+            message = str(e)
+        return x + len(nested), frozenset([1, 2]) in nested, {1, 2} in nested, {3} in nested, s, message
+
+    check(fn, _t(2))
+
+
+class _Counter:
+    def __init__(self):
+        self.i = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.i += 1
+        if self.i > 3:
+            raise StopIteration
+        return self.i
+
+
+class _OldSequence:
+    def __getitem__(self, i):
+        if i >= 3:
+            raise IndexError(i)
+        return i * 10
+
+
+def test_enumerate_over_user_iterables():
+    def fn(x):
+        a = [x * v + i for i, v in enumerate(_Counter())]
+        b = list(enumerate(_OldSequence(), start=2))
+        return a, b, [x * v for i, v in enumerate(_Counter(), 5)]
+
+    check(fn, _t(2))
+
+
+def test_user_iterator_taken_from_lazily():
+    # A loop that stops early leaves the rest of the items untaken (__next__ not called).
+    def fn(x):
+        it = _Counter()
+        out = []
+        for v in it:
+            out.append(x * v)
+            if v == 2:
+                break
+        return out, it.i, next(it), list(it), it.i, 2 in _Counter(), 20 in _OldSequence(), sum(_Counter())
+
+    check(fn, _t(2))
+
+
+def test_zip_and_map_over_user_iterables():
+    def fn(x):
+        a = _Counter()
+        return ([x * v for v in map(lambda t: t[0] + t[1], zip(_Counter(), _OldSequence()))],
+                list(zip(a, "ab")), a.i, sorted(_Counter()), tuple(_OldSequence()))
+
+    check(fn, _t(2))
+
+
+# --- map, filter, zip and enumerate not yet consumed at a graph break: rebuilt for real ---------
+
+
+def _map_pending(x):
+    log = []
+
+    def f(v):
+        log.append(v)
+        return v * x
+    m = map(f, (1, 2, 3))
+    first = next(m)
+    print("break")
+    return first, list(log), list(m), log
+
+
+def _enumerate_pending(x):
+    y = x + 1
+    e = enumerate([y, x * 2], 3)
+    next(e)
+    print("break")
+    return list(e), y * 2
+
+
+def _zip_pending(x):
+    a = iter((x, x + 1, 3))
+    z = zip(a, "abc")
+    next(z)
+    print("break")
+    return list(z), next(a, None), x * 2
+
+
+def _filter_pending(x):
+    f = filter(None, [0, 1, 2, 0, 3])
+    first = x * next(f)
+    print("break")
+    return first + 1, list(f)
+
+
+@pytest.mark.parametrize("fn", [_map_pending, _enumerate_pending, _zip_pending, _filter_pending],
+                         ids=lambda fn: fn.__name__)
+def test_lazy_iterators_pending_at_a_graph_break(fn):
+    check(fn, _t(3))  # (traced: not the frame run eagerly)
+    ours, dynamo = symexec_graphs(fn, _t(3))[1], dynamo_graphs(fn, _t(3))[1]
+    # (no more graphs than torch.compile; where it captures nothing (enumerate), some. The
+    # continuation takes the real map object, which it runs as Python: torch.compile captures
+    # its ops, symexec does not yet)
+    assert ours.graph_count >= 1 and (dynamo.graph_count == 0 or ours.graph_count <= dynamo.graph_count)
+
+
+def _map_over_a_list_changed_after_the_break(x):
+    items = [1, 2]
+    m = map(lambda v: v * 2, items)
+    next(m)
+    print("break")
+    items.append(3)
+    return list(m), x + 1
+
+
+def test_map_over_a_list_changed_after_the_break():
+    # (the list is read when the map asks for its items, after the break: the map is not
+    # rebuilt from a copy; the frame runs as its code, exact)
+    check(_map_over_a_list_changed_after_the_break, _t(3), expect_traced=False)
