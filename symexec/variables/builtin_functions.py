@@ -35,7 +35,7 @@ from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
 from .base import Registry, class_static, reachable, subclass_check
 from .builtin_subclasses import SubclassInstance
-from .user_objects import ObjectVariableBase, SuperVariable
+from .user_objects import ObjectVariableBase, SuperVariable, checked_len
 from .object_protocol import HANDLERS, Handler  # noqa: F401 - (the families register in it through here)
 
 # (builtin class, name) -> one instance of that class method (``dict.fromkeys``), a key of HANDLERS.
@@ -174,6 +174,8 @@ def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
         return ConstantVariable(len(obj.items))
     if isinstance(obj, ConstantVariable):
         return None
+    if isinstance(obj, ObjectVariableBase) and obj.has_python_method(tx, "__len__"):
+        return checked_len(tx, obj.call_method(tx, "__len__", [], {}))
     return obj.call_method(tx, "__len__", [], {})
 
 
