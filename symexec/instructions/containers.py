@@ -9,6 +9,7 @@ from ..exc import Unsupported
 from ..variables import (
     ConstantVariable, ConstDictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable,
 )
+from ..variables.dicts import is_mapping, mapping_items
 from .registry import instruction
 
 
@@ -112,7 +113,11 @@ def MAP_ADD(tx: HandlerContext, inst: Any, key: Any, value: Any) -> None:
 @instruction("DICT_UPDATE", "DICT_MERGE", pops=1)
 def DICT_UPDATE(tx: HandlerContext, inst: Any, other: Any) -> None:
     target = tx.peek(inst.arg)
-    if inst.name == "DICT_MERGE" and isinstance(other, ConstDictVariable):
+    if not isinstance(other, ConstDictVariable):
+        if not is_mapping(other):
+            raise Unsupported(f"TypeError: {other.describe()} is not a mapping")
+        other = ConstDictVariable(mapping_items(tx, other))  # (read once: keys(), then each item)
+    if inst.name == "DICT_MERGE":
         duplicate = target.items.keys() & other.items.keys()
         if duplicate:
             raise Unsupported(f"TypeError: got multiple values for keyword argument {sorted(duplicate)[0]!r}")

@@ -26,7 +26,7 @@ from ..guards import GuardKind
 from ..source import AttrSource, ConstSource, PrivateObjectSource, Source, value_of
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal, wrap_constant
-from .dicts import ConstDictVariable, DictViewVariable
+from .dicts import ConstDictVariable, DictViewVariable, update_items
 from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, iterator_type,
                     sort_keys)
 from .functions import UserFunctionVariable, UserMethodVariable
@@ -625,12 +625,8 @@ HANDLERS[tuple] = lambda tx, iterable=None: TupleVariable(iterable.unpack(tx) if
 @handler(dict)
 def _dict(tx: TracerContext, arg: VariableTracker | None = None, **kwargs: VariableTracker) -> VariableTracker:
     items: dict[Any, VariableTracker] = {}
-    if isinstance(arg, ConstDictVariable):
-        items.update(arg.items)
-    elif arg is not None:
-        for pair in arg.unpack(tx):
-            key, value = pair.unpack(tx)
-            items[key.as_python_constant()] = value
+    if arg is not None:
+        update_items(tx, items, arg)
     items.update(kwargs)
     return ConstDictVariable(items)
 

@@ -165,12 +165,7 @@ class ConstDictVariable(VariableTracker):
     def _update(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         items = self._changing(tx)
         for other in args:
-            if isinstance(other, ConstDictVariable):
-                items.update(other.items)
-            else:  # pairs
-                for pair in other.unpack(tx):
-                    key, value = pair.unpack(tx)
-                    items[_key(key, tx)] = value
+            update_items(tx, items, other)
         for k, v in kwargs.items():
             items[k] = v
         return ConstantVariable(None)
@@ -403,6 +398,34 @@ def _bind(tx: TracerContext, names: tuple[str, ...], defaults: tuple[Any, ...], 
 
 def _key(key: VariableTracker, tx: TracerContext) -> Any:
     return hash_key(key, tx)
+
+
+def is_mapping(value: VariableTracker) -> bool:
+    """Whether ``dict.update`` and ``**`` read ``value`` as a mapping (its type has ``keys``)."""
+    return hasattr(value.python_type(), "keys")
+
+
+def update_items(tx: TracerContext, items: dict[Any, VariableTracker], other: VariableTracker) -> None:
+    """``dict.update(other)`` (and ``dict(other)``) into ``items``: a dict's items, a mapping's
+    (``keys()`` then each item), or key/value pairs, each checked as CPython checks it."""
+    if isinstance(other, ConstDictVariable):
+        items.update(other.items)
+    elif is_mapping(other):
+        items.update(mapping_items(tx, other))
+    else:
+        for i, pair in enumerate(other.unpack(tx)):
+            both = pair.unpack(tx)
+            if len(both) != 2:
+                raise TracedException(ValueError(f"dictionary update sequence element #{i} has length "
+                                                 f"{len(both)}; 2 is required"))
+            items[_key(both[0], tx)] = both[1]
+
+
+def mapping_items(tx: TracerContext, mapping: VariableTracker) -> dict[Any, VariableTracker]:
+    """The items of a mapping that is not a dict, read as CPython's dict merge reads them:
+    ``mapping.keys()``, then ``mapping[key]`` for each key."""
+    return {_key(key, tx): mapping.call_method(tx, "__getitem__", [key], {})
+            for key in mapping.call_method(tx, "keys", [], {}).unpack(tx)}
 
 
 COMPUTED_WRAPPERS[dict] = lambda v: ConstDictVariable({k: wrap_constant(x) for k, x in v.items()})
