@@ -12,6 +12,7 @@ import builtins
 import collections
 import copy
 import functools
+import inspect
 import types
 import math
 import operator
@@ -115,7 +116,13 @@ class BuiltinVariable(VariableTracker):
         fn = self.fn
         handle = HANDLERS.get(fn)
         if handle is not None:
-            result = handle(tx, *args, **kwargs)
+            try:
+                result = handle(tx, *args, **kwargs)
+            except TypeError as e:
+                if _binds(handle, tx, args, kwargs):  # raised inside: symexec's own error
+                    raise
+                # the user's call does not fit the builtin's parameters: CPython raises the TypeError
+                raise Unsupported(f"calling {self.describe()} with arguments it does not take: {e}") from e
             if result is not None:
                 return result
         if fn in FOLDABLE and not any(is_tensor(a) for a in args):
@@ -157,6 +164,15 @@ class BuiltinVariable(VariableTracker):
 
 
 # -- builtins -------------------------------------------------------------------------------
+def _binds(handle: Callable[..., Any], tx: TracerContext, args: list[VariableTracker],
+           kwargs: dict[str, VariableTracker]) -> bool:
+    try:
+        inspect.signature(handle).bind(tx, *args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
 @handler(len, operator.length_hint)
 def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
     if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource) and \
