@@ -151,7 +151,13 @@ class ObjectVariableBase(VariableTracker):
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         if self.has_python_method(tx, "__iter__"):
-            return self.call_method(tx, "__iter__", [], {}).unpack(tx)
+            iterator = self.call_method(tx, "__iter__", [], {})
+            if isinstance(iterator, ObjectVariableBase):
+                # CPython calls its __next__ (not its __iter__ again: that recursed forever), one
+                # item at a time: taking every item now would run __next__ more often than eager
+                raise Unsupported(f"iterating over a {self.cls.__qualname__} whose __iter__ returns a "
+                                  f"{iterator.cls.__qualname__} (a Python __next__)")
+            return iterator.unpack(tx)
         if self.has_python_method(tx, "__getitem__"):
             # The old sequence protocol: items 0, 1, 2... until IndexError (not __len__'s count).
             items = []

@@ -303,3 +303,33 @@ def test_len_must_return_a_non_negative_int():
         check(_len_of, _t(3), LenReturns(value))
         check(_branch_on, _t(3), LenReturns(value))
     assert_same_graphs_as_dynamo(_len_of, _t(3), LenReturns(3))
+
+
+class CountsUp:
+    """An iterator whose __iter__ returns itself (PyTorch's test_functions test_enumerate_custom)."""
+
+    def __init__(self, stop):
+        self.stop = stop
+
+    def __iter__(self):
+        self.a = 1
+        return self
+
+    def __next__(self):
+        if self.a > self.stop:
+            raise StopIteration
+        self.a += 1
+        return self.a
+
+
+def test_iterating_an_object_whose_iter_returns_itself():
+    # it was an endless recursion (an internal error); it breaks the graph now
+    def fn(x, counter):
+        y = x * 2
+        for i, item in enumerate(counter):
+            y = y + i * item
+            if item == 3:
+                break
+        return y, counter.a
+
+    check(fn, _t(2), CountsUp(5))
