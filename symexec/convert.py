@@ -110,6 +110,8 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         if not global_state.modes_transparent():  # a TorchFunctionMode or dispatch mode is active
             return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start,
                                    fullgraph=fullgraph, warn=True)
+        if torch._C._is_tracing():  # torch.jit.trace records the ops as they run (a guarded state)
+            return _fallback_entry(fn, guards, "called inside torch.jit.trace", start, fullgraph=fullgraph, warn=True)
         if global_state.in_functorch_transform():
             return _fallback_entry(fn, guards, "called inside a functorch transform (torch.vmap, torch.func.grad...)",
                                    start, fullgraph=fullgraph, warn=True)

@@ -297,3 +297,17 @@ def test_dict_from_pairs_checks_each_pair():
     check(fn, _t(2), [("a", 1), "abc"], captured=False)  # ValueError: the graph ends before its op
     other = {}
     check(lambda x, pairs: (x + 1, other.update(pairs)), _t(2), [("a", 1), ("b",)], captured=False)
+
+
+SELF_CONTAINING = []
+SELF_CONTAINING[:] = [SELF_CONTAINING, SELF_CONTAINING, None]
+
+
+def test_a_global_list_that_contains_itself():
+    # (PyTorch's test_repros test_list_self_reference: wrapping its items recursed forever; the
+    # graph breaks at the read now, as the list cannot have two trackers)
+    def fn(x):
+        y = x + 1
+        return y, SELF_CONTAINING[0] is SELF_CONTAINING, len(SELF_CONTAINING[1]), SELF_CONTAINING[2]
+
+    check(fn, _t(2))
