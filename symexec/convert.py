@@ -72,6 +72,9 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     # call); it runs again, if it was on, as soon as the trace ends, however it ends.
     collecting = gc.isenabled()
     gc.disable()
+    # The user's saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks) run on what the
+    # compiled code saves when it runs, not on the fake tensors of the trace or the backend's
+    hooks_tracing = torch._C._autograd._saved_tensors_hooks_set_tracing(True)
     try:
         try:
             return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
@@ -87,6 +90,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
             return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
                                   policy=policy, compile_fn=compile_fn, hold_weakly=hold_weakly)
     finally:
+        torch._C._autograd._saved_tensors_hooks_set_tracing(hooks_tracing)
         if collecting:
             gc.enable()
         saved.restore()

@@ -105,8 +105,12 @@ def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[st
         # Positional only and complete (every continuation): no inspect, which also rejects
         # names CPython accepts (pytest's @py_assert temporaries).
         return dict(zip(code.co_varnames, args))
+    # A bare function of the same code and defaults: a wrapper's ``__signature__`` (torch's
+    # out= wrappers set one) names parameters the code does not have.
+    shell = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    shell.__kwdefaults__ = fn.__kwdefaults__
     try:
-        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
+        bound = inspect.signature(shell).bind(*args, **kwargs)
     except TypeError as e:
         raise Unsupported(f"TypeError: {e}", hint="the call does not match the function's signature") from e
     bound.apply_defaults()

@@ -320,6 +320,13 @@ def record_call(tx: TracerContext, op: str, target: Any, args: list[VariableTrac
     if isinstance(target, type) and issubclass(target, torch.nn.Parameter):
         # (a backend may return a plain tensor for it: only CPython makes a real Parameter)
         raise Unsupported("making a torch.nn.Parameter inside the graph", hint="make it outside the compiled function")
+    wants_grad = kwargs.get("requires_grad")
+    if op == "call_function" and wants_grad is not None and wants_grad.is_python_constant() and \
+            wants_grad.as_python_constant():
+        # a new leaf: made in the graph, it is an output of the backend's graph (under
+        # AOTAutograd one that does not require grad), not a leaf; as torch.compile, made eagerly
+        raise Unsupported("creating a tensor that requires grad (a new leaf) inside the graph",
+                          hint="create it outside the compiled function")
     if any(keyword.iskeyword(k) for k in kwargs):
         args, kwargs = _keywords_by_position(target, args, kwargs)
     fx_args = tuple(as_proxy(a) for a in args)
