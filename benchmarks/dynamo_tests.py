@@ -40,6 +40,7 @@ OMP_NUM_THREADS=1).
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import json
 import os
@@ -163,26 +164,20 @@ _INTERNALS = re.compile(r"_debug_get_cache_entry_list|get_compilation_metrics|\b
                         r"register_stack_frame|CacheEntry|\bexplain\(|_dynamo\.utils\.|_dynamo\.exc\.|"
                         r"Unsupported\b|ConstraintViolationError|_orig_mod|OptimizedModule|same_two_models|"
                         r"torch\.fx\.symbolic_trace|_dynamo\.convert_frame|dynamo_timed|set_stance")
-_SOURCES: dict[tuple[str, str, str], str] = {}
+_SOURCES: dict[tuple[str, str], dict[str, str]] = {}
 
 
 def internals(directory: str, file: str, case: str) -> list[str]:
     """The Dynamo internals a case's method reads (its own source, not its helpers')."""
-    key = (directory, file, case)
-    if key not in _SOURCES:
-        import ast  # noqa: PLC0415
-
+    if (directory, file) not in _SOURCES:
         path = os.path.join(directory, file + ".py")
-        text = open(path).read()
-        class_name, method = case.split(".", 1)
-        source = ""
-        for node in ast.parse(text).body:
-            if isinstance(node, ast.ClassDef) and node.name == class_name:
-                for item in node.body:
-                    if isinstance(item, ast.FunctionDef) and item.name == method:
-                        source = ast.get_source_segment(text, item) or ""
-        _SOURCES[key] = source
-    return sorted(set(_INTERNALS.findall(_SOURCES[key])))
+        with open(path) as f:
+            text = f.read()
+        _SOURCES[directory, file] = {
+            f"{node.name}.{item.name}": ast.get_source_segment(text, item) or ""
+            for node in ast.parse(text).body if isinstance(node, ast.ClassDef)
+            for item in node.body if isinstance(item, ast.FunctionDef)}
+    return sorted(set(_INTERNALS.findall(_SOURCES[directory, file].get(case, ""))))
 
 
 def tc_ok(r: dict) -> bool:
