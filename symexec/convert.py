@@ -73,6 +73,9 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     # call); it runs again, if it was on, as soon as the trace ends, however it ends.
     collecting = gc.isenabled()
     gc.disable()
+    # The user's saved-tensor hooks (torch.autograd.graph.saved_tensors_hooks) run on what the
+    # compiled code saves when it runs, not on the fake tensors of the trace or the backend's
+    hooks_tracing = torch._C._autograd._saved_tensors_hooks_set_tracing(True)
     try:
         try:
             return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
@@ -88,6 +91,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
             return _convert_frame(fn, args, kwargs, backend=backend, fullgraph=fullgraph, config=config, index=index,
                                   policy=policy, compile_fn=compile_fn, hold_weakly=hold_weakly)
     finally:
+        torch._C._autograd._saved_tensors_hooks_set_tracing(hooks_tracing)
         if collecting:
             gc.enable()
         saved.restore()
@@ -111,6 +115,8 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         if not global_state.modes_transparent():  # a TorchFunctionMode or dispatch mode is active
             return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start,
                                    fullgraph=fullgraph, warn=True)
+        if torch._C._is_tracing():  # torch.jit.trace records the ops as they run (a guarded state)
+            return _fallback_entry(fn, guards, "called inside torch.jit.trace", start, fullgraph=fullgraph, warn=True)
         if global_state.in_functorch_transform():
             return _fallback_entry(fn, guards, "called inside a functorch transform (torch.vmap, torch.func.grad...)",
                                    start, fullgraph=fullgraph, warn=True)

@@ -39,6 +39,8 @@ STATE: tuple[tuple[str, Reader], ...] = (
     ("any autocast enabled", torch._C._is_any_autocast_enabled),
     # vmap, grad, jvp...: the levels a traced torch.vmap pushes are constants of its graph.
     ("functorch transform depth", torch._C._functorch.get_dynamic_layer_stack_depth),
+    # torch.jit.trace records the ops as they run: a frame called under it runs as its code
+    ("torch.jit tracing", torch._C._is_tracing),
 )
 
 # Read and guarded only when some autocast is on.

@@ -22,7 +22,7 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch._dispatch.python import enable_python_dispatcher
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, StatelessSymbolicContext, compute_unbacked_bindings,
-                                                  free_unbacked_symbols)
+                                                  free_unbacked_symbols, PendingUnbackedSymbolNotFound)
 from torch.utils._stats import simple_call_counter
 
 from .dynamic import DynamicPolicy, FrameState
@@ -269,7 +269,15 @@ class OutputGraph:
                 self.graph.erase_node(node)
                 name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
                 raise Unsupported(f"{name}() failed on fake tensors: {type(e).__name__}: {e}") from e
-            self._bind_unbacked(node, example)
+            try:
+                self._bind_unbacked(node, example)
+            except PendingUnbackedSymbolNotFound as e:  # its result's size is an expression of them
+                self.graph.erase_node(node)
+                env = self.fake_mode.shape_env
+                env.ignorable_fresh_unbacked_symbols.extend(env.pending_fresh_unbacked_symbols)
+                name = target if isinstance(target, str) else getattr(target, "__name__", repr(target))
+                raise Unsupported(f"{name}() makes a size from tensor values that torch's fake tensors cannot "
+                                  f"bind ({e.__class__.__name__})") from e
         node.meta["example_value"] = example
         return node, example
 

@@ -65,6 +65,10 @@ def wraps(*types_: type) -> Callable[[Wrapper], Wrapper]:
     return register
 
 
+class _Cycle(Unsupported):
+    """A container reached again while its own items are being wrapped (``a = []; a.append(a)``)."""
+
+
 class VariableBuilder:
     """Wraps values for one trace, with their guards, for the translator ``tx`` that owns it.
     The wrappers here receive the builder; what they call of the families receives the
@@ -77,6 +81,7 @@ class VariableBuilder:
         self.graph = tx.trace.graph
         self.memos = tx.trace.memos
         self.guards = tx.guards
+        self.wrapping: set[int] = set()  # the ids of the containers whose items are being wrapped
 
     def __call__(self, value: Any, source: Source | None) -> VariableTracker:
         memos = self.memos
@@ -113,14 +118,20 @@ class VariableBuilder:
             wrapper = _wrap_torch_callable
         if kind is types.FunctionType and compiler_api_kind(value) is not None:
             wrapper = _wrap_compiler_api  # torch._dynamo.graph_break, torch.compiler.is_compiling...
+        if mutable:
+            if id(value) in self.wrapping:  # (its tracker is not made yet: a second would be two)
+                raise _Cycle(f"a {kind.__name__} that contains itself")
+            self.wrapping.add(id(value))
         try:
             var = wrapper(self, value, source)
-        except Unsupported:
-            if source is None or wrapper is _wrap_object:
+        except Unsupported as e:
+            if source is None or wrapper is _wrap_object or isinstance(e, _Cycle):
                 raise
             # A value its family cannot model (a dict with tensor keys...): an opaque object,
             # guarded on its type; only what is done with it can break the graph.
             var = _wrap_object(self, value, source)
+        finally:
+            self.wrapping.discard(id(value))
         if source is not None:
             cache[source] = var
             memos.input_values[source] = value

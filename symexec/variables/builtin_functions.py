@@ -12,6 +12,7 @@ import builtins
 import collections
 import copy
 import functools
+import inspect
 import types
 import math
 import operator
@@ -26,15 +27,16 @@ from ..guards import GuardKind
 from ..source import AttrSource, ConstSource, PrivateObjectSource, Source, value_of
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal, wrap_constant
-from .dicts import ConstDictVariable, DictViewVariable, mapping_items
-from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable,
+from .dicts import ConstDictVariable, DictViewVariable, update_items
+from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, iterator_type,
                     sort_keys)
 from .functions import UserFunctionVariable, UserMethodVariable
 from .sets import SetVariable
 from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
-from .base import Registry, class_static, subclass_check
-from .user_objects import ObjectVariableBase, SuperVariable
+from .base import Registry, class_static, reachable, subclass_check
+from .builtin_subclasses import SubclassInstance
+from .user_objects import ObjectVariableBase, SuperVariable, checked_len
 from .object_protocol import HANDLERS, Handler  # noqa: F401 - (the families register in it through here)
 
 # (builtin class, name) -> one instance of that class method (``dict.fromkeys``), a key of HANDLERS.
@@ -114,7 +116,13 @@ class BuiltinVariable(VariableTracker):
         fn = self.fn
         handle = HANDLERS.get(fn)
         if handle is not None:
-            result = handle(tx, *args, **kwargs)
+            try:
+                result = handle(tx, *args, **kwargs)
+            except TypeError as e:
+                if _binds(handle, tx, args, kwargs):  # raised inside: symexec's own error
+                    raise
+                # the user's call does not fit the builtin's parameters: CPython raises the TypeError
+                raise Unsupported(f"calling {self.describe()} with arguments it does not take: {e}") from e
             if result is not None:
                 return result
         if fn in FOLDABLE and not any(is_tensor(a) for a in args):
@@ -156,6 +164,15 @@ class BuiltinVariable(VariableTracker):
 
 
 # -- builtins -------------------------------------------------------------------------------
+def _binds(handle: Callable[..., Any], tx: TracerContext, args: list[VariableTracker],
+           kwargs: dict[str, VariableTracker]) -> bool:
+    try:
+        inspect.signature(handle).bind(tx, *args, **kwargs)
+    except TypeError:
+        return False
+    return True
+
+
 @handler(len)
 def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
     if obj.source is not None and isinstance(obj.source.root(), PrivateObjectSource) and \
@@ -176,6 +193,8 @@ def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
         return ConstantVariable(len(obj.items))
     if isinstance(obj, ConstantVariable):
         return None
+    if isinstance(obj, ObjectVariableBase) and obj.has_python_method(tx, "__len__"):
+        return checked_len(tx, obj.call_method(tx, "__len__", [], {}))
     return obj.call_method(tx, "__len__", [], {})
 
 
@@ -545,13 +564,8 @@ HANDLERS[tuple] = lambda tx, iterable=None: TupleVariable(iterable.unpack(tx) if
 @handler(dict)
 def _dict(tx: TracerContext, arg: VariableTracker | None = None, **kwargs: VariableTracker) -> VariableTracker:
     items: dict[Any, VariableTracker] = {}
-    mapping = mapping_items(tx, arg) if arg is not None else None
-    if mapping is not None:
-        items.update(mapping)
-    elif arg is not None:
-        for pair in arg.unpack(tx):
-            key, value = pair.unpack(tx)
-            items[key.as_python_constant()] = value
+    if arg is not None:
+        update_items(tx, items, arg)
     items.update(kwargs)
     return ConstDictVariable(items)
 

@@ -166,13 +166,7 @@ class ConstDictVariable(VariableTracker):
     def _update(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         items = self._changing(tx)
         for other in args:
-            mapping = mapping_items(tx, other)
-            if mapping is not None:
-                items.update(mapping)
-            else:  # pairs
-                for pair in other.unpack(tx):
-                    key, value = pair.unpack(tx)
-                    items[_key(key, tx)] = value
+            update_items(tx, items, other)
         for k, v in kwargs.items():
             items[k] = v
         return ConstantVariable(None)
@@ -426,6 +420,21 @@ def mapping_items(tx: TracerContext, other: VariableTracker) -> dict[Any, Variab
 
 def _key(key: VariableTracker, tx: TracerContext) -> Any:
     return hash_key(key, tx)
+
+
+def update_items(tx: TracerContext, items: dict[Any, VariableTracker], other: VariableTracker) -> None:
+    """``dict.update(other)`` (and ``dict(other)``) into ``items``: a mapping's items
+    (``mapping_items``), else key/value pairs, each checked as CPython checks it."""
+    mapping = mapping_items(tx, other)
+    if mapping is not None:
+        items.update(mapping)
+        return
+    for i, pair in enumerate(other.unpack(tx)):
+        both = pair.unpack(tx)
+        if len(both) != 2:
+            raise TracedException(ValueError(f"dictionary update sequence element #{i} has length "
+                                             f"{len(both)}; 2 is required"))
+        items[_key(both[0], tx)] = both[1]
 
 
 COMPUTED_WRAPPERS[dict] = lambda v: ConstDictVariable({k: wrap_constant(x) for k, x in v.items()})

@@ -109,7 +109,11 @@ class BaseListVariable(VariableTracker):
         if kwargs:
             return None
         # Equality of items must be known: constants only.
-        return ConstantVariable(getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args]))
+        try:
+            found = getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args])
+        except (ValueError, TypeError) as e:  # not in the list, or bad arguments: CPython raises it
+            raise TracedException(e) from e
+        return ConstantVariable(found)
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:

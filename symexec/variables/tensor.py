@@ -10,6 +10,7 @@ result computed under the fake mode, and the result wrapped back into trackers b
 
 from __future__ import annotations
 
+import keyword
 import operator
 from typing import Any
 
@@ -319,10 +320,36 @@ def record_call(tx: TracerContext, op: str, target: Any, args: list[VariableTrac
     if isinstance(target, type) and issubclass(target, torch.nn.Parameter):
         # (a backend may return a plain tensor for it: only CPython makes a real Parameter)
         raise Unsupported("making a torch.nn.Parameter inside the graph", hint="make it outside the compiled function")
+    wants_grad = kwargs.get("requires_grad")
+    if op == "call_function" and wants_grad is not None and wants_grad.is_python_constant() and \
+            wants_grad.as_python_constant():
+        # a new leaf: made in the graph, it is an output of the backend's graph (under
+        # AOTAutograd one that does not require grad), not a leaf; as torch.compile, made eagerly
+        raise Unsupported("creating a tensor that requires grad (a new leaf) inside the graph",
+                          hint="create it outside the compiled function")
+    if any(keyword.iskeyword(k) for k in kwargs):
+        args, kwargs = _keywords_by_position(target, args, kwargs)
     fx_args = tuple(as_proxy(a) for a in args)
     fx_kwargs = {k: as_proxy(v) for k, v in kwargs.items()}
     node, example = tx.trace.graph.create_call(op, target, fx_args, fx_kwargs)
     return wrap_fx_value(tx, node, example)
+
+
+def _keywords_by_position(target: Any, args: list[VariableTracker],
+                          kwargs: dict[str, VariableTracker]) -> tuple[list[VariableTracker], dict[str, VariableTracker]]:
+    """An op's arguments named by a Python keyword (``x.random_(**{"from": 0, "to": 9})``)
+    passed by position instead: the graph's code cannot spell ``from=``. The positions are
+    those of the aten schema whose positional parameters take them."""
+    name = target if isinstance(target, str) else getattr(target, "__name__", "")
+    named = [k for k in kwargs if keyword.iskeyword(k)]
+    for schema in torch._C._jit_get_schemas_for_operator(f"aten::{name}") if name.isidentifier() else ():
+        params = [a.name for a in schema.arguments if not a.kwarg_only][len(args):]
+        if not set(named) <= set(params):
+            continue
+        moved = params[:max(params.index(k) for k in named) + 1]
+        if all(k in kwargs for k in moved):
+            return [*args, *(kwargs[k] for k in moved)], {k: v for k, v in kwargs.items() if k not in moved}
+    raise Unsupported(f"calling {name} with the keyword argument {named[0]!r}, which graph code cannot spell")
 
 
 def wrap_fx_value(tx: TracerContext, node: torch.fx.Node, example: Any) -> VariableTracker:

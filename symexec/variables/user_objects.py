@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import enum
+import operator
 import types
 from typing import Any
 
@@ -27,6 +28,7 @@ from .dicts import construct_dict_subclass
 from .enums import enum_member, is_plain_enum
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import IteratorVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .tensor import record_call
 from .object_protocol import (DESCRIPTORS, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot,
                               no_attribute, type_is_callable, unset_slot)
 
@@ -37,6 +39,35 @@ def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVari
 
 def _qualname_of(fn: types.FunctionType) -> str:
     return fn.__qualname__ if type(fn.__qualname__) is str else "__getattribute__"
+
+
+# Binary operators and the dunder methods that implement them for user objects.
+DUNDERS = {
+    "add": ("__add__", "__radd__"), "sub": ("__sub__", "__rsub__"), "mul": ("__mul__", "__rmul__"),
+    "truediv": ("__truediv__", "__rtruediv__"), "floordiv": ("__floordiv__", "__rfloordiv__"),
+    "mod": ("__mod__", "__rmod__"), "pow": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
+    "and_": ("__and__", "__rand__"), "or_": ("__or__", "__ror__"), "xor": ("__xor__", "__rxor__"),
+    "lshift": ("__lshift__", "__rlshift__"), "rshift": ("__rshift__", "__rrshift__"),
+    "lt": ("__lt__", "__gt__"), "le": ("__le__", "__ge__"), "gt": ("__gt__", "__lt__"), "ge": ("__ge__", "__le__"),
+    "eq": ("__eq__", "__eq__"), "ne": ("__ne__", "__ne__"),
+}
+
+
+def checked_len(tx: TracerContext, result: VariableTracker) -> VariableTracker:
+    """What a Python ``__len__`` returned, as ``len()`` and truth take it: an int (through
+    ``__index__``: a bool is one) that is not negative, else the error CPython raises."""
+    kind = result.python_type()
+    if not issubclass(kind, int):
+        raise TracedException(TypeError(f"'{kind.__name__}' object cannot be interpreted as an integer"))
+    if result.is_python_constant():
+        negative = result.as_python_constant() < 0
+    else:  # a symbolic int: the sign is a condition of the graph, guarded as a branch on it is
+        negative = record_call(tx, "call_function", operator.lt, [result, ConstantVariable(0)], {}).truth(tx)
+    if negative:
+        raise TracedException(ValueError("__len__() should return >= 0"))
+    if kind is not int and result.is_python_constant():  # an int subclass or a bool: len() gives an int
+        return ConstantVariable(int(result.as_python_constant()))
+    return result
 
 
 class ObjectVariableBase(VariableTracker):
@@ -76,9 +107,13 @@ class ObjectVariableBase(VariableTracker):
 
     def truth(self, tx: TracerContext) -> bool:
         if self.has_python_method(tx, "__bool__"):
-            return self.call_method(tx, "__bool__", [], {}).truth(tx)
+            result = self.call_method(tx, "__bool__", [], {})
+            if result.python_type() is not bool:  # as CPython's slot: exactly a bool
+                raise TracedException(TypeError(f"__bool__ should return bool, returned "
+                                                f"{result.python_type().__name__}"))
+            return result.truth(tx)
         if self.has_python_method(tx, "__len__"):
-            return self.call_method(tx, "__len__", [], {}).truth(tx)
+            return checked_len(tx, self.call_method(tx, "__len__", [], {})).truth(tx)
         if class_static(tx, self.cls, "__bool__") is None and class_static(tx, self.cls, "__len__") is None:
             return True
         raise Unsupported(f"the truth of a {self.cls.__qualname__} (a C __bool__ or __len__)")

@@ -347,6 +347,29 @@ def test_default_dtype_and_deterministic_algorithms():
         torch.use_deterministic_algorithms(False)
 
 
+def test_called_inside_torch_jit_trace():
+    # (PyTorch's test_repros test_jit_trace_errors: tracing symbolic shapes under the JIT tracer
+    # was an internal error) The frame runs as its code inside torch.jit.trace, so the trace
+    # records its ops; outside, the guard on the tracing state lets it compile.
+    def fn(x):
+        return x * 2 + 1
+
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    compiled = symexec.compile(fn, backend=backend, dynamic=True)
+    with pytest.warns(symexec.SymexecWarning, match="torch.jit.trace"):
+        traced = torch.jit.trace(compiled, torch.randn(3), check_trace=False)  # (its check calls fn again)
+    x = torch.randn(5)
+    assert torch.equal(traced(x), fn(x))
+    assert graphs == []
+    assert torch.equal(compiled(x), fn(x))
+    assert len(graphs) == 1
+
+
 def test_enclosing_autocast():
     def fn(x):
         return x @ x.T

@@ -2,6 +2,7 @@
 tensor methods, torch and torch.nn.functional functions, builtins."""
 
 import functools
+import inspect
 import math
 import operator
 
@@ -661,3 +662,28 @@ def test_print_gives_two_graphs_like_dynamo():
 
     ours, _ = assert_same_graphs_as_dynamo(fn, _t(3))
     assert ours.graph_count == 2
+
+
+def _with_out(fn):
+    """A wrapper that states another signature (``__signature__``), as torch's out= wrappers do."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        out = kwargs.pop("out", None)
+        result = fn(*args, **kwargs)
+        return result if out is None else out.copy_(result)
+
+    wrapper.__signature__ = inspect.signature(fn)
+    return wrapper
+
+
+@_with_out
+def _doubled(a):
+    return a * 2
+
+
+def test_compiled_function_with_a_stated_signature_binds_its_code_parameters():
+    # (PyTorch's test_repros test_primtorch: torch._refs.abs) the arguments were bound by the
+    # stated signature (`a`), leaving the code's `args`/`kwargs` unbound
+    check(_doubled, torch.ones(3))
+    check(lambda x: _doubled(x, out=torch.zeros(3)), torch.ones(3))

@@ -1,6 +1,8 @@
 """Containers: BUILD_*, LIST_/SET_/MAP_ appends, DICT_UPDATE/DICT_MERGE, unpacking, f-strings,
 subscripts and slices (BINARY_SUBSCR, BUILD_SLICE, STORE_SUBSCR, DELETE_SUBSCR)."""
 
+import collections.abc
+
 import pytest
 import torch
 
@@ -537,3 +539,42 @@ def test_list_of_tensors_modified_then_stacked():
         return torch.stack(items)
 
     check(fn, [_t(2), _t(2)])
+
+
+class ReadOnlyMap(collections.abc.Mapping):
+    """A mapping that is not a dict: iterating it gives its keys."""
+
+    def __init__(self, **items):
+        self._items = items
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+
+def test_dict_merge_and_update_from_a_user_mapping():
+    # DICT_MERGE (f(**m)) and DICT_UPDATE ({**m}) of a mapping that is not a dict read keys(),
+    # then each item (PyTorch's test_functions test_unpack_mutable_map)
+    def fn(x, mapping):
+        return _kw(**mapping), {**mapping, "z": x * 2}, _kw(a=x, **mapping)
+
+    check(fn, _t(2), ReadOnlyMap(b=_t(2), c=1))
+
+
+def test_dict_merge_of_a_user_mapping_with_a_repeated_keyword():
+    def fn(x, mapping):
+        return _kw(a=x + 1, **mapping)
+
+    check(fn, _t(2), ReadOnlyMap(a=1), captured=False)  # TypeError before the op is recorded
+
+
+def test_dict_update_of_a_non_mapping_raises():
+    def fn(x, items):
+        return x + 1, {**items}
+
+    check(fn, _t(2), [("a", 1)], captured=False)  # TypeError: not a mapping

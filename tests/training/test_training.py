@@ -307,3 +307,52 @@ def test_capturable_turned_on_after_compiled_steps_raises_as_in_eager():
     expected, actual = run(lambda fn: fn), run(symexec.compile)
     assert [number for number, _ in expected[0]] == [2] and actual[0] == expected[0]
     assert_same(expected[1], actual[1], "state after the refused step")
+
+
+# -- autograd around the compiled call (PyTorch's test_repros) ----------------------------------
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_leaf_created_inside_is_a_leaf_with_its_grad(backend):
+    # (test_intermediate_leaf_requires_grad) made in an AOTAutograd graph, the "leaf" was a
+    # graph output that did not require grad; as torch.compile, it is made outside the graph
+    def fn(x):
+        leaf = torch.ones(2, requires_grad=True)
+        return leaf, leaf * 2 + x.sum()
+
+    x = torch.arange(4.0).reshape(2, 2)
+    results = []
+    for run in (fn, symexec.compile(fn, backend=backend)):
+        leaf, out = run(x)
+        out.sum().backward()
+        results.append((leaf.is_leaf, leaf.requires_grad, leaf.grad))
+    assert_same(results[0], results[1])
+    torch._dynamo.reset()
+    dynamo, ours = Counting("eager"), Counting("eager")
+    torch.compile(fn, backend=dynamo)(x)
+    symexec.compile(fn, backend=ours)(x)
+    assert ours.graphs <= dynamo.graphs
+
+
+def test_saved_tensor_hooks_run_when_the_compiled_code_runs():
+    # (test_unpack_hooks_dont_run_during_tracing) the pack hook ran on the trace's fake tensors too
+    def fn(x, y):
+        return x * y
+
+    for run in (fn, symexec.compile(fn, backend="aot_eager")):
+        counts = {"pack": 0, "unpack": 0}
+
+        def pack(t):
+            counts["pack"] += 1
+            return t
+
+        def unpack(t):
+            counts["unpack"] += 1
+            return t
+
+        x = torch.ones(4, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+            out = run(x, torch.ones(4))
+            assert counts == {"pack": 1, "unpack": 0}
+            out.sum().backward()
+            assert counts == {"pack": 1, "unpack": 1}

@@ -454,3 +454,62 @@ def test_map_over_a_list_changed_after_the_break():
     # (the list is read when the map asks for its items, after the break: the map is not
     # rebuilt from a copy; the frame runs as its code, exact)
     check(_map_over_a_list_changed_after_the_break, _t(3), expect_traced=False)
+
+
+# --- dict() and dict.update from a mapping that is not a dict ---------------------------------------
+# (PyTorch's test_functions test_dict_mutable_map: iterating such a mapping gives its keys, not
+# pairs; CPython reads keys(), then each item)
+
+
+class TensorMap(collections.abc.MutableMapping):
+    def __init__(self, **items):
+        self._items = dict(items)
+
+    def __getitem__(self, key):
+        return self._items[key]
+
+    def __setitem__(self, key, value):
+        self._items[key] = value
+
+    def __delitem__(self, key):
+        del self._items[key]
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+
+def test_dict_and_update_from_a_user_mapping():
+    def fn(x, mapping):
+        copy = dict(mapping)
+        other = {"b": 0}
+        other.update(mapping)
+        return x * copy["ab"], other
+
+    check(fn, _t(3), TensorMap(ab=_t(3), cd=2))
+
+
+def test_dict_from_pairs_checks_each_pair():
+    def fn(x, pairs):
+        return x + 1, dict(pairs)
+
+    check(fn, _t(2), ["ab", ("c", 1)])  # a string of two characters is a pair
+    check(fn, _t(2), [("a", 1), "abc"], captured=False)  # ValueError: the graph ends before its op
+    other = {}
+    check(lambda x, pairs: (x + 1, other.update(pairs)), _t(2), [("a", 1), ("b",)], captured=False)
+
+
+SELF_CONTAINING = []
+SELF_CONTAINING[:] = [SELF_CONTAINING, SELF_CONTAINING, None]
+
+
+def test_a_global_list_that_contains_itself():
+    # (PyTorch's test_repros test_list_self_reference: wrapping its items recursed forever; the
+    # graph breaks at the read now, as the list cannot have two trackers)
+    def fn(x):
+        y = x + 1
+        return y, SELF_CONTAINING[0] is SELF_CONTAINING, len(SELF_CONTAINING[1]), SELF_CONTAINING[2]
+
+    check(fn, _t(2))

@@ -693,3 +693,23 @@ def test_zip_enumerate_filter_and_itertools_over_an_iterator_take_its_items_lazi
         expected, got = _over_an_iterator(_t(), theirs), compiled(_t(), mine)
         assert expected[1:] == got[1:] and list(mine) == list(theirs)
     check(_over_a_local_iterator, _t())
+
+
+def test_builtin_called_with_arguments_it_does_not_take_raises_like_cpython():
+    # isinstance(x, T, invalid=1) (PyTorch's test_misc test_invalid_args_builtin): CPython's
+    # TypeError, not an internal error of symexec's handler
+    def fn(x):
+        y = x + 1
+        return y, isinstance(x, torch.Tensor, invalid=1)
+
+    check(fn, torch.ones(2))
+
+
+def test_list_index_of_a_missing_item_raises_value_error():
+    # (PyTorch's test_repros test_list_index_not_found)
+    def fn(x, items):
+        y = x + 1
+        return y, items.index("non-existent")
+
+    check(fn, torch.ones(2), [1, 2])
+    check(fn, torch.ones(2), [1, "non-existent"])

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from helpers import check
+from helpers import check, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -250,3 +250,33 @@ def test_parameter_input():
         return (p * x).sum(), isinstance(p, torch.nn.Parameter), p.requires_grad
 
     check(fn, torch.nn.Parameter(_t(3)), _t(3))
+
+
+def test_op_keyword_arguments_named_by_python_keywords():
+    # x.random_(**{"from": a, "to": b}): graph code cannot spell `from=`; the arguments go by
+    # position (PyTorch's test_repros test_tensor_random / test_tensor_uniform: a SyntaxError)
+    def fn(x, params):
+        ints = x.clone().random_(**params)
+        floats = x.clone().uniform_(**params)
+        return ints.dtype, ((ints >= -10) & (ints < 10)).all(), ((floats >= -10) & (floats <= 10)).all()
+
+    check(fn, torch.zeros(4, 5), {"from": -10, "to": 10})
+    _, ours = symexec_graphs(fn, torch.zeros(4, 5), {"from": -10, "to": 10})
+    _, theirs = dynamo_graphs(fn, torch.zeros(4, 5), {"from": -10, "to": 10})
+    assert ours.graph_count <= theirs.graph_count  # one graph; torch.compile breaks around the calls
+
+
+def test_arange_between_tensor_values():
+    # torch.arange(t0, t1) of 0-d tensors: a size computed from two tensor values, which torch's
+    # fake tensors cannot bind to a symbol (PyTorch's test_repros test_do_paste_mask: an
+    # internal error); the graph breaks there
+    def fn(boxes):
+        x0, y0 = torch.clamp(boxes.min(dim=0).values.floor()[:2] - 1, min=0).to(dtype=torch.int32)
+        y1 = torch.clamp(boxes[:, 3].max().ceil() + 1, max=20).to(dtype=torch.int32)
+        return torch.arange(y0, y1, dtype=torch.float32) + 0.5, x0
+
+    boxes = torch.tensor([[1.0, 2.0, 10.0, 12.0], [3.0, 1.0, 8.0, 9.0]])
+    check(fn, boxes)
+    _, ours = symexec_graphs(fn, boxes)
+    _, theirs = dynamo_graphs(fn, boxes)
+    assert ours.graph_count <= theirs.graph_count

@@ -254,3 +254,82 @@ def test_module_gives_one_graph_like_dynamo():
         return model(x) * 2
 
     assert_same_graphs_as_dynamo(fn, _t(2, 3))
+
+
+# The truth and len() protocols check what a Python __bool__ / __len__ returns, as CPython's
+# slots do (PyTorch's test_misc test_if_cond_user_defined_object2 found the unchecked float).
+class BoolReturns:
+    def __init__(self, value):
+        self.value = value
+
+    def __bool__(self):
+        return self.value
+
+
+class LenReturns:
+    def __init__(self, value):
+        self.value = value
+
+    def __len__(self):
+        return self.value
+
+
+def _branch_on(x, obj):
+    y = x * 2
+    if not obj:
+        return y + 1
+    return y - 1
+
+
+def _len_of(x, obj):
+    return x * 2, len(obj)
+
+
+def test_bool_returning_non_bool_raises_type_error():
+    for value in (1.2, 1, 0, None, "yes"):
+        check(_branch_on, _t(3), BoolReturns(value), captured=False)  # the TypeError ends the graph before an op
+
+
+def test_bool_returning_bool_branches_like_dynamo():
+    check(_branch_on, _t(3), BoolReturns(False))
+    assert_same_graphs_as_dynamo(_branch_on, _t(3), BoolReturns(True))
+
+
+def test_len_must_return_a_non_negative_int():
+    for value in (-1, 2.0, "3"):
+        check(_branch_on, _t(3), LenReturns(value), captured=False)
+        check(_len_of, _t(3), LenReturns(value), captured=False)
+    for value in (True, 0, 3):  # a bool is an int: len() gives the int
+        check(_len_of, _t(3), LenReturns(value))
+        check(_branch_on, _t(3), LenReturns(value))
+    assert_same_graphs_as_dynamo(_len_of, _t(3), LenReturns(3))
+
+
+class CountsUp:
+    """An iterator whose __iter__ returns itself (PyTorch's test_functions test_enumerate_custom)."""
+
+    def __init__(self, stop):
+        self.stop = stop
+
+    def __iter__(self):
+        self.a = 1
+        return self
+
+    def __next__(self):
+        if self.a > self.stop:
+            raise StopIteration
+        self.a += 1
+        return self.a
+
+
+def test_iterating_an_object_whose_iter_returns_itself():
+    # it was an endless recursion (an internal error); it breaks the graph now
+    def fn(x, counter):
+        y = x * 2
+        for i, item in enumerate(counter):
+            y = y + i * item
+            if item == 3:
+                break
+        return y, counter.a
+
+    check(fn, _t(2), CountsUp(5))
