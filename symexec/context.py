@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from bytecode import Label
 
     from .config import Config
+    from .exc import TracedException
     from .guards import GuardSet
     from .source import Source
     from .trace import Trace
@@ -69,8 +70,10 @@ class Frame(TracerContext, Protocol):
     done: bool
     program: "Program"  # the instructions, their labels and exception handlers
     generator: Any  # the GeneratorVariable whose frame this is, or None
+    return_value: "VariableTracker | None"  # what it returned, once done
 
     def run(self) -> None: ...
+    def raise_exception(self, error: "TracedException") -> None: ...
     def release(self) -> None: ...
 
 

@@ -545,7 +545,7 @@ def _next(tx: TracerContext, it: VariableTracker, default: VariableTracker | Non
     item = it.next_item()
     if item is None:
         if default is None:
-            raise TracedException(StopIteration())
+            raise it.stop_error()
         return default
     return item
 

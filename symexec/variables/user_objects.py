@@ -513,6 +513,8 @@ class ExceptionVariable(VariableTracker):
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "args":
             return TupleVariable(list(self.args))
+        if name == "value" and issubclass(self.cls, StopIteration):  # (a generator's return value)
+            return self.args[0] if self.args else ConstantVariable(None)
         raise Unsupported(f"reading {name!r} of an exception made while tracing")
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:

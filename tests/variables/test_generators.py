@@ -1,0 +1,595 @@
+"""Generators of inlined generator functions and generator expressions (``variables/generators.py``):
+lazy items, ``send``, ``throw``, ``close``, ``yield from``, return values, side effects between
+items, early exits of consumers, and the generators that cannot be traced (passed in, escaping
+part way). Each case is compared with eager, and the kinds with torch ops also with
+torch.compile's graph counts."""
+
+import contextlib
+
+import pytest
+import torch
+
+from helpers import assert_same_graphs_as_dynamo, check, symexec_graphs
+
+_LOG = []
+
+
+def _t(*values):
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def _logged(body):
+    """``body`` run with a fresh log, returning its result and what it logged."""
+    def fn(*args):
+        del _LOG[:]
+        result = body(*args)
+        return result, list(_LOG)
+    return fn
+
+
+# -- generator functions used below -----------------------------------------------------------
+
+def _count(x, n):
+    for i in range(n):
+        _LOG.append(("yield", i))
+        yield x * i
+    _LOG.append("end")
+
+
+def _echo(x):
+    """Yields what was sent in, times x, until it is sent None."""
+    total = 0
+    received = yield x
+    while received is not None:
+        total += 1
+        received = yield x * received
+    return total
+
+
+def _guarded(x):
+    try:
+        yield x + 1
+        yield x + 2
+    except ValueError as e:
+        _LOG.append(("caught", str(e)))
+        yield x * 10
+    finally:
+        _LOG.append("finally")
+
+
+def _returns(x):
+    yield x
+    return x * 3
+
+
+def _delegating(x):
+    result = yield from _returns(x)
+    _LOG.append("inner returned")
+    yield result + 1
+
+
+def _delegating_echo(x):
+    total = yield from _echo(x)
+    yield total
+
+
+def _ignores_exit(x):
+    while True:
+        try:
+            yield x
+        except GeneratorExit:
+            _LOG.append("ignored")
+
+
+def _tree(depth, x):
+    if depth == 0:
+        yield x
+        return
+    yield from _tree(depth - 1, x + 1)
+    yield from _tree(depth - 1, x * 2)
+
+
+# -- laziness and side effects -------------------------------------------------------------------
+
+@pytest.mark.parametrize("consumer", [
+    lambda x: sum(_count(x, 4)),
+    lambda x: list(_count(x, 3)),
+    lambda x: dict(enumerate(_count(x, 3)))[2],
+    lambda x: x + any(i > 1 for i, v in enumerate(_count(x, 5))),
+    lambda x: x + all(i < 2 for i, v in enumerate(_count(x, 5))),
+    lambda x: x + max(i * 2 for i, v in enumerate(_count(x, 3))),
+    lambda x: [a + b for a, b in zip(_count(x, 5), range(2))],
+    lambda x: [a + b for a, b in zip(range(2), _count(x, 5))],
+    lambda x: x + len(tuple(_count(x, 0))),
+], ids=["sum", "list", "dict", "any", "all", "max", "zip-first", "zip-second", "empty"])
+def test_consumers_take_items_when_eager_does(consumer):
+    check(_logged(consumer), _t(1, 2))
+
+
+def test_next_twice_and_break():
+    def fn(x):
+        g = _count(x, 5)
+        a = next(g)
+        b = next(g)
+        for i, c in enumerate(g):
+            if i == 1:
+                break
+        return a + b + c
+    check(_logged(fn), _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
+
+
+def test_side_effects_between_items():
+    def gen(x, out):
+        out.append(x.clone())
+        yield x
+        x.add_(1)  # a mutation between items: the consumer sees it after the first item
+        out.append(x.clone())
+        yield x * 2
+
+    def fn(x):
+        out = []
+        items = [v + len(out) for v in gen(x, out)]
+        return items, out
+    check(fn, _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
+
+
+def test_generator_prints():
+    def gen(x):
+        print("first")
+        yield x
+        print("second")
+        yield x + 1
+
+    def fn(x):
+        g = gen(x)
+        a = next(g)
+        print("between")
+        return a + next(g)
+    check(fn, _t(1, 2))
+
+
+_STATE = {"n": 0}
+
+
+def test_generator_writes_a_global():
+    def gen(x):
+        global _COUNTER
+        for i in range(3):
+            _COUNTER = i
+            yield x + i
+
+    def fn(x):
+        g = gen(x)
+        first = next(g)
+        return first, _COUNTER
+    check(fn, _t(1))
+
+
+_COUNTER = 0
+
+
+def test_generator_expression_lazy():
+    def fn(x):
+        g = (_LOG.append(i) or x * i for i in range(4))
+        first = next(g)
+        second = next(g)
+        return first + second, list(_LOG)
+    check(_logged(fn), _t(1, 2))
+
+
+def test_recursive_generator():
+    def fn(x):
+        return list(_tree(3, x))
+    check(fn, _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
+
+
+def test_generator_yielding_from_a_list():
+    # test_misc.py's yield-from cases: a list, a list comprehension, in a loop
+    def fn(x, k):
+        def gen(items):
+            scaled = [t * k for t in items]
+            yield from scaled
+
+        def twice():
+            for _ in range(2):
+                yield from gen([x, x + 1])
+
+        return [t * k for t in twice()]
+    check(fn, _t(1, 2), 3)
+    assert_same_graphs_as_dynamo(fn, _t(1, 2), 3)
+
+
+# -- return values --------------------------------------------------------------------------------
+
+def test_stop_iteration_value():
+    def fn(x):
+        g = _returns(x)
+        first = next(g)
+        try:
+            next(g)
+        except StopIteration as e:
+            return first, e.value, e.args
+        return None
+    check(fn, _t(1, 2))
+
+
+def test_yield_from_result():
+    def fn(x):
+        return list(_delegating(x))
+    check(_logged(fn), _t(1, 2))
+    # (torch.compile 2.13 gives up on this function and runs it eagerly: no graph)
+    _, ours = symexec_graphs(fn, _t(1, 2))
+    assert ours.op_counts() == [2]
+
+
+def test_next_after_the_end_raises_stop_iteration_without_value():
+    def fn(x):
+        g = _returns(x)
+        list(g)
+        try:
+            next(g)
+        except StopIteration as e:
+            return x + 1, e.args
+        return None
+    check(fn, _t(1, 2))
+
+
+def test_next_with_a_default():
+    def fn(x):
+        g = _returns(x)
+        return next(g, None), next(g, x + 5), next(g, 7)
+    check(fn, _t(1, 2))
+
+
+# -- send -----------------------------------------------------------------------------------------
+
+def test_send():
+    def fn(x):
+        g = _echo(x)
+        first = g.send(None)
+        second = g.send(2)
+        third = g.send(3)
+        try:
+            g.send(None)
+        except StopIteration as e:
+            return first, second, third, e.value
+        return None
+    check(fn, _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
+
+
+def test_send_non_none_to_a_just_started_generator():
+    def fn(x):
+        g = _echo(x)
+        try:
+            g.send(1)
+        except TypeError as e:
+            return x + 1, str(e), next(g)
+        return None
+    check(fn, _t(1, 2))
+
+
+def test_send_through_yield_from():
+    def fn(x):
+        g = _delegating_echo(x)
+        a = next(g)
+        b = g.send(4)
+        c = g.send(None)  # ends the inner generator: its result is yielded
+        return a, b, c
+    check(fn, _t(1, 2))
+
+
+def test_send_to_a_subgenerator():
+    # test_misc.py test_yield_send_to_subgenerator_graph_break, called from a compiled function
+    def subgenerator(tensor):
+        multiplier = yield
+        yield tensor * multiplier
+
+    def main_generator(t_list):
+        for tensor in t_list:
+            subgen = subgenerator(tensor)
+            next(subgen)
+            yield from subgen.send(torch.tensor([10]))
+
+    def fn(t_list):
+        return list(main_generator(t_list))
+    check(fn, [torch.tensor([i]) for i in range(3)])
+
+
+def test_send_to_an_exhausted_generator():
+    def fn(x):
+        g = _returns(x)
+        list(g)
+        try:
+            g.send(5)
+        except StopIteration as e:
+            return x, e.args
+        return None
+    check(fn, _t(1), captured=False)
+
+
+# -- throw ----------------------------------------------------------------------------------------
+
+def test_throw_caught_inside():
+    def fn(x):
+        g = _guarded(x)
+        a = next(g)
+        b = g.throw(ValueError("boom"))
+        rest = list(g)
+        return a, b, rest
+    check(_logged(fn), _t(1, 2))
+    # (torch.compile 2.13 fails here: an IndexError in its generator inliner)
+    _, ours = symexec_graphs(fn, _t(1, 2))
+    assert ours.op_counts() == [2]
+
+
+def test_throw_not_caught_propagates_after_finally():
+    def fn(x):
+        g = _guarded(x)
+        a = next(g)
+        try:
+            g.throw(KeyError("k"))
+        except KeyError as e:
+            return a, str(e), next(g, "done")
+        return None
+    check(_logged(fn), _t(1, 2))
+
+
+def test_throw_a_class():
+    def fn(x):
+        g = _guarded(x)
+        next(g)
+        return g.throw(ValueError), list(g)
+    check(_logged(fn), _t(1, 2))
+
+
+def test_throw_into_a_just_started_generator():
+    def fn(x):
+        g = _guarded(x)
+        try:
+            g.throw(ValueError("early"))
+        except ValueError as e:
+            return x + 1, str(e), list(g)
+        return None
+    check(_logged(fn), _t(1, 2))
+
+
+def test_throw_stop_iteration_is_pep_479():
+    def fn(x):
+        g = _returns(x)
+        next(g)
+        try:
+            g.throw(StopIteration(3))
+        except RuntimeError as e:
+            return x + 1, str(e)
+        return None
+    check(fn, _t(1, 2))
+
+
+def test_throw_through_yield_from():
+    def inner(x):
+        try:
+            yield x
+        except ValueError:
+            _LOG.append("inner caught")
+            return x * 5
+        yield x * 2
+
+    def outer(x):
+        result = yield from inner(x)
+        yield result + 1
+
+    def fn(x):
+        g = outer(x)
+        a = next(g)
+        b = g.throw(ValueError)
+        return a, b, list(g)
+    check(_logged(fn), _t(1, 2))
+
+
+def test_throw_through_yield_from_uncaught():
+    def inner(x):
+        try:
+            yield x
+        finally:
+            _LOG.append("inner finally")
+
+    def outer(x):
+        try:
+            yield from inner(x)
+        except KeyError:
+            _LOG.append("outer caught")
+            yield x * 7
+
+    def fn(x):
+        g = outer(x)
+        a = next(g)
+        return a, g.throw(KeyError("k")), list(g)
+    check(_logged(fn), _t(1, 2))
+
+
+def test_throw_into_yield_from_a_list():
+    def outer(x):
+        try:
+            yield from [x, x + 1]
+        except ValueError:
+            yield x * 3
+
+    def fn(x):
+        g = outer(x)
+        return next(g), g.throw(ValueError), list(g)
+    check(fn, _t(1, 2))
+
+
+# -- close ----------------------------------------------------------------------------------------
+
+def test_close_runs_finally():
+    def fn(x):
+        g = _guarded(x)
+        a = next(g)
+        g.close()
+        return a, list(g)
+    check(_logged(fn), _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
+
+
+def test_close_unstarted_and_exhausted():
+    def fn(x):
+        g = _guarded(x)
+        g.close()
+        h = _returns(x)
+        list(h)
+        h.close()
+        return x + 1, list(g)
+    check(_logged(fn), _t(1, 2))
+
+
+def test_close_a_generator_that_yields_again():
+    def fn(x):
+        g = _ignores_exit(x)
+        next(g)
+        try:
+            g.close()
+        except RuntimeError as e:
+            return x + 1, str(e)
+        return None
+    # (it stays suspended in a try: CPython would run its handler again when it is collected)
+    check(_logged(fn), _t(1, 2), expect_traced=False)
+
+
+def test_close_returns_the_return_value():
+    def gen(x):
+        try:
+            yield x
+        except GeneratorExit:
+            return 9
+        yield x
+
+    def fn(x):
+        g = gen(x)
+        next(g)
+        return x + 1, g.close()
+    check(fn, _t(1, 2))
+
+
+def test_close_through_yield_from():
+    def fn(x):
+        g = _delegating(x)
+        next(g)
+        g.close()
+        return x + 1, list(g)
+
+    def inner_with_finally(x):
+        try:
+            yield x
+        finally:
+            _LOG.append("inner finally")
+
+    def outer(x):
+        try:
+            yield from inner_with_finally(x)
+        finally:
+            _LOG.append("outer finally")
+
+    def fn2(x):
+        g = outer(x)
+        a = next(g)
+        g.close()
+        return a + 1
+    check(_logged(fn), _t(1, 2))
+    check(_logged(fn2), _t(1, 2))
+
+
+# -- PEP 479 and errors -----------------------------------------------------------------------------
+
+def test_error_inside_a_generator_propagates_and_exhausts():
+    def gen(x):
+        yield x
+        raise ValueError("inside")
+
+    def fn(x):
+        g = gen(x)
+        a = next(g)
+        try:
+            next(g)
+        except ValueError as e:
+            return a + 1, str(e), list(g)
+        return None
+    check(fn, _t(1, 2))
+
+
+def test_generator_already_running():
+    def fn(x):
+        def gen():
+            yield next(g)
+        g = gen()
+        try:
+            next(g)
+        except ValueError as e:
+            return x + 1, str(e)
+        return None
+    check(fn, _t(1, 2), expect_traced=False)
+
+
+# -- contextlib.contextmanager ------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _scaled(x):
+    _LOG.append("enter")
+    try:
+        yield x * 2
+    finally:
+        _LOG.append("exit")
+
+
+def test_contextmanager_generator():
+    def fn(x):
+        with _scaled(x) as y:
+            z = y + 1
+        return z
+    check(_logged(fn), _t(1, 2))
+
+
+# -- generators that cannot be traced ---------------------------------------------------------------
+
+def test_generator_passed_in_is_not_consumed_at_trace_time():
+    def fn(g, x):
+        return x + sum(g)
+
+    def make():
+        return (i * 2 for i in range(3))
+
+    compiled = __import__("symexec").compile(fn)
+    expected = fn(make(), _t(1, 2))
+    assert torch.equal(compiled(make(), _t(1, 2)), expected)
+    assert torch.equal(compiled(make(), _t(1, 2)), expected)
+
+
+def test_generator_returned_part_way():
+    def fn(x):
+        g = _count(x, 3)
+        first = next(g)
+        return first, g
+
+    compiled = __import__("symexec").compile(fn)
+    del _LOG[:]
+    first, g = fn(_t(1, 2))
+    expected = (first, list(g), list(_LOG))
+    del _LOG[:]
+    first, g = compiled(_t(1, 2))
+    actual = (first, list(g), list(_LOG))
+    assert repr(expected) == repr(actual)
+
+
+def test_generator_returned_unstarted():
+    def fn(x):
+        return x + 1, _count(x, 2)
+
+    compiled = __import__("symexec").compile(fn)
+    del _LOG[:]
+    y, g = compiled(_t(1, 2))
+    assert _LOG == []
+    assert [v.tolist() for v in g] == [[0.0, 0.0], [1.0, 2.0]]
