@@ -17,7 +17,7 @@ from``'s result). A ``StopIteration`` raised inside becomes ``RuntimeError`` (PE
 Not modelled (the graph breaks): a generator suspended part way that leaves the trace (returned,
 stored, alive at a graph break: its frame cannot be made again as a real generator; one not
 started is made anew by calling the function again), ``gi_frame``/``gi_code``/``gi_yieldfrom``,
-the deprecated three-argument ``throw``, and throwing into a ``yield from`` over an iterator
+the three-argument ``throw`` with a traceback (or on 3.12+, where it warns), and throwing into a ``yield from`` over an iterator
 with its own ``throw``.
 """
 
@@ -63,6 +63,25 @@ def _raises(error: TracedException, cls: type) -> bool:
     exception = error.exception
     kind = exception.python_type() if isinstance(exception, ExceptionVariable) else type(exception)
     return issubclass(kind, cls)
+
+
+def _thrown(tx: TracerContext, args: list[Any]) -> ExceptionVariable:
+    """The exception ``throw(*args)`` raises: ``throw(exception)``, or the old ``throw(type,
+    value=None, traceback=None)`` (contextlib's ``__exit__`` on 3.11) with a value of that type."""
+    if len(args) == 1:
+        return ExceptionVariable.of(tx, args[0])
+    if V.throw_signature_deprecated:
+        raise Unsupported("generator.throw(type, value, traceback) (it warns: DeprecationWarning)")
+    kind, value = args[0], args[1]
+    if len(args) == 3 and not is_none(args[2]):
+        raise Unsupported("generator.throw() with a traceback")
+    exception = ExceptionVariable.of(tx, kind)
+    if is_none(value):
+        return exception
+    if isinstance(value, ExceptionVariable) and not isinstance(kind, ExceptionVariable) \
+            and issubclass(value.python_type(), exception.python_type()):
+        return value
+    raise Unsupported("generator.throw(type, value) with a value that is not an instance of the type")
 
 
 class Suspended(BaseException):
@@ -272,8 +291,8 @@ class GeneratorVariable(IteratorVariable):
             return self.close()
         if name in ("__next__", "send") and len(args) == (name == "send"):
             outcome = self.send(args[0] if args else _NONE)
-        elif name == "throw" and len(args) == 1:
-            outcome = self.throw(TracedException(ExceptionVariable.of(tx, args[0])))
+        elif name == "throw" and 1 <= len(args) <= 3:
+            outcome = self.throw(TracedException(_thrown(tx, args)))
         else:
             raise Unsupported(f"generator.{name}() with {len(args)} arguments")
         yielded, value = outcome

@@ -18,6 +18,12 @@ def _t(*values):
     return torch.tensor(values, dtype=torch.float32)
 
 
+def _ops(fn, *args):
+    """The ops of each graph symexec compiles for ``fn(*args)`` (where torch.compile cannot be
+    compared with: it captures nothing, or fails, as said where it is used)."""
+    return symexec_graphs(fn, *args)[1].op_counts()
+
+
 def _logged(body):
     """``body`` run with a fresh log, returning its result and what it logged."""
     def fn(*args):
@@ -104,6 +110,7 @@ def _tree(depth, x):
 ], ids=["sum", "list", "dict", "any", "all", "max", "zip-first", "zip-second", "empty"])
 def test_consumers_take_items_when_eager_does(consumer):
     check(_logged(consumer), _t(1, 2))
+    assert_same_graphs_as_dynamo(_logged(consumer), _t(1, 2))
 
 
 def test_next_twice_and_break():
@@ -148,6 +155,8 @@ def test_generator_prints():
         print("between")
         return a + next(g)
     check(fn, _t(1, 2))
+    # (torch.compile 2.13 captures nothing here)
+    assert _ops(fn, _t(1, 2)) == [1]
 
 
 _STATE = {"n": 0}
@@ -165,6 +174,7 @@ def test_generator_writes_a_global():
         first = next(g)
         return first, _COUNTER
     check(fn, _t(1))
+    assert_same_graphs_as_dynamo(fn, _t(1))
 
 
 _COUNTER = 0
@@ -177,6 +187,7 @@ def test_generator_expression_lazy():
         second = next(g)
         return first + second, list(_LOG)
     check(_logged(fn), _t(1, 2))
+    assert_same_graphs_as_dynamo(_logged(fn), _t(1, 2))
 
 
 def test_recursive_generator():
@@ -214,6 +225,7 @@ def test_stop_iteration_value():
             return first, e.value, e.args
         return None
     check(fn, _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
 
 
 def test_yield_from_result():
@@ -221,8 +233,7 @@ def test_yield_from_result():
         return list(_delegating(x))
     check(_logged(fn), _t(1, 2))
     # (torch.compile 2.13 gives up on this function and runs it eagerly: no graph)
-    _, ours = symexec_graphs(fn, _t(1, 2))
-    assert ours.op_counts() == [2]
+    assert _ops(fn, _t(1, 2)) == [2]
 
 
 def test_next_after_the_end_raises_stop_iteration_without_value():
@@ -235,6 +246,7 @@ def test_next_after_the_end_raises_stop_iteration_without_value():
             return x + 1, e.args
         return None
     check(fn, _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
 
 
 def test_next_with_a_default():
@@ -242,9 +254,11 @@ def test_next_with_a_default():
         g = _returns(x)
         return next(g, None), next(g, x + 5), next(g, 7)
     check(fn, _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
 
 
 # -- send -----------------------------------------------------------------------------------------
+
 
 def test_send():
     def fn(x):
@@ -270,6 +284,8 @@ def test_send_non_none_to_a_just_started_generator():
             return x + 1, str(e), next(g)
         return None
     check(fn, _t(1, 2))
+    # (torch.compile 2.13 gives a wrong result here: the TypeError's message is empty)
+    assert _ops(fn, _t(1, 2)) == [1]
 
 
 def test_send_through_yield_from():
@@ -280,6 +296,8 @@ def test_send_through_yield_from():
         c = g.send(None)  # ends the inner generator: its result is yielded
         return a, b, c
     check(fn, _t(1, 2))
+    # (torch.compile 2.13 captures nothing here)
+    assert _ops(fn, _t(1, 2)) == [1]
 
 
 def test_send_to_a_subgenerator():
@@ -297,6 +315,7 @@ def test_send_to_a_subgenerator():
     def fn(t_list):
         return list(main_generator(t_list))
     check(fn, [torch.tensor([i]) for i in range(3)])
+    assert_same_graphs_as_dynamo(fn, [torch.tensor([i]) for i in range(3)])
 
 
 def test_send_to_an_exhausted_generator():
@@ -309,9 +328,11 @@ def test_send_to_an_exhausted_generator():
             return x, e.args
         return None
     check(fn, _t(1), captured=False)
+    assert_same_graphs_as_dynamo(fn, _t(1))
 
 
 # -- throw ----------------------------------------------------------------------------------------
+
 
 def test_throw_caught_inside():
     def fn(x):
@@ -322,8 +343,7 @@ def test_throw_caught_inside():
         return a, b, rest
     check(_logged(fn), _t(1, 2))
     # (torch.compile 2.13 fails here: an IndexError in its generator inliner)
-    _, ours = symexec_graphs(fn, _t(1, 2))
-    assert ours.op_counts() == [2]
+    assert _ops(fn, _t(1, 2)) == [2]
 
 
 def test_throw_not_caught_propagates_after_finally():
@@ -336,6 +356,8 @@ def test_throw_not_caught_propagates_after_finally():
             return a, str(e), next(g, "done")
         return None
     check(_logged(fn), _t(1, 2))
+    # (torch.compile 2.13 fails here: an IndexError in its generator inliner)
+    assert _ops(_logged(fn), _t(1, 2)) == [1]
 
 
 def test_throw_a_class():
@@ -344,6 +366,8 @@ def test_throw_a_class():
         next(g)
         return g.throw(ValueError), list(g)
     check(_logged(fn), _t(1, 2))
+    # (torch.compile 2.13 fails here: an IndexError in its generator inliner)
+    assert _ops(_logged(fn), _t(1, 2)) == [2]
 
 
 def test_throw_into_a_just_started_generator():
@@ -355,6 +379,8 @@ def test_throw_into_a_just_started_generator():
             return x + 1, str(e), list(g)
         return None
     check(_logged(fn), _t(1, 2))
+    # (one graph as under torch.compile, which also computes items never asked for)
+    assert _ops(_logged(fn), _t(1, 2)) == [1]
 
 
 def test_throw_stop_iteration_is_pep_479():
@@ -367,6 +393,8 @@ def test_throw_stop_iteration_is_pep_479():
             return x + 1, str(e)
         return None
     check(fn, _t(1, 2))
+    # (torch.compile 2.13 gives a wrong result here: the RuntimeError's message is empty)
+    assert _ops(fn, _t(1, 2)) == [1]
 
 
 def test_throw_through_yield_from():
@@ -388,6 +416,8 @@ def test_throw_through_yield_from():
         b = g.throw(ValueError)
         return a, b, list(g)
     check(_logged(fn), _t(1, 2))
+    # (torch.compile 2.13 captures nothing here)
+    assert _ops(_logged(fn), _t(1, 2)) == [2]
 
 
 def test_throw_through_yield_from_uncaught():
@@ -409,6 +439,8 @@ def test_throw_through_yield_from_uncaught():
         a = next(g)
         return a, g.throw(KeyError("k")), list(g)
     check(_logged(fn), _t(1, 2))
+    # (torch.compile 2.13 fails here: an IndexError in its generator inliner)
+    assert _ops(_logged(fn), _t(1, 2)) == [1]
 
 
 def test_throw_into_yield_from_a_list():
@@ -422,9 +454,12 @@ def test_throw_into_yield_from_a_list():
         g = outer(x)
         return next(g), g.throw(ValueError), list(g)
     check(fn, _t(1, 2))
+    # (torch.compile 2.13 fails here: an IndexError in its generator inliner)
+    assert _ops(fn, _t(1, 2)) == [2]
 
 
 # -- close ----------------------------------------------------------------------------------------
+
 
 def test_close_runs_finally():
     def fn(x):
@@ -445,6 +480,7 @@ def test_close_unstarted_and_exhausted():
         h.close()
         return x + 1, list(g)
     check(_logged(fn), _t(1, 2))
+    assert_same_graphs_as_dynamo(_logged(fn), _t(1, 2))
 
 
 def test_close_a_generator_that_yields_again():
@@ -473,6 +509,8 @@ def test_close_returns_the_return_value():
         next(g)
         return x + 1, g.close()
     check(fn, _t(1, 2))
+    # (torch.compile 2.13 gives a wrong result here before 3.13: close() returns the value returned)
+    assert _ops(fn, _t(1, 2)) == [1]
 
 
 def test_close_through_yield_from():
@@ -501,6 +539,9 @@ def test_close_through_yield_from():
         return a + 1
     check(_logged(fn), _t(1, 2))
     check(_logged(fn2), _t(1, 2))
+    assert_same_graphs_as_dynamo(_logged(fn), _t(1, 2))
+    # (torch.compile 2.13 gives a wrong result here: the inner generator's finally does not run)
+    assert _ops(_logged(fn2), _t(1, 2)) == [1]
 
 
 # -- PEP 479 and errors -----------------------------------------------------------------------------
@@ -519,6 +560,7 @@ def test_error_inside_a_generator_propagates_and_exhausts():
             return a + 1, str(e), list(g)
         return None
     check(fn, _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
 
 
 def test_generator_already_running():
@@ -551,9 +593,11 @@ def test_contextmanager_generator():
             z = y + 1
         return z
     check(_logged(fn), _t(1, 2))
+    assert_same_graphs_as_dynamo(_logged(fn), _t(1, 2))
 
 
 # -- generators that cannot be traced ---------------------------------------------------------------
+
 
 def test_generator_passed_in_is_not_consumed_at_trace_time():
     def fn(g, x):
@@ -593,3 +637,188 @@ def test_generator_returned_unstarted():
     y, g = compiled(_t(1, 2))
     assert _LOG == []
     assert [v.tolist() for v in g] == [[0.0, 0.0], [1.0, 2.0]]
+
+
+# -- more consumers and shapes ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("consumer", [
+    lambda x: torch.cat(list(_count(x, 3))),
+    lambda x: torch.stack(tuple(_count(x, 3))),
+    lambda x: sorted(_count(x, 3), key=lambda v: -len(_LOG)),
+    lambda x: [v + 1 for v in map(lambda v: v * 2, _count(x, 3))],
+    lambda x: set(i for i, _ in enumerate(_count(x, 3))) | {x.shape[0]},
+    lambda x: dict((i, v) for i, v in enumerate(_count(x, 3))),
+    lambda x: min(i for i, _ in zip(range(5), _count(x, 3))) + x,
+    lambda x: [*_count(x, 2), *_count(x + 1, 2)],
+    lambda x: (lambda a, b, c: a + b + c)(*_count(x, 3)),
+], ids=["cat", "stack", "sorted", "map", "set", "dict-pairs", "min-zip", "star-list", "star-call"])
+def test_more_consumers(consumer):
+    check(_logged(consumer), _t(1, 2))
+    assert_same_graphs_as_dynamo(_logged(consumer), _t(1, 2))
+
+
+def test_unpacking_a_generator():
+    def fn(x):
+        a, b, c = _count(x, 3)
+        first, *rest = _count(x + 1, 3)
+        return a + b + c + first, rest
+    check(_logged(fn), _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
+
+
+def test_extend_with_a_generator():
+    def fn(x):
+        out = [x]
+        out.extend(_count(x, 3))
+        out += (v * 2 for v in _count(x, 2))
+        return out
+    check(_logged(fn), _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
+
+
+def test_send_in_a_loop_accumulates():
+    def averager():
+        total, count, average = 0.0, 0, None
+        while True:
+            value = yield average
+            total = total + value
+            count += 1
+            average = total / count
+
+    def fn(x):
+        g = averager()
+        next(g)
+        for i in range(3):
+            out = g.send(x * i)
+        g.close()
+        return out
+    check(fn, _t(1, 2))
+    assert_same_graphs_as_dynamo(fn, _t(1, 2))
+
+
+def test_generator_expression_close_and_throw():
+    def fn(x):
+        g = (x * i for i in range(3))
+        a = next(g)
+        g.close()
+        h = (x + i for i in range(3))
+        try:
+            h.throw(ValueError("v"))
+        except ValueError:
+            pass
+        return a + 1, list(g), list(h)
+    check(fn, _t(1, 2))
+    # (one graph as under torch.compile, which also computes items never asked for)
+    assert _ops(fn, _t(1, 2)) == [2]
+
+
+def test_gi_running_inside_and_outside():
+    def fn(x):
+        def gen():
+            yield g.gi_running
+            yield g.gi_suspended
+        g = gen()
+        before = g.gi_running
+        return x + 1, before, list(g), g.gi_running
+    check(fn, _t(1, 2))
+    # (torch.compile 2.13 fails here (an internal error))
+    assert _ops(fn, _t(1, 2)) == [1]
+
+
+def test_next_of_an_exhausted_inner_generator_is_pep_479():
+    def gen(x):
+        inner = iter([x])
+        yield next(inner)
+        yield next(inner)  # StopIteration inside a generator: RuntimeError
+
+    def fn(x):
+        try:
+            return list(gen(x))
+        except RuntimeError as e:
+            return x + 1, str(e)
+    check(fn, _t(1, 2))
+    # (torch.compile 2.13 captures nothing here)
+    assert _ops(fn, _t(1, 2)) == [1]
+
+
+def test_return_inside_finally_on_close():
+    def gen(x):
+        try:
+            yield x
+        finally:
+            _LOG.append("cleanup")
+
+    def fn(x):
+        g = gen(x)
+        a = next(g)
+        result = g.close()
+        again = g.close()
+        return a + 1, result, again, g.gi_suspended
+    check(_logged(fn), _t(1, 2))
+    # (torch.compile 2.13 fails here (an internal error))
+    assert _ops(_logged(fn), _t(1, 2)) == [1]
+
+
+def test_contextmanager_with_an_exception_inside():
+    @contextlib.contextmanager
+    def suppressing():
+        try:
+            yield
+        except ValueError:
+            _LOG.append("suppressed")
+
+    def fn(x):
+        with suppressing():
+            y = x + 1
+            raise ValueError("inside")
+        return y * 2
+    check(_logged(fn), _t(1, 2))
+    assert_same_graphs_as_dynamo(_logged(fn), _t(1, 2))
+
+
+def test_contextmanager_generator_reraises():
+    @contextlib.contextmanager
+    def cleanup():
+        try:
+            yield
+        finally:
+            _LOG.append("cleanup")
+
+    def fn(x):
+        try:
+            with cleanup():
+                raise KeyError("k")
+        except KeyError:
+            return x + 1
+    # (contextlib's __exit__ sets the exception's __traceback__, which symexec does not model: the
+    # call runs as it is)
+    check(_logged(fn), _t(1, 2), expect_traced=False)
+
+
+def _started_then_break(x):
+    g = _count(x, 3)
+    a = next(g)
+    print("break")  # (a graph break, under symexec and torch.compile)
+    return a + next(g)
+
+
+def _unstarted_then_break(x):
+    g = _count(x, 3)
+    y = x + 1
+    print("break")
+    return y + sum(g)
+
+
+def test_generator_alive_across_a_graph_break():
+    # Suspended part way, its frame cannot be made again as a real generator: the graph break
+    # cannot be made there, and the function runs as it is.
+    check(_logged(_started_then_break), _t(1, 2), expect_traced=False)
+    assert_same_graphs_as_dynamo(_logged(_started_then_break), _t(1, 2))  # (no graph under either)
+
+
+def test_generator_not_started_across_a_graph_break():
+    # Nothing of it has run: the continuation gets the same call made anew.
+    check(_logged(_unstarted_then_break), _t(1, 2))
+    check(_unstarted_then_break, _t(1, 2))
+    # (torch.compile 2.13 captures nothing here: it gives up on a generator alive at a break)
+    assert _ops(_unstarted_then_break, _t(1, 2)) == [1, 1]
