@@ -128,7 +128,10 @@ class ObjectVariableBase(VariableTracker):
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         if self.has_python_method(tx, "__iter__"):
-            return self.call_method(tx, "__iter__", [], {}).unpack(tx)
+            iterator = self.call_method(tx, "__iter__", [], {})
+            if iterator is self:  # (an iterator of its own: its __next__ would run ahead of the consumer)
+                raise Unsupported(f"iterating over a {self.cls.__qualname__}, an iterator with its own __next__")
+            return iterator.unpack(tx)
         if self.has_python_method(tx, "__getitem__"):
             # The old sequence protocol: items 0, 1, 2... until IndexError (not __len__'s count).
             items = []

@@ -794,3 +794,90 @@ def test_generator_not_started_across_a_graph_break():
     check(_logged(_unstarted_then_break), _t(1, 2))  # (and the log of what ran when)
     _check_beyond_dynamo(_unstarted_then_break, _t(1, 2), ops=[1, 1],
                          dynamo="captures nothing here: it gives up on a generator alive at a break")
+
+
+class _CountingIterator:
+    """test_misc.py's MyIter: an iterator of its own, ending with StopIteration(its count)."""
+
+    def __init__(self, seq):
+        self.seq = seq
+        self.index = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.index += 1
+        _LOG.append(self.index)
+        if self.index <= len(self.seq):
+            return self.seq[self.index - 1]
+        raise StopIteration(self.index)
+
+
+def test_yield_from_a_user_iterator():
+    # Its __next__ is not traced item by item: the graph breaks (it was an internal error).
+    def gen(seq):
+        result = yield from _CountingIterator(seq)
+        yield result
+
+    def fn(x):
+        g = gen([x, x + 1])
+        a = next(g)
+        return a * 2, len(_LOG), list(g)
+    check(_logged(fn), _t(1, 2))
+
+
+def _accumulate(iterable, func=lambda x, y: x + y):
+    # test_misc.py's test_pure_python_accumulate
+    it = iter(iterable)
+    try:
+        accumulator = next(it)
+    except StopIteration:
+        return
+    yield accumulator
+    for element in it:
+        accumulator = func(accumulator, element)
+        yield accumulator
+
+
+def test_pure_python_accumulate():
+    def fn(items):
+        return list(_accumulate(items)), list(_accumulate([]))
+    _check_as_dynamo(fn, [torch.tensor([i]) for i in range(4)])
+
+
+def test_returned_unstarted_generator_runs_when_consumed():
+    def fn(items):
+        return _accumulate(items)
+    compiled = __import__("symexec").compile(fn)
+    items = [torch.tensor([i]) for i in range(4)]
+    assert [t.tolist() for t in compiled(items)] == [t.tolist() for t in fn(items)]
+
+
+def _printing():
+    for i in range(3):
+        print("item", i)
+        yield i
+
+
+def test_global_generator_runs_at_run_time(capsys):
+    # A real generator (a global here) cannot be traced: the graph breaks where it is iterated,
+    # and CPython takes its items then, once.
+    global _GLOBAL_GENERATOR
+
+    def fn(x):
+        for v in _GLOBAL_GENERATOR:
+            x = x + v
+        return x * 2
+
+    _GLOBAL_GENERATOR = _printing()
+    expected = fn(_t(1, 2))
+    eager_out = capsys.readouterr().out
+    compiled = __import__("symexec").compile(fn)
+    for _ in range(2):
+        _GLOBAL_GENERATOR = _printing()
+        assert torch.equal(compiled(_t(1, 2)), expected)
+        assert capsys.readouterr().out == eager_out
+
+
+_GLOBAL_GENERATOR = None
