@@ -20,7 +20,7 @@ from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, EnvironItemSource, PrivateObjectSource
 from .base import VariableTracker, class_static
-from .builtin_functions import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, held_elsewhere, run_pure
+from .builtin_functions import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, held_elsewhere, lazy_source, run_pure
 from .dicts import ConstDictVariable
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .functions import UserMethodVariable
@@ -29,19 +29,27 @@ from .user_objects import UserDefinedObjectVariable
 
 
 # -- itertools over iterables known while tracing: their items, computed at once (as zip and
-# enumerate over containers are); each keeps the real iterator's type. Over an iterator that
-# someone else holds (CPython takes its items as they are asked for) they break the graph; so
-# do arguments itertools would reject (a wrong count, a negative bound), and CPython raises
+# enumerate over containers are); each keeps the real iterator's type. CPython's chain, islice,
+# pairwise, zip_longest, accumulate and filterfalse take their items as they are asked for: over
+# an iterator that someone else holds or whose items run code when taken (a generator, a lazy
+# map), chain and islice run lazily (``PulledIteratorVariable``) and the others break the graph;
+# product, combinations and permutations take every item at once, as CPython's do. Arguments
+# itertools would reject (a wrong count, a negative bound) break the graph, and CPython raises
 # for real.
-def _itertools(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+_AT_ONCE = (itertools.product, itertools.combinations, itertools.permutations)
+
+
+def _itertools(cls: type, lazy: Callable[..., Any] | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def checked(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
-            if any(held_elsewhere(tx, a) for a in (*args, *kwargs.values())):
-                # (computed at once, it would take every item of an iterator someone else may
-                # hold, where CPython's takes them as they are asked for)
-                raise Unsupported(f"itertools.{cls.__name__} over an iterator")
+            waits = held_elsewhere if cls in _AT_ONCE else lazy_source
             try:
+                if any(waits(tx, a) for a in (*args, *kwargs.values())):
+                    if lazy is None:
+                        # (computed at once, it would take items before CPython's does)
+                        raise Unsupported(f"itertools.{cls.__name__} over an iterator")
+                    return lazy(tx, *args, **kwargs)
                 return IteratorVariable(fn(tx, *args, **kwargs), cls)
             except (TypeError, ValueError) as e:
                 raise Unsupported(f"itertools.{cls.__name__} raises {type(e).__name__}: {e}") from e
@@ -49,11 +57,67 @@ def _itertools(cls: type) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     return register
 
 
+class PulledIteratorVariable(IteratorVariable):
+    """``itertools.chain`` or ``islice`` over iterators whose items must be taken when CPython
+    takes them: the real itertools object, run over the trackers, pulls each item from its
+    sources as the consumer asks for one (``iter(source.next_item, None)``: an exception a
+    source raises goes on to the consumer and leaves the source in place, as CPython's)."""
+
+    models = (itertools.chain, itertools.islice)
+
+    def __init__(self, cls: type, pulled: Any, sources: list[VariableTracker]) -> None:
+        super().__init__([], cls)
+        self.pulled, self.sources = pulled, sources
+        self.exhausted = False
+
+    def pending(self) -> bool:
+        return not self.exhausted
+
+    def next_item(self) -> VariableTracker | None:
+        if self.index >= len(self.items):
+            item = None if self.exhausted else next(self.pulled, None)
+            if item is None:
+                self.exhausted = True
+                return None
+            self.items.append(item)
+        return super().next_item()
+
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
+        rest = []
+        while (item := self.next_item()) is not None:
+            rest.append(item)
+        return rest
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [*self.items[self.index:], *self.sources]
+
+    def reconstruct(self, cg: Any) -> None:
+        if not self.exhausted:
+            raise Unsupported(f"an itertools.{self.cls.__name__} object not yet consumed at a graph break")
+        super().reconstruct(cg)
+
+
+def _pulled(tx: TracerContext, iterables: tuple[VariableTracker, ...]) -> tuple[list[Any], list[Any]]:
+    """The iterators of ``iterables`` (trackers), and a Python iterator over each one's items."""
+    sources = [BuiltinVariable(iter).call_function(tx, [it], {}) for it in iterables]
+    return sources, [iter(source.next_item, None) for source in sources]
+
+
+def _lazy_chain(tx: TracerContext, *iterables: VariableTracker) -> VariableTracker:
+    sources, pulled = _pulled(tx, iterables)
+    return PulledIteratorVariable(itertools.chain, itertools.chain(*pulled), sources)
+
+
+def _lazy_islice(tx: TracerContext, iterable: VariableTracker, *bounds: VariableTracker) -> VariableTracker:
+    sources, pulled = _pulled(tx, (iterable,))
+    return PulledIteratorVariable(itertools.islice, itertools.islice(pulled[0], *[b.as_python_constant() for b in bounds]), sources)
+
+
 def _none(var: VariableTracker | None) -> bool:
     return var is None or (var.is_python_constant() and var.as_python_constant() is None)
 
 
-@_itertools(itertools.chain)
+@_itertools(itertools.chain, _lazy_chain)
 def _chain(tx: TracerContext, *iterables: VariableTracker) -> list[VariableTracker]:
     return [item for it in iterables for item in it.unpack(tx)]
 
@@ -80,7 +144,7 @@ def _pairwise(tx: TracerContext, iterable: VariableTracker) -> list[VariableTrac
     return [TupleVariable(list(pair)) for pair in itertools.pairwise(iterable.unpack(tx))]
 
 
-@_itertools(itertools.islice)
+@_itertools(itertools.islice, _lazy_islice)
 def _islice(tx: TracerContext, iterable: VariableTracker, *bounds: VariableTracker) -> list[VariableTracker]:
     return list(itertools.islice(iterable.unpack(tx), *[b.as_python_constant() for b in bounds]))
 

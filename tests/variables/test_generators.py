@@ -5,6 +5,7 @@ part way). Each case is compared with eager, and the kinds with torch ops also w
 torch.compile's graph counts."""
 
 import contextlib
+import itertools
 
 import pytest
 import torch
@@ -881,3 +882,46 @@ def test_global_generator_runs_at_run_time(capsys):
 
 
 _GLOBAL_GENERATOR = None
+
+
+class _Holder:
+    """An object a generator is stored on."""
+
+
+def test_generator_stored_on_an_object_part_way():
+    # It escapes suspended part way: the call runs as it is, and the holder gets the real one.
+    def fn(holder, x):
+        g = _count(x, 3)
+        first = next(g)
+        holder.g = g
+        return first + 1
+
+    compiled = __import__("symexec").compile(fn)
+    for _ in range(2):
+        eager_holder, compiled_holder = _Holder(), _Holder()
+        del _LOG[:]
+        expected = fn(eager_holder, _t(1, 2)), [v.tolist() for v in eager_holder.g], list(_LOG)
+        del _LOG[:]
+        actual = compiled(compiled_holder, _t(1, 2)), [v.tolist() for v in compiled_holder.g], list(_LOG)
+        assert repr(expected) == repr(actual)
+
+
+def _chain_interleaved(x):
+    out = []
+    for v in itertools.chain(_count(x, 2), [x * 10], _count(x + 1, 2)):
+        _LOG.append("body")
+        out.append(v)
+    return out
+
+
+@pytest.mark.parametrize("consumer, traced", [
+    (lambda x: list(itertools.islice(_count(x, 10), 2)), True),  # (was: all ten items taken)
+    (lambda x: list(itertools.islice(_count(x, 10), 1, 6, 2)), True),
+    (lambda x: next(itertools.islice(_count(x, 10), 3, None)), True),
+    (_chain_interleaved, True),
+    (lambda x: list(zip(range(3), itertools.chain(_count(x, 2), _count(x, 5)))), True),
+    (lambda x: [a + b for a, b in itertools.pairwise(_count(x, 3))], False),  # (the graph breaks: not lazy here)
+    (lambda x: list(itertools.product(_count(x, 2), repeat=2))[-1], True),  # (CPython takes them all at once)
+], ids=["islice-stop", "islice-step", "islice-next", "chain-interleaved", "zip-chain", "pairwise", "product"])
+def test_itertools_take_generator_items_when_eager_does(consumer, traced):
+    check(_logged(consumer), _t(1, 2), expect_traced=traced, captured=traced)
