@@ -757,9 +757,11 @@ class LazyIteratorVariable(IteratorVariable):
 
 @handler(functools.reduce)
 def _reduce(tx: TracerContext, fn: VariableTracker, iterable: VariableTracker, initial: VariableTracker | None = None) -> VariableTracker:
-    items = iterable.unpack(tx)
-    acc = initial if initial is not None else items.pop(0)
-    for item in items:
+    iterator = _iter(tx, iterable)  # (items taken one at a time, between the calls, as CPython's)
+    acc = initial if initial is not None else iterator.next_item()
+    if acc is None:
+        raise TracedException(TypeError("reduce() of empty iterable with no initial value"))
+    while (item := iterator.next_item()) is not None:
         acc = fn.call_function(tx, [acc, item], {})
     return acc
 

@@ -32,8 +32,8 @@ from .user_objects import UserDefinedObjectVariable
 # enumerate over containers are); each keeps the real iterator's type. CPython's chain, islice,
 # pairwise, zip_longest, accumulate and filterfalse take their items as they are asked for: over
 # an iterator that someone else holds or whose items run code when taken (a generator, a lazy
-# map), chain and islice run lazily (``PulledIteratorVariable``) and the others break the graph;
-# product, combinations and permutations take every item at once, as CPython's do. Arguments
+# map), they run lazily (``PulledIteratorVariable``); product, combinations and permutations
+# take every item at once, as CPython's do (over an iterator held elsewhere, they break). Arguments
 # itertools would reject (a wrong count, a negative bound) break the graph, and CPython raises
 # for real.
 _AT_ONCE = (itertools.product, itertools.combinations, itertools.permutations)
@@ -58,12 +58,13 @@ def _itertools(cls: type, lazy: Callable[..., Any] | None = None) -> Callable[[C
 
 
 class PulledIteratorVariable(IteratorVariable):
-    """``itertools.chain`` or ``islice`` over iterators whose items must be taken when CPython
-    takes them: the real itertools object, run over the trackers, pulls each item from its
+    """``itertools.chain``, ``islice``, ``pairwise``, ``zip_longest``, ``accumulate`` or
+    ``filterfalse`` over iterators whose items must be taken when CPython takes them: the real itertools object, run over the trackers, pulls each item from its
     sources as the consumer asks for one (``iter(source.next_item, None)``: an exception a
     source raises goes on to the consumer and leaves the source in place, as CPython's)."""
 
-    models = (itertools.chain, itertools.islice)
+    models = (itertools.chain, itertools.islice, itertools.pairwise, itertools.zip_longest, itertools.accumulate,
+              itertools.filterfalse)
 
     def __init__(self, cls: type, pulled: Any, sources: list[VariableTracker]) -> None:
         super().__init__([], cls)
@@ -113,6 +114,39 @@ def _lazy_islice(tx: TracerContext, iterable: VariableTracker, *bounds: Variable
     return PulledIteratorVariable(itertools.islice, itertools.islice(pulled[0], *[b.as_python_constant() for b in bounds]), sources)
 
 
+def _rows(rows: Any) -> Any:
+    return map(lambda row: TupleVariable(list(row)), rows)
+
+
+def _lazy_pairwise(tx: TracerContext, iterable: VariableTracker) -> VariableTracker:
+    sources, pulled = _pulled(tx, (iterable,))
+    return PulledIteratorVariable(itertools.pairwise, _rows(itertools.pairwise(pulled[0])), sources)
+
+
+def _lazy_zip_longest(tx: TracerContext, *iterables: VariableTracker, fillvalue: VariableTracker | None = None) -> VariableTracker:
+    sources, pulled = _pulled(tx, iterables)
+    fill = fillvalue if fillvalue is not None else ConstantVariable(None)
+    return PulledIteratorVariable(itertools.zip_longest, _rows(itertools.zip_longest(*pulled, fillvalue=fill)), sources)
+
+
+def _lazy_accumulate(tx: TracerContext, iterable: VariableTracker, func: VariableTracker | None = None, *,
+                     initial: VariableTracker | None = None) -> VariableTracker:
+    sources, pulled = _pulled(tx, (iterable,))
+    step = BuiltinVariable(operator.add) if _none(func) else func
+    items = itertools.accumulate(pulled[0], lambda a, b: step.call_function(tx, [a, b], {}),
+                                 initial=None if _none(initial) else initial)
+    return PulledIteratorVariable(itertools.accumulate, items, [*sources, step])
+
+
+def _lazy_filterfalse(tx: TracerContext, predicate: VariableTracker, iterable: VariableTracker) -> VariableTracker:
+    sources, pulled = _pulled(tx, (iterable,))
+    if _none(predicate):
+        items = itertools.filterfalse(lambda v: v.truth(tx), pulled[0])
+    else:
+        items = itertools.filterfalse(lambda v: predicate.call_function(tx, [v], {}).truth(tx), pulled[0])
+    return PulledIteratorVariable(itertools.filterfalse, items, [*sources, predicate])
+
+
 def _none(var: VariableTracker | None) -> bool:
     return var is None or (var.is_python_constant() and var.as_python_constant() is None)
 
@@ -139,7 +173,7 @@ def _permutations(tx: TracerContext, iterable: VariableTracker, r: VariableTrack
     return [TupleVariable(list(row)) for row in itertools.permutations(iterable.unpack(tx), count)]
 
 
-@_itertools(itertools.pairwise)
+@_itertools(itertools.pairwise, _lazy_pairwise)
 def _pairwise(tx: TracerContext, iterable: VariableTracker) -> list[VariableTracker]:
     return [TupleVariable(list(pair)) for pair in itertools.pairwise(iterable.unpack(tx))]
 
@@ -149,13 +183,13 @@ def _islice(tx: TracerContext, iterable: VariableTracker, *bounds: VariableTrack
     return list(itertools.islice(iterable.unpack(tx), *[b.as_python_constant() for b in bounds]))
 
 
-@_itertools(itertools.zip_longest)
+@_itertools(itertools.zip_longest, _lazy_zip_longest)
 def _zip_longest(tx: TracerContext, *iterables: VariableTracker, fillvalue: VariableTracker | None = None) -> list[VariableTracker]:
     fill = fillvalue if fillvalue is not None else ConstantVariable(None)
     return [TupleVariable(list(row)) for row in itertools.zip_longest(*[it.unpack(tx) for it in iterables], fillvalue=fill)]
 
 
-@_itertools(itertools.accumulate)
+@_itertools(itertools.accumulate, _lazy_accumulate)
 def _accumulate(tx: TracerContext, iterable: VariableTracker, func: VariableTracker | None = None, *,
                 initial: VariableTracker | None = None) -> list[VariableTracker]:
     items = iterable.unpack(tx) if _none(initial) else [initial, *iterable.unpack(tx)]
@@ -166,7 +200,7 @@ def _accumulate(tx: TracerContext, iterable: VariableTracker, func: VariableTrac
     return out
 
 
-@_itertools(itertools.filterfalse)
+@_itertools(itertools.filterfalse, _lazy_filterfalse)
 def _filterfalse(tx: TracerContext, predicate: VariableTracker, iterable: VariableTracker) -> list[VariableTracker]:
     items = iterable.unpack(tx)
     if _none(predicate):
