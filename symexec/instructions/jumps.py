@@ -15,6 +15,7 @@ from ..context import HandlerContext
 from ..exc import Unsupported
 from ..variables import BuiltinVariable, ConstantVariable, IteratorVariable, identical
 from ..variables.generators import GeneratorVariable, is_none
+from ..variables.user_objects import ObjectVariableBase
 from ..versions import V
 from .registry import instruction
 
@@ -74,7 +75,13 @@ def JUMP_IF_FALSE_OR_POP(tx: HandlerContext, inst: Any, value: Any) -> Any:
 
 @instruction("GET_ITER", pops=1, pushes=1)
 def GET_ITER(tx: HandlerContext, inst: Any, iterable: Any) -> Any:
-    return iterable if isinstance(iterable, IteratorVariable) else IteratorVariable(iterable.unpack(tx))
+    if isinstance(iterable, IteratorVariable):
+        return iterable
+    if isinstance(iterable, ObjectVariableBase):  # (its own __iter__, a generator: taken item by item)
+        iterator = iterable.python_iterator(tx)
+        if iterator is not None:
+            return iterator
+    return IteratorVariable(iterable.unpack(tx))
 
 
 @instruction("FOR_ITER", pops=1, pushes=2)

@@ -535,6 +535,10 @@ def _iter(tx: TracerContext, obj: VariableTracker, *rest: VariableTracker) -> Va
         raise Unsupported("iter(callable, sentinel)")
     if isinstance(obj, IteratorVariable):
         return obj
+    if isinstance(obj, ObjectVariableBase):  # (its own __iter__, a generator: taken item by item)
+        iterator = obj.python_iterator(tx)
+        if iterator is not None:
+            return iterator
     return IteratorVariable(obj.unpack(tx), _iter_type(obj))
 
 
@@ -572,7 +576,10 @@ def held_elsewhere(tx: TracerContext, iterator: VariableTracker) -> bool:
 
 def lazy_source(tx: TracerContext, iterable: VariableTracker) -> bool:
     """Whether a combinator over ``iterable`` must take its items when CPython would: someone
-    else holds the iterator, or taking an item runs code (a generator, a lazy ``map``)."""
+    else holds the iterator, or taking an item runs code (a generator, a lazy ``map``, an object
+    whose class defines ``__iter__`` in Python)."""
+    if isinstance(iterable, ObjectVariableBase):
+        return iterable.has_python_method(tx, "__iter__")
     return isinstance(iterable, IteratorVariable) and (iterable.pending() or held_elsewhere(tx, iterable))
 
 
@@ -580,7 +587,7 @@ def lazy_source(tx: TracerContext, iterable: VariableTracker) -> bool:
 def _enumerate(tx: TracerContext, iterable: VariableTracker, start: VariableTracker | None = None) -> VariableTracker:
     first = start.as_python_constant() if start is not None else 0
     if lazy_source(tx, iterable):
-        return LazyIteratorVariable(tx, enumerate, ConstantVariable(first), [iterable])
+        return LazyIteratorVariable(tx, enumerate, ConstantVariable(first), [_iter(tx, iterable)])
     return IteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(iterable.unpack(tx))],
                             enumerate)
 

@@ -92,9 +92,11 @@ class Suspended(BaseException):
 class GeneratorVariable(IteratorVariable):
     """A generator whose frame is a translator suspended at its last ``yield`` (``frame``).
 
-    Each resumption (``resume``) ends in one of two ways: ``(True, item)`` at a ``yield``, or
-    ``(False, value)`` once the frame has returned ``value``; an exception the frame lets out
-    leaves it exhausted and goes on to the consumer (a ``TracedException``)."""
+    ``send``, ``throw`` and ``close`` resume the frame (``_resume``); ``send`` and ``throw`` end
+    in one of two ways: ``(True, item)`` at a ``yield``, or ``(False, value)`` once the frame
+    has returned ``value``. An exception the frame lets out leaves it exhausted and goes on to
+    the consumer (a ``TracedException``). Not modelled: ``gi_frame``, ``gi_code``,
+    ``gi_yieldfrom`` (reading them breaks the graph)."""
 
     models = types.GeneratorType
 

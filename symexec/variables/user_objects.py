@@ -24,7 +24,7 @@ from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import ListVariable, NamedTupleVariable, TupleVariable
+from .lists import IteratorVariable, ListVariable, NamedTupleVariable, TupleVariable
 from .object_protocol import (DESCRIPTORS, class_attribute, generic_access, generic_getattr, is_slot, no_attribute,
                               type_is_callable, unset_slot)
 
@@ -126,11 +126,22 @@ class ObjectVariableBase(VariableTracker):
         self.generic_store(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
         return ConstantVariable(None)
 
+    def python_iterator(self, tx: TracerContext) -> VariableTracker | None:
+        """``iter(obj)`` where its class defines ``__iter__`` in Python and it returns an
+        iterator the trace runs (a generator): a consumer takes its items one at a time, when
+        CPython does. None otherwise."""
+        if not self.has_python_method(tx, "__iter__"):
+            return None
+        iterator = self.call_method(tx, "__iter__", [], {})
+        if iterator is self:  # (an iterator of its own: its __next__ would run ahead of the consumer)
+            raise Unsupported(f"iterating over a {self.cls.__qualname__}, an iterator with its own __next__")
+        if isinstance(iterator, IteratorVariable):
+            return iterator
+        return IteratorVariable(iterator.unpack(tx))
+
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
-        if self.has_python_method(tx, "__iter__"):
-            iterator = self.call_method(tx, "__iter__", [], {})
-            if iterator is self:  # (an iterator of its own: its __next__ would run ahead of the consumer)
-                raise Unsupported(f"iterating over a {self.cls.__qualname__}, an iterator with its own __next__")
+        iterator = self.python_iterator(tx)
+        if iterator is not None:
             return iterator.unpack(tx)
         if self.has_python_method(tx, "__getitem__"):
             # The old sequence protocol: items 0, 1, 2... until IndexError (not __len__'s count).

@@ -953,3 +953,42 @@ def test_reduce_of_nothing_raises_type_error():  # (was: an internal error)
         except TypeError as e:
             return x + 1, str(e)
     check(_logged(fn), _t(1, 2))
+
+
+class _Bag:
+    """A container whose ``__iter__`` is a generator function (datasets, custom containers)."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __iter__(self):
+        for v in self.items:
+            _LOG.append(("item", v))
+            yield v
+
+
+def _loop_over_bag(x):
+    for v in _Bag([1, 2, 3]):
+        _LOG.append("body")
+        x = x + v
+    return x
+
+
+@pytest.mark.parametrize("consumer", [
+    _loop_over_bag,  # (was: every item taken before the loop's body ran)
+    lambda x: x + next(iter(_Bag([1, 2, 3]))),  # (was: every item taken by iter())
+    lambda x: [x + v for v in _Bag([1, 2])],
+    lambda x: x + sum(_Bag([1, 2])),
+    lambda x: [x * a for a, b in zip(_Bag([1, 2, 3]), range(1))],
+], ids=["loop", "iter-next", "comprehension", "sum", "zip"])
+def test_a_class_whose_iter_is_a_generator(consumer):
+    _check_as_dynamo(_logged(consumer), _t(1, 2))
+
+
+def test_enumerate_and_map_over_a_class_whose_iter_is_a_generator():
+    def fn(x):
+        pairs = enumerate(_Bag([1, 2, 3]))
+        first = next(pairs)
+        doubled = map(lambda v: v * 2, _Bag([4, 5]))
+        return x + first[1], next(doubled), list(_LOG)
+    _check_as_dynamo(_logged(fn), _t(1, 2))
