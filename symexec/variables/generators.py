@@ -29,7 +29,7 @@ from typing import Any, Callable
 from ..context import Frame
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
-from ..versions import V
+from ..versions import V, attr_name
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 from .lists import IteratorVariable, TupleVariable
@@ -262,14 +262,42 @@ class GeneratorVariable(IteratorVariable):
 
     def cleanup_runs_code(self) -> bool:
         """Whether closing it now would run its code: suspended inside a ``try`` or ``with``
-        (CPython throws GeneratorExit in at the yield when the generator is collected)."""
+        whose handler would catch GeneratorExit or run a ``finally`` or ``__exit__`` (CPython
+        throws GeneratorExit in at the yield when the generator is collected). An ``except X:``
+        whose X (read and guarded as the frame reads it) is no base of GeneratorExit lets it
+        through (``collections.abc.Sequence.__iter__``'s ``except IndexError``)."""
         frame = self.frame
         if not self.started or self.exhausted:
             return False
         index = frame.ip - 1
         if self.delegate() is not None:
             index -= 1  # (the yield of a ``yield from`` is covered by its own cleanup on 3.12+: its SEND is not)
-        return frame.program.user_handler(index) is not None
+        program, instructions = frame.program, frame.program.instructions
+        handler = program.user_handler(index)
+        while handler is not None:
+            at = program.labels[handler.target]
+            if instructions[at].name != "PUSH_EXC_INFO":
+                return True
+            at += 1
+            while instructions[at].name != "RERAISE":  # each ``except X:`` in turn, until none matched
+                load, match, jump = instructions[at:at + 3]
+                if load.name != "LOAD_GLOBAL" or match.name != "CHECK_EXC_MATCH" or "IF_FALSE" not in jump.name:
+                    return True
+                caught = frame.load_global(attr_name(load.arg))
+                if not caught.is_python_constant():
+                    return True
+                cls = caught.as_python_constant()
+                if not isinstance(cls, type) or issubclass(GeneratorExit, cls):
+                    return True
+                at = program.labels[jump.arg]
+            cleanup = program.handlers[at]  # COPY 3; POP_EXCEPT; RERAISE 1: on to the handler around the try
+            if cleanup is None:
+                return False
+            start = program.labels[cleanup.target]
+            if [i.name for i in instructions[start:start + 3]] != ["COPY", "POP_EXCEPT", "RERAISE"]:
+                return True
+            handler = program.user_handler(start + 2)
+        return False
 
     def subvalues(self) -> list[Any]:
         frame = self.frame

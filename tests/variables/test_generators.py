@@ -4,6 +4,7 @@ items, early exits of consumers, and the generators that cannot be traced (passe
 part way). Each case is compared with eager, and the kinds with torch ops also with
 torch.compile's graph counts."""
 
+import collections.abc
 import contextlib
 import functools
 import itertools
@@ -992,3 +993,44 @@ def test_enumerate_and_map_over_a_class_whose_iter_is_a_generator():
         doubled = map(lambda v: v * 2, _Bag([4, 5]))
         return x + first[1], next(doubled), list(_LOG)
     _check_as_dynamo(_logged(fn), _t(1, 2))
+
+
+class _Seq(collections.abc.Sequence):
+    """A Sequence: its ``__iter__`` (collections.abc's) is a generator in ``try/except IndexError``."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def __getitem__(self, i):
+        _LOG.append(("get", i))
+        return self.items[i]
+
+    def __len__(self):
+        return len(self.items)
+
+
+def _except_value_error(x):
+    try:
+        yield x
+        yield x + 1
+    except ValueError:
+        _LOG.append("caught")
+
+
+def _except_base_exception(x):
+    try:
+        yield x
+        yield x + 1
+    except BaseException:
+        _LOG.append("caught")
+
+
+@pytest.mark.parametrize("consumer, traced", [
+    (lambda x: [x * a for a, b in zip(_Seq([1, 2, 3]), range(1))], True),
+    (lambda x: x + next(iter(_Seq([1, 2, 3]))), True),
+    (lambda x: next(_except_value_error(x)) + 1, True),  # (GeneratorExit passes through `except ValueError`)
+    (lambda x: next(_except_base_exception(x)) + 1, False),  # (CPython runs the handler when it is collected)
+    (lambda x: next(_guarded(x)) + 1, False),  # (and a finally)
+], ids=["sequence-zip", "sequence-next", "except-other", "except-base", "finally"])
+def test_generator_left_suspended(consumer, traced):
+    check(_logged(consumer), _t(1, 2), expect_traced=traced, captured=traced)
