@@ -33,6 +33,11 @@ a generator's whole body                no handler          in a PEP 479        
                                                             ERROR; see          ERROR; see
                                                             ``Program.user_     ``Program.user_
                                                             handler``)          handler``)
+an exception thrown into a generator    RuntimeError        raised as it is     raised as it is
+  not started yet, StopIteration        (PEP 479)
+``generator.close()`` when the frame    None                None                the value returned
+  returns on GeneratorExit
+``throw(type, value, traceback)``       as ``throw(value)`` DeprecationWarning  DeprecationWarning
 ======================================  ==================  ==================  =======================
 """
 
@@ -65,6 +70,9 @@ class PythonVersion:
     partialmethod_attr: str  # what inspect.signature reads of a function for a functools.partialmethod
     generator_starts_with_value: bool  # a generator's or coroutine's code starts with one value on its stack
     unpack_gives_start: bool  # dis._unpack_opargs yields (offset, start offset, opcode, arg), not (offset, opcode, arg)
+    unstarted_throw_is_pep479: bool  # a StopIteration thrown into a generator not started becomes RuntimeError
+    close_returns_value: bool  # generator.close() returns what the frame returned on GeneratorExit
+    throw_signature_deprecated: bool  # generator.throw(type, value, traceback) warns (DeprecationWarning)
 
 
 _VERSIONS = {
@@ -72,18 +80,21 @@ _VERSIONS = {
                            attr_arg_has_bit=False, directed_jumps=True, jumps_need_bool=False, loop_exit=(),
                            end_for_pops=0, send_keeps_receiver=False,
                            function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod", generator_starts_with_value=True,
-                           unpack_gives_start=False),
+                           unpack_gives_start=False, unstarted_throw_is_pep479=True, close_returns_value=False,
+                           throw_signature_deprecated=False),
     (3, 12): PythonVersion((3, 12), precall=False, null_above_callable=False, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=False, loop_exit=("END_FOR",),
                            end_for_pops=2, send_keeps_receiver=True,
                            function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod", generator_starts_with_value=True,
-                           unpack_gives_start=False),
+                           unpack_gives_start=False, unstarted_throw_is_pep479=False, close_returns_value=False,
+                           throw_signature_deprecated=True),
     (3, 13): PythonVersion((3, 13), precall=False, null_above_callable=True, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=True,
                            loop_exit=("END_FOR", "POP_TOP"), end_for_pops=1, send_keeps_receiver=True,
                            function_attributes_apart=True, slot_error_qualified=True,
                            partialmethod_attr="__partialmethod__", generator_starts_with_value=False,
-                           unpack_gives_start=True),
+                           unpack_gives_start=True, unstarted_throw_is_pep479=False, close_returns_value=True,
+                           throw_signature_deprecated=True),
 }
 
 

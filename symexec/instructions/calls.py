@@ -128,10 +128,12 @@ def END_SEND(tx: HandlerContext, inst: Any, receiver: Any, value: Any) -> Any:
 
 
 @instruction("CLEANUP_THROW", pops=3, pushes=2)
-def CLEANUP_THROW(tx: HandlerContext, inst: Any, *values: Any) -> None:
-    # Reached only when an exception is thrown into a ``yield from``; the inner generator of
-    # an inlined one already ran to completion.
-    raise Unsupported("an exception thrown into a `yield from` of an inlined generator")
+def CLEANUP_THROW(tx: HandlerContext, inst: Any, receiver: Any, sent: Any, exception: Any) -> tuple:
+    # (3.12+) An exception thrown into a ``yield from`` (generators.py) and raised at its
+    # yield: a StopIteration ends the ``yield from`` with its value, anything else goes on.
+    if not issubclass(exception.python_type(), StopIteration):
+        raise TracedException(exception)
+    return ConstantVariable(None), exception.var_getattr(tx, "value")
 
 
 @instruction("BEFORE_WITH", pops=1, pushes=2)

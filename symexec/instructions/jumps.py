@@ -13,7 +13,8 @@ from typing import Any
 
 from ..context import HandlerContext
 from ..exc import Unsupported
-from ..variables import ConstantVariable, IteratorVariable, identical
+from ..variables import BuiltinVariable, ConstantVariable, IteratorVariable, identical
+from ..variables.generators import GeneratorVariable, is_none
 from ..variables.iteration import iterator_of
 from ..variables.user_objects import ObjectVariableBase
 from ..versions import V
@@ -98,15 +99,21 @@ def END_FOR(tx: HandlerContext, inst: Any, *slots: Any) -> None:
 
 @instruction("GET_YIELD_FROM_ITER", pops=1, pushes=1)
 def GET_YIELD_FROM_ITER(tx: HandlerContext, inst: Any, iterable: Any) -> Any:
-    return iterable if isinstance(iterable, IteratorVariable) else IteratorVariable(iterable.unpack(tx))
+    return iterable if isinstance(iterable, IteratorVariable) else BuiltinVariable(iter).call_function(tx, [iterable], {})
 
 
 @instruction("SEND", pops=2, pushes=2)
-def SEND(tx: HandlerContext, inst: Any, iterator: Any, value: Any) -> Any:
-    # `yield from`: the inner generator ran to completion when it was called (its items are
-    # known), so only None is ever sent; each item is yielded in turn, then its result is None.
-    item = iterator.next_item() if isinstance(iterator, IteratorVariable) else None
-    if item is None:
+def SEND(tx: HandlerContext, inst: Any, receiver: Any, value: Any) -> Any:
+    # `yield from`: the value sent in goes on to the inner generator, whose next item is
+    # yielded in turn; once it has returned, its return value is the `yield from`'s result.
+    if isinstance(receiver, GeneratorVariable):
+        yielded, item = receiver.send(value)
+    elif isinstance(receiver, IteratorVariable) and is_none(value):
+        item = receiver.next_item()
+        yielded, item = (True, item) if item is not None else (False, _NONE)
+    else:
+        raise Unsupported(f"send() to {receiver.describe()} in a `yield from`")
+    if not yielded:
         tx.jump(inst.arg)
-        return (iterator, _NONE) if V.send_keeps_receiver else _NONE
-    return iterator, item
+        return (receiver, item) if V.send_keeps_receiver else item
+    return receiver, item

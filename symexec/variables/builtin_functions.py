@@ -28,14 +28,13 @@ from ..source import AttrSource, ConstSource, PrivateObjectSource, Source, value
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .dicts import ConstDictVariable, DictViewVariable, update_items
-from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable, iterator_type,
+from .lists import (BaseListVariable, IteratorVariable, ListVariable, RangeVariable, SliceVariable, TupleVariable,
                     sort_keys)
 from .functions import UserFunctionVariable, UserMethodVariable
 from .sets import SetVariable
 from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
-from .base import Registry, class_static, reachable, subclass_check
-from .builtin_subclasses import SubclassInstance
+from .base import Registry, class_static, subclass_check
 from .user_objects import ObjectVariableBase, SuperVariable, checked_len
 from .object_protocol import HANDLERS, Handler  # noqa: F401 - (the families register in it through here)
 

@@ -494,6 +494,11 @@ class IteratorVariable(VariableTracker):
 
     methods = Methods("iterator")
 
+    def stop_error(self) -> TracedException:
+        """What ``next`` raises once ``next_item`` found no item (a generator's carries its
+        return value)."""
+        return TracedException(StopIteration())
+
     @methods("__iter__")
     def _iter(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return self
@@ -502,7 +507,7 @@ class IteratorVariable(VariableTracker):
     def _next(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         item = self.next_item()
         if item is None:
-            raise TracedException(StopIteration())
+            raise self.stop_error()
         return item
 
     def reconstruct(self, cg: Any) -> None:

@@ -162,6 +162,19 @@ class ObjectVariableBase(VariableTracker):
         self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
         return ConstantVariable(None)
 
+    def python_iterator(self, tx: TracerContext) -> VariableTracker | None:
+        """``iter(obj)`` where its class defines ``__iter__`` in Python and it returns an
+        iterator the trace runs (a generator): a consumer takes its items one at a time, when
+        CPython does. None otherwise."""
+        if not self.has_python_method(tx, "__iter__"):
+            return None
+        iterator = self.call_method(tx, "__iter__", [], {})
+        if iterator is self:  # (an iterator of its own: its __next__ would run ahead of the consumer)
+            raise Unsupported(f"iterating over a {self.cls.__qualname__}, an iterator with its own __next__")
+        if isinstance(iterator, IteratorVariable):
+            return iterator
+        return IteratorVariable(iterator.unpack(tx))
+
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         return self.iterate(tx).unpack(tx)
 
@@ -635,6 +648,8 @@ class ExceptionVariable(VariableTracker):
             return TupleVariable(list(self.args))
         if name == "with_traceback" and class_static(tx, self.cls, name) is BaseException.with_traceback:
             return BoundMethodVariable(self, name)
+        if name == "value" and issubclass(self.cls, StopIteration):  # (a generator's return value)
+            return self.args[0] if self.args else ConstantVariable(None)
         raise Unsupported(f"reading {name!r} of an exception made while tracing")
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
