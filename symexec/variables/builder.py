@@ -50,7 +50,8 @@ from .tensor import tensor_method
 # The families that only register what they model (handlers of builtins, operators and torch
 # functions, constructors): imported here, the one module that sees every family, so that
 # what is registered does not depend on which module happened to import which.
-from . import enums, functorch, generators, iteration, itertools_objects, new_modules, number_builtins, operators, pytree, user_operators  # noqa: F401
+from . import (enums, functorch, generators, iteration, itertools_objects, native_methods, new_modules,  # noqa: F401
+               number_builtins, operators, pytree, user_operators)
 from .torch_functions import TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
 
 Wrapper = Callable[["VariableBuilder", Any, "Source | None"], VariableTracker]

@@ -181,6 +181,12 @@ class BaseUserFunctionVariable(VariableTracker):
         return result
 
 
+def _as_tracker(wrap_default: Any, name: str, value: Any) -> VariableTracker:
+    """A default as a tracker: a function made while tracing holds trackers already, a real one
+    holds real values that ``wrap_default`` wraps (through their source)."""
+    return value if isinstance(value, VariableTracker) else wrap_default(name, value)
+
+
 def _bind_simple(shell: types.FunctionType, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
                  wrap_default: Any) -> dict[str, VariableTracker] | None:
     """The common call, bound from the code object as CPython does (``inspect.signature`` costs
@@ -211,13 +217,13 @@ def _bind_simple(shell: types.FunctionType, args: list[VariableTracker], kwargs:
         if name not in result:
             if i < first_default:
                 return None
-            result[name] = wrap_default(name, defaults[i - first_default])
+            result[name] = _as_tracker(wrap_default, name, defaults[i - first_default])
     kwdefaults = shell.__kwdefaults__ or {}
     for name in names[npos:npos + nkw]:
         if name not in result:
             if name not in kwdefaults:
                 return None
-            result[name] = wrap_default(name, kwdefaults[name])
+            result[name] = _as_tracker(wrap_default, name, kwdefaults[name])
     index = npos + nkw
     if varargs:
         result[names[index]] = TupleVariable(list(args[npos:]))

@@ -75,13 +75,7 @@ def iterator_of(tx: TracerContext, obj: VariableTracker) -> IteratorVariable:
     if isinstance(obj, IteratorVariable):
         return obj
     if isinstance(obj, ObjectVariableBase) and type(obj).unpack is ObjectVariableBase.unpack:
-        it = obj.iterate(tx)
-        if isinstance(it, UserIteratorVariable):
-            return it
-        # (an iterator of the trace's, a generator of its __iter__ among them: its items taken at
-        # once, as before, so a graph break in the loop does not find it suspended. Known
-        # inexact where the generator's effects interleave with the loop's, or the loop stops early.)
-        return IteratorVariable(it.unpack(tx))
+        return obj.iterate(tx)  # (a generator of its __iter__ too: taken item by item, when CPython does)
     return IteratorVariable(obj.unpack(tx), _iter_type(obj))
 
 
@@ -94,7 +88,7 @@ def _next(tx: TracerContext, it: VariableTracker, default: VariableTracker | Non
     item = it.next_item()
     if item is None:
         if default is None:
-            raise TracedException(StopIteration())
+            raise it.stop_error()
         return default
     return item
 

@@ -26,11 +26,12 @@ from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .enums import enum_member, is_plain_enum
+from .native_methods import NATIVE_OWNERS, NativeMethodVariable
 from .functions import UserFunctionVariable, UserMethodVariable
-from .lists import IteratorVariable, ListVariable, NamedTupleVariable, TupleVariable
+from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
 from .tensor import record_call
-from .object_protocol import (DESCRIPTORS, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot,
-                              no_attribute, type_is_callable, unset_slot)
+from .object_protocol import (class_attribute, descriptor_store, generic_access, generic_getattr, is_slot, no_attribute,
+                              type_is_callable, unset_slot)
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:
@@ -39,18 +40,6 @@ def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVari
 
 def _qualname_of(fn: types.FunctionType) -> str:
     return fn.__qualname__ if type(fn.__qualname__) is str else "__getattribute__"
-
-
-# Binary operators and the dunder methods that implement them for user objects.
-DUNDERS = {
-    "add": ("__add__", "__radd__"), "sub": ("__sub__", "__rsub__"), "mul": ("__mul__", "__rmul__"),
-    "truediv": ("__truediv__", "__rtruediv__"), "floordiv": ("__floordiv__", "__rfloordiv__"),
-    "mod": ("__mod__", "__rmod__"), "pow": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
-    "and_": ("__and__", "__rand__"), "or_": ("__or__", "__ror__"), "xor": ("__xor__", "__rxor__"),
-    "lshift": ("__lshift__", "__rlshift__"), "rshift": ("__rshift__", "__rrshift__"),
-    "lt": ("__lt__", "__gt__"), "le": ("__le__", "__ge__"), "gt": ("__gt__", "__lt__"), "ge": ("__ge__", "__le__"),
-    "eq": ("__eq__", "__eq__"), "ne": ("__ne__", "__ne__"),
-}
 
 
 def checked_len(tx: TracerContext, result: VariableTracker) -> VariableTracker:
@@ -161,19 +150,6 @@ class ObjectVariableBase(VariableTracker):
             raise Unsupported(f"calling object.{name} on {self.describe()}")
         self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
         return ConstantVariable(None)
-
-    def python_iterator(self, tx: TracerContext) -> VariableTracker | None:
-        """``iter(obj)`` where its class defines ``__iter__`` in Python and it returns an
-        iterator the trace runs (a generator): a consumer takes its items one at a time, when
-        CPython does. None otherwise."""
-        if not self.has_python_method(tx, "__iter__"):
-            return None
-        iterator = self.call_method(tx, "__iter__", [], {})
-        if iterator is self:  # (an iterator of its own: its __next__ would run ahead of the consumer)
-            raise Unsupported(f"iterating over a {self.cls.__qualname__}, an iterator with its own __next__")
-        if isinstance(iterator, IteratorVariable):
-            return iterator
-        return IteratorVariable(iterator.unpack(tx))
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         return self.iterate(tx).unpack(tx)
@@ -755,58 +731,6 @@ _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class st
 _NO_NEW = staticmethod(object.__new__)
 
 
-class NativeMethodVariable(VariableTracker):
-    """A builtin base class's method reached through ``super()`` (``super().get(key)`` in a
-    dict subclass, ``super().__init__()`` reaching ``object``)."""
-
-    models = types.BuiltinMethodType
-
-    def __init__(self, obj: VariableTracker, name: str) -> None:
-        super().__init__()
-        self.obj, self.name = obj, name
-
-    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if self.name == "__init__" and not args and not kwargs and not isinstance(self.obj, ListVariable):
-            return ConstantVariable(None)  # object.__init__, dict.__init__ (list's clears the list)
-        native = getattr(self.obj, "native_call_method", None)
-        if native is None:
-            raise Unsupported(f"calling the builtin base method {self.name!r} through super()")
-        return native(tx, self.name, args, kwargs)
-
-
-# The builtin classes whose methods the trackers model natively (``native_call_method``).
-_NATIVE_OWNERS = (object, dict, collections.OrderedDict, list)
-
-
-class NativeDescriptorVariable(VariableTracker):
-    """A builtin class's method read from the class (``object.__setattr__``, which a frozen
-    dataclass's ``__init__`` calls): called with an instance, it is that instance's native method."""
-
-    models = (types.WrapperDescriptorType, types.MethodDescriptorType)
-
-    def __init__(self, descriptor: Any) -> None:
-        super().__init__(ConstSource.of(descriptor))
-        self.descriptor = descriptor
-
-    def python_type(self) -> type:
-        return type(self.descriptor)
-
-    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        owner = self.descriptor.__objclass__
-        if owner not in _NATIVE_OWNERS or not args or not issubclass(args[0].python_type(), owner):
-            raise Unsupported(f"calling {owner.__name__}.{self.descriptor.__name__} without a {owner.__name__}")
-        return NativeMethodVariable(args[0], self.descriptor.__name__).call_function(tx, args[1:], kwargs)
-
-
-
-def _bind_native_descriptor(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,
-                            class_source: Source | None) -> VariableTracker | None:
-    # ``object.__setattr__`` read from the class, called with the object; on an instance: as it is
-    return NativeDescriptorVariable(static) if obj is None else None
-
-
-DESCRIPTORS[types.WrapperDescriptorType] = DESCRIPTORS[types.MethodDescriptorType] = _bind_native_descriptor
-
 class SuperVariable(VariableTracker):
     """``super()`` inside a method: attribute lookups start after ``cls`` in the MRO of ``obj``."""
 
@@ -829,6 +753,6 @@ class SuperVariable(VariableTracker):
         klass, static = find_on_class(tx, obj_cls, name, start_after=self.cls)
         if name == "__new__" and klass is not None and klass.__module__ == "builtins":
             return tx.wrap(static, AttrSource(ConstSource.of(klass), name))  # (``object.__new__``: a function)
-        if klass is not None and (klass.__module__ == "builtins" or klass in _NATIVE_OWNERS):
+        if klass is not None and (klass.__module__ == "builtins" or klass in NATIVE_OWNERS):
             return NativeMethodVariable(self.obj, name)
         return class_attribute(tx, self.obj, obj_cls, name, start_after=self.cls)

@@ -687,3 +687,16 @@ def test_compiled_function_with_a_stated_signature_binds_its_code_parameters():
     # stated signature (`a`), leaving the code's `args`/`kwargs` unbound
     check(_doubled, torch.ones(3))
     check(lambda x: _doubled(x, out=torch.zeros(3)), torch.ones(3))
+
+
+def test_default_of_a_function_made_in_the_frame_through_star_args():
+    # A default of a function made while tracing is a tracker already: bound through
+    # ``*args`` it was wrapped a second time and the op failed on fake tensors (a break).
+    def fn(x):
+        def wrapper(*args, **kwargs):
+            return inner(*args, **kwargs) + 1
+
+        def inner(a, b=2, *, c=3):
+            return a * b + c
+        return wrapper(x), wrapper(x, 4, c=5)
+    check(fn, torch.randn(3))

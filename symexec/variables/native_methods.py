@@ -1,0 +1,69 @@
+"""Methods of the builtin classes the trackers model natively (``native_call_method``), reached
+from Python code: through ``super()`` (``super().get(key)`` in a dict subclass) or read from the
+class (``object.__setattr__``, which a frozen dataclass's ``__init__`` calls)."""
+
+from __future__ import annotations
+
+import collections
+import types
+from typing import Any
+
+from ..context import TracerContext
+from ..exc import Unsupported
+from ..source import ConstSource, Source
+from .base import VariableTracker
+from .constant import ConstantVariable
+from .lists import ListVariable
+from .object_protocol import DESCRIPTORS
+
+
+class NativeMethodVariable(VariableTracker):
+    """A builtin base class's method reached through ``super()`` (``super().get(key)`` in a
+    dict subclass, ``super().__init__()`` reaching ``object``)."""
+
+    models = types.BuiltinMethodType
+
+    def __init__(self, obj: VariableTracker, name: str) -> None:
+        super().__init__()
+        self.obj, self.name = obj, name
+
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if self.name == "__init__" and not args and not kwargs and not isinstance(self.obj, ListVariable):
+            return ConstantVariable(None)  # object.__init__, dict.__init__ (list's clears the list)
+        native = getattr(self.obj, "native_call_method", None)
+        if native is None:
+            raise Unsupported(f"calling the builtin base method {self.name!r} through super()")
+        return native(tx, self.name, args, kwargs)
+
+
+# The builtin classes whose methods the trackers model natively (``native_call_method``).
+NATIVE_OWNERS = (object, dict, collections.OrderedDict, list)
+
+
+class NativeDescriptorVariable(VariableTracker):
+    """A builtin class's method read from the class (``object.__setattr__``, which a frozen
+    dataclass's ``__init__`` calls): called with an instance, it is that instance's native method."""
+
+    models = (types.WrapperDescriptorType, types.MethodDescriptorType)
+
+    def __init__(self, descriptor: Any) -> None:
+        super().__init__(ConstSource.of(descriptor))
+        self.descriptor = descriptor
+
+    def python_type(self) -> type:
+        return type(self.descriptor)
+
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        owner = self.descriptor.__objclass__
+        if owner not in NATIVE_OWNERS or not args or not issubclass(args[0].python_type(), owner):
+            raise Unsupported(f"calling {owner.__name__}.{self.descriptor.__name__} without a {owner.__name__}")
+        return NativeMethodVariable(args[0], self.descriptor.__name__).call_function(tx, args[1:], kwargs)
+
+
+def _bind_native_descriptor(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,
+                            class_source: Source | None) -> VariableTracker | None:
+    # ``object.__setattr__`` read from the class, called with the object; on an instance: as it is
+    return NativeDescriptorVariable(static) if obj is None else None
+
+
+DESCRIPTORS[types.WrapperDescriptorType] = DESCRIPTORS[types.MethodDescriptorType] = _bind_native_descriptor
