@@ -176,7 +176,7 @@ class GetItemSource(Source):
 
     def __post_init__(self) -> None:
         if literal(self.index) is None:
-            _keep(self, self.index)
+            keep_named(self, self.index)
 
     @property
     def name(self) -> str:
@@ -214,7 +214,7 @@ class _NativeReadSource(Source):
 
     def __post_init__(self) -> None:
         if literal(self.key) is None:
-            _keep(self, self.key)
+            keep_named(self, self.key)
 
     @property
     def name(self) -> str:
@@ -283,7 +283,7 @@ class ModuleMemberSource(Source):
 
     def __post_init__(self) -> None:
         if literal(self.key) is None:
-            _keep(self, self.key)
+            keep_named(self, self.key)
 
     @property
     def name(self) -> str:
@@ -495,7 +495,7 @@ class _Constants:
 _CONSTANTS = _Constants()
 
 
-def _keep(owner: Any, value: Any) -> None:
+def keep_named(owner: Any, value: Any) -> None:
     """Make ``owner`` (a source) keep ``value`` named in ``___const``."""
     boxes = owner.__dict__.get("_const_boxes")
     if boxes is None:
@@ -506,7 +506,7 @@ def _keep(owner: Any, value: Any) -> None:
 
 def const_expr(value: Any) -> str:
     """``value`` as Python source: an escaped literal of an exact builtin type, or
-    ``___const[<id>]`` (the caller's source keeps it named: ``_keep``)."""
+    ``___const[<id>]`` (the caller's source keeps it named: ``keep_named``)."""
     text = literal(value)
     return text if text is not None else f"___const[{id(value)}]"
 
@@ -541,7 +541,7 @@ class ConstSource(Source):
     value: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        _keep(self, self.value)
+        keep_named(self, self.value)
 
     @classmethod
     def of(cls, value: Any) -> "ConstSource":
@@ -572,7 +572,7 @@ class CallSource(Source):
     def __post_init__(self) -> None:
         for arg in (*self.args, *(v for _, v in self.kwargs)):
             if literal(arg) is None:
-                _keep(self, arg)
+                keep_named(self, arg)
 
     @property
     def name(self) -> str:

@@ -17,6 +17,7 @@ import sys
 import traceback
 import types
 
+import numpy
 import torch
 
 import symexec
@@ -160,6 +161,13 @@ def assert_same(expected, actual, where="result"):
         assert _tensor_equal(expected.detach(), actual.detach()), (
             f"{where}: values differ:\neager    {expected}\ncompiled {actual}"
         )
+    elif isinstance(expected, (numpy.ndarray, numpy.generic)):
+        # An array or a NumPy scalar: its exact type (numpy.float64, not a 0-d array), dtype,
+        # shape and values (floats within rounding: torch's kernels compute them).
+        assert expected.dtype == actual.dtype, f"{where}: dtype differs: eager {expected.dtype}, compiled {actual.dtype}"
+        assert numpy.shape(expected) == numpy.shape(actual), f"{where}: shape differs: eager {expected!r}, compiled {actual!r}"
+        assert _tensor_equal(torch.as_tensor(numpy.array(expected)), torch.as_tensor(numpy.array(actual))), (
+            f"{where}: values differ:\neager    {expected!r}\ncompiled {actual!r}")
     elif isinstance(expected, (list, tuple)):
         assert len(expected) == len(actual), (
             f"{where}: length differs: eager {expected!r}, compiled {actual!r}"

@@ -42,6 +42,8 @@ from .classes import PythonModuleVariable, UserDefinedClassVariable
 from .compiler_api import CompilerApiVariable
 from .sets import SetVariable
 from . import numpy_ufuncs
+from .ndarray import NdarrayVariable, array_input
+from .numpy_functions import NumpyFunctionVariable, is_numpy_function
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
 from .stdlib import EnvironVariable, operator_callable
@@ -119,6 +121,8 @@ class VariableBuilder:
             wrapper = _wrap_torch_callable
         if kind is types.FunctionType and compiler_api_kind(value) is not None:
             wrapper = _wrap_compiler_api  # torch._dynamo.graph_break, torch.compiler.is_compiling...
+        if numpy_ufuncs.numpy is not None and kind in _NUMPY_FUNCTION_TYPES and is_numpy_function(value):
+            wrapper = _wrap_numpy_function
         if mutable:
             if id(value) in self.wrapping:  # (its tracker is not made yet: a second would be two)
                 raise _Cycle(f"a {kind.__name__} that contains itself")
@@ -137,7 +141,7 @@ class VariableBuilder:
             cache[source] = var
             memos.input_values[source] = value
             if mutable and isinstance(var, (ListVariable, ConstDictVariable, UserDefinedObjectVariable,
-                                            InputIteratorVariable, SetVariable)):
+                                            InputIteratorVariable, SetVariable, NdarrayVariable)):
                 memos.objects_by_id[id(value)] = (value, var)  # (held: an id is unique only while alive)
             if var.source == source and _identity_matters(value, source):
                 self.guards.distinct(source)
@@ -401,6 +405,22 @@ if numpy_ufuncs.numpy is not None:
         if source is not None:
             b.guards.id_match(source, value)
         return numpy_ufuncs.NumpyUfuncVariable(value, source)
+
+
+    _NUMPY_FUNCTION_TYPES = (type(numpy_ufuncs.numpy.sum), types.BuiltinFunctionType, types.FunctionType)
+
+    @wraps(numpy_ufuncs.numpy.ndarray)
+    def _wrap_ndarray(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+        if source is None:
+            raise Unsupported("a NumPy array that cannot be re-fetched from the inputs (no source)")
+        return array_input(b.tx, value, source)
+
+    def _wrap_numpy_function(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+        if source is not None:
+            b.guards.id_match(source, value)
+        return NumpyFunctionVariable(value, source)
+else:  # pragma: no cover - numpy missing
+    _NUMPY_FUNCTION_TYPES = ()
 
 
 @wraps(type)

@@ -14,8 +14,9 @@ from typing import Any, Callable
 try:  # (numpy is optional for torch; its scalars are constants when it is there)
     import numpy
     NUMPY_SCALAR_TYPES: tuple[type, ...] = (numpy.number, numpy.bool_)
+    NUMPY_DTYPE_TYPES: tuple[type, ...] = (numpy.dtype,)  # (immutable, compared by value)
 except ImportError:  # pragma: no cover - numpy missing
-    NUMPY_SCALAR_TYPES = ()
+    NUMPY_SCALAR_TYPES = NUMPY_DTYPE_TYPES = ()
 
 import torch
 
@@ -28,6 +29,7 @@ from .base import BoundMethodVariable, Registry, VariableTracker, class_static
 LITERAL_TYPES: tuple[type, ...] = (
     int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
     torch.dtype, torch.device, torch.layout, torch.memory_format, enum.Enum, *NUMPY_SCALAR_TYPES,
+    *NUMPY_DTYPE_TYPES,
 )
 
 

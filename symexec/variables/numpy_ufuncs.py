@@ -4,8 +4,8 @@ A ufunc is a pure function of its arguments: on Python or NumPy numbers the trac
 config's sizes), it runs now and its scalar result is a constant of the trace, as torch.compile
 folds it. It runs with every floating-point error raised, so that a result never depends on
 NumPy's error settings (``np.seterr``), which no guard pins: a call that would warn or raise
-for one runs at a graph break instead. Anything else (an array, a tensor, ``out=``) is
-unsupported: CPython runs it.
+for one runs at a graph break instead. A call with an array is NumPy through
+torch (``ndarray.call_ufunc``); anything else (a tensor, ``out=``) is unsupported: CPython runs it.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker
 from .builtin_functions import BuiltinVariable
+from .ndarray import NdarrayVariable, call_ufunc
 from .constant import NUMPY_SCALAR_TYPES, ConstantVariable, is_literal
 
 try:
@@ -35,6 +36,8 @@ class NumpyUfuncVariable(BuiltinVariable):
         return f"numpy.{self.fn.__name__}"
 
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if any(isinstance(a, NdarrayVariable) for a in (*args, *kwargs.values())):
+            return call_ufunc(tx, self.fn, args, kwargs)  # (an array: torch operations)
         values = [a.as_python_constant() for a in args if a.is_python_constant()]
         if kwargs or len(values) != len(args) or not all(isinstance(v, _NUMBER_TYPES) for v in values):
             raise Unsupported(f"calling {self.describe()} on anything but constant numbers",

@@ -26,6 +26,7 @@ from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
 from .classes import COMPUTED_ALIAS_TYPES, UserDefinedClassVariable
+from .ndarray import NdarrayVariable, array_operator, getitem as array_getitem, setitem as array_setitem
 from .sets import SetVariable
 from .tensor import SymNodeVariable, record_call
 from .base import class_static
@@ -121,6 +122,8 @@ def _specialised_beside(var: VariableTracker, other: VariableTracker) -> Variabl
 
 def _make_binary(fn: Any) -> Handler:
     def binary(tx: TracerContext, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+        if isinstance(a, NdarrayVariable) or isinstance(b, NdarrayVariable):
+            return array_operator(tx, fn, a, b)
         a, b = _base_operand(tx, a, fn), _base_operand(tx, b, fn)
         if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):
             a, b = _bool_as_int(a), _bool_as_int(b)  # (sympy takes no True beside a symbol)
@@ -163,6 +166,8 @@ for _fn in BINARY_OPERATORS:
 
 def _make_inplace(inplace: Any, plain: Any) -> Handler:
     def inplace_op(tx: TracerContext, a: VariableTracker, b: VariableTracker) -> VariableTracker | None:
+        if isinstance(a, NdarrayVariable) or isinstance(b, NdarrayVariable):
+            return array_operator(tx, inplace, a, b)
         if is_tensor(a):
             result = record_call(tx, "call_function", inplace, [a, b], {})
             # x += 1 mutates x and keeps its identity; x @= y has no in-place form and rebinds.
@@ -209,6 +214,8 @@ for _inplace, _plain in INPLACE_OPERATORS.items():
 
 def _make_unary(fn: Any) -> Handler:
     def unary(tx: TracerContext, a: VariableTracker) -> VariableTracker | None:
+        if isinstance(a, NdarrayVariable):
+            return array_operator(tx, fn, a)
         if in_graph(a):
             return record_call(tx, "call_function", operator.abs if fn is abs else fn, [a], {})
         return None
@@ -327,6 +334,8 @@ def _contains(tx: TracerContext, container: VariableTracker, item: VariableTrack
 
 @handler(operator.getitem)
 def _getitem(tx: TracerContext, obj: VariableTracker, index: VariableTracker) -> VariableTracker | None:
+    if isinstance(obj, NdarrayVariable):
+        return array_getitem(tx, obj, index)
     if is_tensor(obj):
         view = _symbolic_basic_index(tx, obj, index)
         if view is not None:
@@ -388,6 +397,8 @@ def _symbolic_basic_index(tx: TracerContext, obj: Any, index: VariableTracker, v
 
 @handler(operator.setitem)
 def _setitem(tx: TracerContext, obj: VariableTracker, index: VariableTracker, value: VariableTracker) -> VariableTracker:
+    if isinstance(obj, NdarrayVariable):
+        return array_setitem(tx, obj, index, value)
     if is_tensor(obj):
         number = isinstance(value, SymNodeVariable) or (
             isinstance(value, ConstantVariable) and value.python_type() in (int, float, bool, complex))

@@ -20,7 +20,7 @@ import torch.fx
 from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, Source
-from .base import BoundMethodVariable, VariableTracker, as_proxy, only_asking
+from .base import BoundMethodVariable, Registry, VariableTracker, as_proxy, only_asking
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
@@ -60,6 +60,11 @@ _BREAKING_METHODS = {
     "__int__": "reads a tensor value into Python",
     "__float__": "reads a tensor value into Python",
 }
+
+
+# ``t.numpy()``: the array over the tensor's memory (registered by ndarray.py, whose trackers
+# hold tensors: it comes after this module).
+NUMPY_CONVERSION: dict[str, Any] = Registry("tensor.NUMPY_CONVERSION")
 
 
 class TensorVariable(VariableTracker):
@@ -201,6 +206,8 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name in ("item", "tolist") and tx.config.capture_scalar_outputs and not args and not kwargs:
             return record_call(tx, "call_method", name, [self], {})  # (a number the graph returns)
+        if name in NUMPY_CONVERSION:
+            return NUMPY_CONVERSION[name](tx, self, args, kwargs)
         if name in _BREAKING_METHODS:
             raise Unsupported(f"Tensor.{name}() {_BREAKING_METHODS[name]}", hint="move it out of the compiled function")
         if name in _FACT_METHODS and self.source is not None and not (
