@@ -95,6 +95,12 @@ def _as_scalar(t: torch.Tensor) -> Any:
     return t.numpy()[()]
 
 
+def _as_read_only(t: torch.Tensor) -> Any:
+    array = t.numpy()
+    array.flags.writeable = False
+    return array
+
+
 class NdarrayVariable(VariableTracker):
     """A ``numpy.ndarray``, or a NumPy scalar (``scalar``: what a reduction returns), as the
     tensor holding its data (``tensor``, a TensorVariable: torch's operations run on it).
@@ -107,6 +113,7 @@ class NdarrayVariable(VariableTracker):
         self.tensor = tensor
         self.scalar = scalar
         self._keep = keep  # (an input's tensor, held while the trace runs: the graph input holds it weakly)
+        self.writeable = True  # (False: one NumPy makes read-only, ``a.imag`` of a real array)
 
     @property
     def dtype(self) -> Any:
@@ -137,7 +144,8 @@ class NdarrayVariable(VariableTracker):
         if self.source is not None:
             self.source.emit_load(cg)
             return
-        cg.call_const(_as_scalar if self.scalar else _as_array, lambda: [cg.reconstruct(self.tensor)])
+        convert = _as_scalar if self.scalar else _as_array if self.writeable else _as_read_only
+        cg.call_const(convert, lambda: [cg.reconstruct(self.tensor)])
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         if self.ndim == 0:
@@ -175,6 +183,18 @@ METHODS: dict[str, Callable[..., VariableTracker]] = Registry("ndarray.METHODS")
 
 def is_array(var: VariableTracker) -> bool:
     return isinstance(var, NdarrayVariable)
+
+
+def read_only(array: NdarrayVariable) -> NdarrayVariable:
+    array.writeable = False
+    return array
+
+
+def writable(array: NdarrayVariable) -> NdarrayVariable:
+    """``array``, refusing a write into a read-only one (eager raises ValueError)."""
+    if not array.writeable:
+        raise Unsupported("writing into a read-only NumPy array (eager raises ValueError)")
+    return array
 
 
 def wrap_array(tensor: VariableTracker, scalar: bool = False) -> NdarrayVariable:
@@ -415,6 +435,7 @@ def _inplace(tx: TracerContext, ufunc: Any, target: VariableTracker, other: Vari
     that is not 'same_kind', as eager raises)."""
     if not isinstance(target, NdarrayVariable) or target.scalar:
         return call_ufunc(tx, ufunc, [target, other], {})  # (a NumPy scalar is immutable: rebinds)
+    writable(target)
     value = call_ufunc(tx, ufunc, [target, other], {})
     assert isinstance(value, NdarrayVariable)
     if not numpy.can_cast(value.dtype, target.dtype, "same_kind"):
@@ -457,6 +478,7 @@ def getitem(tx: TracerContext, array: NdarrayVariable, index: VariableTracker) -
 def setitem(tx: TracerContext, array: NdarrayVariable, index: VariableTracker, value: VariableTracker) -> VariableTracker:
     if array.scalar:
         raise Unsupported(f"assigning into {array.describe()}")
+    writable(array)
     torch_index, _ = _index(tx, index)
     if isinstance(value, NdarrayVariable):
         value = cast(tx, value.tensor, array.dtype)  # (NumPy casts what it stores to the array's dtype)

@@ -21,7 +21,8 @@ from .object_protocol import HANDLERS
 from .constant import ConstantVariable, is_literal
 from .lists import BaseListVariable, ListVariable, SliceVariable, TupleVariable
 from .ndarray import (ATTRIBUTES, FUNCTION_HANDLERS, METHODS, NUMPY_DTYPES, NdarrayVariable, call_ufunc, cast,
-                      dtype_oracle, getitem, numpy, result_kind, setitem, tensor_numpy, torch_dtype, wrap_array)
+                      dtype_oracle, getitem, numpy, read_only, result_kind, setitem, tensor_numpy, torch_dtype,
+                      wrap_array, writable)
 from .tensor import SymNodeVariable, TensorVariable, record_call
 from .torch_functions import _SPECIAL_CALLS
 
@@ -56,10 +57,14 @@ def _not_modelled(name: str, **given: Any) -> None:
             raise Unsupported(f"numpy.{name} with {key}= is not translated to torch", hint="the graph breaks; CPython runs it")
 
 
-def _array(tx: TracerContext, var: VariableTracker) -> NdarrayVariable:
-    """An argument NumPy takes as an array: an array, or numbers known while tracing."""
+def _array(tx: TracerContext, var: VariableTracker, tensors: bool = False) -> NdarrayVariable:
+    """An argument NumPy takes as an array: an array, or numbers known while tracing; with
+    ``tensors``, a tensor too, as the functions that convert it with ``np.asarray`` take it
+    (its ``__array__``: the array over its memory, or eager's error)."""
     if isinstance(var, NdarrayVariable):
         return var
+    if isinstance(var, TensorVariable) and tensors:
+        return tensor_numpy(tx, var, [], {})  # type: ignore[return-value]
     if isinstance(var, TensorVariable):
         raise Unsupported("a tensor where NumPy takes an array (NumPy would convert it)",
                           hint="convert it with .numpy() first")
@@ -241,7 +246,7 @@ def _like(np_fn: Any, fill: Any) -> Callable[..., VariableTracker]:
     def like(tx: TracerContext, a: VariableTracker, *args: VariableTracker, dtype: VariableTracker | None = None,
              **rest: VariableTracker) -> VariableTracker:
         _not_modelled(np_fn.__name__, **rest)
-        array = _array(tx, a)
+        array = _array(tx, a, tensors=True)
         values = list(args)
         if np_fn is numpy.full_like:
             if not values:
@@ -308,9 +313,7 @@ def _array_of(copies: bool) -> Callable[..., VariableTracker]:
         for key, var in rest.items():
             if not (key == "order" and _value(var) in ("C", "K", "A", None) or key == "copy" and _value(var) in (True, None)):
                 raise Unsupported(f"numpy.array with {key}={_value(var)!r}")
-        if isinstance(obj, TensorVariable):
-            obj = tensor_numpy(tx, obj, [], {})
-        array = _array(tx, obj)
+        array = _array(tx, obj, tensors=True)
         made = array is not obj  # (from constants: new already)
         converted = cast(tx, array.tensor, numpy.dtype(_value(dtype)) if dtype is not None else array.dtype)
         if converted is array.tensor:
@@ -585,7 +588,7 @@ def _sort(tx: TracerContext, a: VariableTracker, axis: VariableTracker | None = 
 @numpy_function(None, method="sort")
 def _sort_in_place(tx: TracerContext, a: VariableTracker, axis: VariableTracker | None = ConstantVariable(-1),
                    kind: VariableTracker | None = None, order: VariableTracker | None = None) -> VariableTracker:
-    array = _array(tx, a)
+    array = writable(_array(tx, a))
     if array.scalar:
         raise Unsupported("sorting a NumPy scalar")
     values = _sort(tx, array, axis, kind, order)
@@ -623,7 +626,7 @@ def _astype(tx: TracerContext, a: VariableTracker, dtype: VariableTracker, order
 
 @numpy_function(None, method="fill")
 def _fill(tx: TracerContext, a: VariableTracker, value: VariableTracker) -> VariableTracker:
-    array = _array(tx, a)
+    array = writable(_array(tx, a))
     _record(tx, "fill_", array.tensor, _number(value))
     return ConstantVariable(None)
 
@@ -661,6 +664,9 @@ ATTRIBUTES.update({
     "nbytes": lambda tx, a: _times(tx, a.tensor.call_method(tx, "numel", [], {}), a.dtype.itemsize),
     "T": lambda tx, a: _transpose(tx, a),
     "real": lambda tx, a: a if a.dtype.kind != "c" else wrap_array(_record(tx, torch.real, a.tensor), a.scalar),
+    # (of a real array: NumPy's read-only zeros)
+    "imag": lambda tx, a: wrap_array(_record(tx, torch.imag, a.tensor), a.scalar) if a.dtype.kind == "c" else
+    read_only(wrap_array(_record(tx, torch.zeros_like, a.tensor), a.scalar)),
     "strides": lambda tx, a: TupleVariable([_times(tx, s, a.dtype.itemsize)
                                             for s in a.tensor.call_method(tx, "stride", [], {}).items]),  # type: ignore[attr-defined]
 })
@@ -679,6 +685,8 @@ def _from_numpy(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs:
         return None
     if args[0].scalar:
         raise Unsupported("torch.from_numpy of a NumPy scalar (eager raises TypeError)")
+    if not args[0].writeable:
+        raise Unsupported("torch.from_numpy of a read-only array (eager warns)")
     return args[0].tensor  # (the same memory: the same tensor)
 
 

@@ -211,3 +211,27 @@ def test_numpy_in_a_model_forward():
     _, ours = symexec_graphs(net, torch.randn(3, 4))
     _, dynamo = dynamo_graphs(net, torch.randn(3, 4))
     assert ours.graph_count == dynamo.graph_count == 1
+
+
+def test_imag_of_a_real_array_is_read_only_zeros():
+    def fn(x):
+        a = x.numpy()
+        return a.T, a.imag, a.real
+
+    def writes(x):
+        b = x.numpy().imag
+        b += 1  # (eager: ValueError, the destination is read-only)
+        return b
+    check(fn, torch.randn(2, 3))
+    check(writes, torch.randn(2, 3), expect_traced=False, captured=False)
+    out = symexec.compile(fn, backend="eager")(torch.randn(2, 3))
+    assert not out[1].flags.writeable and out[2].flags.writeable
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.ones_like(x, dtype=np.float64), lambda x: np.full_like(x, 2.4, dtype=np.dtype("float")),
+    lambda x: np.array(x) * 2, lambda x: np.float32(x.numpy().sum()) + np.int8(3),
+    lambda x: x + int(np.issubdtype(np.int32, np.integer)),
+], ids=["ones_like_tensor", "full_like_dtype", "array_of_tensor", "scalar_types", "issubdtype"])
+def test_tensors_where_numpy_converts_them_and_scalar_types(fn):
+    check(fn, torch.randn(2, 3))
