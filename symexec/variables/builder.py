@@ -43,7 +43,8 @@ from .compiler_api import CompilerApiVariable
 from .sets import SetVariable
 from . import numpy_ufuncs
 from .ndarray import NdarrayVariable, array_input
-from .numpy_functions import NumpyFunctionVariable, is_numpy_function
+from . import numpy_functions  # noqa: F401  (fills ndarray's tables)
+from .numpy_calls import NumpyFunctionVariable, is_numpy_function
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
 from .stdlib import EnvironVariable, operator_callable

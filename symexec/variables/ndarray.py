@@ -353,6 +353,10 @@ def call_ufunc(tx: TracerContext, ufunc: Any, args: list[VariableTracker], kwarg
         if ufunc.__name__ not in ("absolute", "fabs", "positive") or loop[0].kind != "b":
             raise Unsupported(f"numpy.{ufunc.__name__} on booleans (torch has no such kernel)")
         fn = torch.clone  # (|b| and +b of a boolean: itself)
+    for a, d in zip(args, loop[:-1]):
+        if isinstance(a, SymNodeVariable) and d.itemsize < 8 and d.kind in "iu":
+            # (NumPy refuses a Python int out of the loop dtype's range: the stand-in of 1 cannot tell)
+            raise Unsupported(f"a symbolic int beside a {d} array (NumPy checks its value against {d})")
     operands = [operand(tx, a, d) for a, d in zip(args, loop[:-1])]
     if fn in _TENSORS_ONLY:  # (a number as the 0-d tensor of its loop dtype: NumPy casts it so too)
         operands = [o if isinstance(o, TensorVariable) else record_call(

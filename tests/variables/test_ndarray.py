@@ -235,3 +235,15 @@ def test_imag_of_a_real_array_is_read_only_zeros():
 ], ids=["ones_like_tensor", "full_like_dtype", "array_of_tensor", "scalar_types", "issubdtype"])
 def test_tensors_where_numpy_converts_them_and_scalar_types(fn):
     check(fn, torch.randn(2, 3))
+
+
+def test_an_int_that_changes_beside_a_narrow_array():
+    # NumPy 2 raises OverflowError for uint8 + 1000: an int traced symbolically must not hide it.
+    def fn(a, n):
+        return a + n
+    a = np.arange(3, dtype=np.uint8)
+    compiled = symexec.compile(fn, backend="eager")
+    assert np.array_equal(compiled(a, 1), a + 1) and np.array_equal(compiled(a, 2), a + 2)
+    with pytest.raises(OverflowError):
+        compiled(a, 1000)
+    check(fn, np.arange(3, dtype=np.int64), 5)

@@ -1,0 +1,152 @@
+"""NumPy's functions as values (``NumpyFunctionVariable``: ``np.sum`` read from the module), how
+a call of one is taken (``call_numpy``: folded on constants, translated by
+``FUNCTION_HANDLERS``, else a break), torch's conversions of arrays (``torch.from_numpy``,
+``torch.as_tensor``, ``torch.tensor``) and NumPy's scalar types and ``np.dtype`` as
+constructors. See ``ndarray.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from ..context import TracerContext
+from ..exc import TracedException, Unsupported
+from .base import VariableTracker
+from .constant import ConstantVariable, is_literal
+from .lists import BaseListVariable
+from .ndarray import FUNCTION_HANDLERS, NdarrayVariable, cast, numpy, wrap_array
+from .object_protocol import HANDLERS
+from .tensor import SymNodeVariable, TensorVariable, record_call
+from .torch_functions import _SPECIAL_CALLS
+
+
+# -- torch's conversions --------------------------------------------------------------------------
+def _from_numpy(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    if len(args) != 1 or kwargs or not isinstance(args[0], NdarrayVariable):
+        return None
+    if args[0].scalar:
+        raise Unsupported("torch.from_numpy of a NumPy scalar (eager raises TypeError)")
+    if not args[0].writeable:
+        raise Unsupported("torch.from_numpy of a read-only array (eager warns)")
+    return args[0].tensor  # (the same memory: the same tensor)
+
+
+def _as_tensor(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """``torch.as_tensor(a)`` shares the array's memory; ``torch.tensor(a)`` copies it."""
+    if not args or not isinstance(args[0], NdarrayVariable) or len(args) > 1 or set(kwargs) - {"dtype", "device"}:
+        return None
+    array = args[0]
+    device = kwargs.get("device")
+    if device is not None and not (device.is_python_constant() and device.as_python_constant() in (None, "cpu", torch.device("cpu"))):
+        raise Unsupported("an array made a tensor on another device")
+    tensor = array.tensor
+    dtype = kwargs.get("dtype")
+    if dtype is not None and dtype.as_python_constant() is not None:
+        tensor = record_call(tx, "call_method", "to", [tensor, dtype], {})
+    if fn is torch.tensor or array.scalar:
+        return record_call(tx, "call_function", torch.clone, [tensor], {}) if tensor is array.tensor else tensor
+    return tensor
+
+
+_SPECIAL_CALLS[torch.from_numpy] = _from_numpy
+_SPECIAL_CALLS[torch.as_tensor] = _as_tensor
+_SPECIAL_CALLS[torch.tensor] = _as_tensor
+
+
+# -- calling NumPy's functions ------------------------------------------------------------------------
+def _holds_array(var: VariableTracker) -> bool:
+    if isinstance(var, NdarrayVariable):
+        return True
+    return isinstance(var, BaseListVariable) and any(_holds_array(v) for v in var.items)
+
+
+def call_numpy(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """A NumPy function called while tracing: run for real on constants where it gives a
+    constant, translated to torch where an entry models it, else the graph breaks."""
+    name = f"numpy.{getattr(fn, '__name__', fn)}"
+    if not any(_holds_array(a) for a in (*args, *kwargs.values())) and all(
+            a.is_python_constant() for a in (*args, *kwargs.values())):
+        try:
+            with numpy.errstate(all="raise"):
+                value = fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        except Exception as e:  # noqa: BLE001 - the user's error, or NumPy's warning as an error
+            if isinstance(e, (FloatingPointError, Warning)):
+                raise Unsupported(f"{name} on these numbers warns by NumPy's error settings") from None
+            raise TracedException(e) from e
+        if is_literal(value):
+            return ConstantVariable(value)
+    handler = FUNCTION_HANDLERS.get(fn)
+    if handler is None:
+        raise Unsupported(f"{name} is not translated to torch", hint="the graph breaks; CPython runs it")
+    try:
+        return handler(tx, *args, **kwargs)
+    except TypeError as e:  # (arguments NumPy's signature does not take: eager raises its own error)
+        raise Unsupported(f"{name} with these arguments ({e})") from e
+
+
+class NumpyFunctionVariable(VariableTracker):
+    """A function of NumPy's (``np.sum``, ``np.zeros``, ``np.linalg.norm``), pinned by identity
+    by the builder: its calls go through ``call_numpy``. Not modelled: the functions no entry
+    translates (the graph breaks)."""
+
+    models = object  # NumPy's function objects, of several kinds (dispatchers, builtins)
+
+    def __init__(self, fn: Any, source: Any = None) -> None:
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def as_python_constant(self) -> Any:
+        return self.fn
+
+    def describe(self) -> str:
+        return f"numpy.{getattr(self.fn, '__name__', '?')}"
+
+    def is_callable(self, tx: TracerContext) -> bool:
+        return True
+
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        return call_numpy(tx, self.fn, args, kwargs)
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.fn)
+
+
+def is_numpy_function(value: Any) -> bool:
+    """A function the builder wraps as a ``NumpyFunctionVariable``: one NumPy's dispatcher
+    made, or one with a translation."""
+    return type(value) is _DISPATCHER or value in FUNCTION_HANDLERS
+
+
+_DISPATCHER = type(numpy.sum)
+
+
+# -- NumPy's scalar types and dtype as constructors ---------------------------------------------------
+def _scalar_type(cls: type) -> Callable[..., VariableTracker | None]:
+    """``np.float32(x)``: folded on a constant; of an array, the array in that dtype (a NumPy
+    scalar when 0-d: ``np.float32(a.sum())``)."""
+    def make(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+        if kwargs or len(args) > 1:
+            return None
+        if args and isinstance(args[0], NdarrayVariable):
+            return wrap_array(cast(tx, args[0].tensor, numpy.dtype(cls)), scalar=True)
+        if args and isinstance(args[0], (TensorVariable, SymNodeVariable)):
+            raise Unsupported(f"numpy.{cls.__name__} of {args[0].describe()} reads its value into Python")
+        values = [a.as_python_constant() for a in args]
+        try:
+            return ConstantVariable(cls(*values))
+        except Exception as e:  # noqa: BLE001 - the user's error: eager raises it
+            raise TracedException(e) from e
+    return make
+
+
+if numpy is not None:
+    for _cls in {*numpy.sctypeDict.values()}:
+        if issubclass(_cls, (numpy.number, numpy.bool_)) and _cls not in HANDLERS:
+            HANDLERS[_cls] = _scalar_type(_cls)
+    HANDLERS[numpy.dtype] = lambda tx, *args, **kwargs: ConstantVariable(numpy.dtype(
+        *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()}))
