@@ -413,8 +413,9 @@ UNARY_UFUNCS = {operator.neg: "negative", operator.pos: "positive", operator.abs
 def array_operator(tx: TracerContext, fn: Any, *operands: VariableTracker) -> VariableTracker:
     """An operator with an array among its operands (``a + 1``, ``-a``, ``a @ b``, ``a += b``)."""
     if any(isinstance(o, TensorVariable) for o in operands):
-        raise Unsupported("an operation between a tensor and a NumPy array (torch and NumPy disagree on its result)",
-                          hint="convert one side (torch.from_numpy or .numpy()) first")
+        # (eager's answer depends on both libraries' versions: torch's __array_priority__,
+        # NumPy's deferral rules; in torch 2.13 with NumPy 2.4 `a - t` raises, `t == a` is True)
+        raise Unsupported("an operation between a tensor and a NumPy array", hint="the graph breaks; CPython runs it")
     if fn in (operator.matmul, operator.imatmul):
         return FUNCTION_HANDLERS[numpy.matmul](tx, *operands)
     if fn in INPLACE_UFUNCS:

@@ -118,11 +118,14 @@ class NumpyFunctionVariable(VariableTracker):
 
 def is_numpy_function(value: Any) -> bool:
     """A function the builder wraps as a ``NumpyFunctionVariable``: one NumPy's dispatcher
-    made, or one with a translation."""
-    return type(value) is _DISPATCHER or value in FUNCTION_HANDLERS
+    made, one with a translation, or a pure helper of NumPy's (folded on constants)."""
+    return type(value) is _DISPATCHER or value in FUNCTION_HANDLERS or value in _PURE_HELPERS
 
 
 _DISPATCHER = type(numpy.sum)
+# NumPy's functions written in Python that are pure functions of constant arguments (types,
+# dtypes): run while tracing on constants (``np.issubdtype(type(n), np.integer)``).
+_PURE_HELPERS = frozenset({numpy.issubdtype, numpy.isscalar, numpy.iterable}) if numpy is not None else frozenset()
 
 
 # -- NumPy's scalar types and dtype as constructors ---------------------------------------------------

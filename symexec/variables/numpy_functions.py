@@ -19,7 +19,7 @@ from ..exc import Unsupported
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal
 from .lists import BaseListVariable, ListVariable, SliceVariable, TupleVariable
-from .ndarray import (ATTRIBUTES, FUNCTION_HANDLERS, METHODS, NUMPY_DTYPES, NdarrayVariable, call_ufunc, cast,
+from .ndarray import (ATTRIBUTES, FUNCTION_HANDLERS, METHODS, TORCH_DTYPES, NdarrayVariable, call_ufunc, cast,
                       dtype_oracle, getitem, numpy, read_only, result_kind, setitem, tensor_numpy, torch_dtype,
                       wrap_array, writable)
 from .tensor import SymNodeVariable, TensorVariable, record_call
@@ -66,15 +66,32 @@ def _array(tx: TracerContext, var: VariableTracker, tensors: bool = False) -> Nd
     if isinstance(var, TensorVariable):
         raise Unsupported("a tensor where NumPy takes an array (NumPy would convert it)",
                           hint="convert it with .numpy() first")
+    if isinstance(var, BaseListVariable) and not isinstance(var, SliceVariable) and _holds_arrays(var):
+        return _stacked(tx, var)
     value = _value(var)
     if not is_literal(value) and not isinstance(value, (list, tuple)):
         raise Unsupported(f"{var.describe()} where NumPy takes an array")
     with numpy.errstate(all="raise"):
         real = numpy.asarray(value)
-    if real.dtype not in NUMPY_DTYPES:
+    if real.dtype not in TORCH_DTYPES:
         raise Unsupported(f"an array of {real.dtype} made from {var.describe()}")
     tensor = _record(tx, torch.tensor, real.tolist(), dtype=torch_dtype(real.dtype))
     return wrap_array(tensor)
+
+
+def _holds_arrays(var: VariableTracker) -> bool:
+    if isinstance(var, NdarrayVariable):
+        return True
+    return isinstance(var, BaseListVariable) and not isinstance(var, SliceVariable) and any(map(_holds_arrays, var.items))
+
+
+def _stacked(tx: TracerContext, var: BaseListVariable) -> NdarrayVariable:
+    """``np.array([x, y])`` of arrays or NumPy scalars (and numbers): stacked along a new first
+    axis, in the dtype NumPy finds for these items (items of different shapes: eager's error)."""
+    items = [_array(tx, item) for item in var.items]
+    oracle = dtype_oracle(numpy.array, [TupleVariable(items)], {})  # type: ignore[arg-type]
+    dtype, _ = result_kind(oracle)
+    return wrap_array(_record(tx, torch.stack, [cast(tx, item.tensor, dtype) for item in items]))
 
 
 def _result(tx: TracerContext, tensor: Any, oracle: Any) -> NdarrayVariable:

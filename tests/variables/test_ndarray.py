@@ -4,6 +4,8 @@ aliasing between ``t.numpy()`` / ``torch.from_numpy`` and the tensor, and clean 
 is not translated. Each case runs eagerly and compiled (``check``) and compares exactly: type
 (a numpy.float64 is not a 0-d array), dtype, shape, values, the arguments afterwards."""
 
+import operator
+
 import numpy as np
 import pytest
 import torch
@@ -165,10 +167,25 @@ def test_constant_numpy_calls_fold():
     check(fn, torch.arange(6.0).reshape(2, 3))
 
 
-def test_tensor_and_array_in_one_operation_breaks():
+@pytest.mark.parametrize("op", [
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.lt, operator.ge,
+    operator.eq, operator.ne, operator.matmul, operator.iadd, operator.imul,
+], ids=lambda op: op.__name__)
+@pytest.mark.parametrize("order", ["tensor_first", "array_first"])
+@pytest.mark.parametrize("dtypes", [(torch.float32, np.float32), (torch.int64, np.float32), (torch.float32, np.int32)],
+                         ids=["f32_f32", "i64_f32", "f32_i32"])
+def test_a_tensor_and_an_array_in_one_operator(op, order, dtypes):
+    # What eager does depends on both libraries' versions (some raise, `t == a` is a bool): a break.
     def fn(t, a):
-        return t + torch.from_numpy(a), np.add(a, 1)
-    check(fn, torch.ones(3, dtype=torch.float64), _arange(3))
+        return op(t, a) if order == "tensor_first" else op(a, t)
+    t, a = torch.arange(1, 6).to(dtypes[0]), np.arange(1, 6).astype(dtypes[1])
+    check(fn, t, a, expect_traced=False, captured=False)
+
+
+def test_a_tensor_and_a_numpy_scalar_break():
+    def fn(t, a):
+        return t + a.sum(), t * a[0]
+    check(fn, torch.ones(3), _arange(3), expect_traced=False, captured=False)
 
 
 # -- against torch.compile, and real backends --------------------------------------------------------------
@@ -247,3 +264,18 @@ def test_an_int_that_changes_beside_a_narrow_array():
     with pytest.raises(OverflowError):
         compiled(a, 1000)
     check(fn, np.arange(3, dtype=np.int64), 5)
+
+
+@pytest.mark.parametrize("args", [(np.float64(1), np.float64(2)), (np.arange(2), np.arange(2) + 2),
+                                  (np.arange(2.0), np.float32(3) * np.ones(2, dtype=np.float32))],
+                         ids=["scalars", "arrays", "mixed_dtypes"])
+def test_an_array_of_arrays(args):
+    def fn(x, y):
+        return np.array([x * 1, y * 1, [5, 6] if x.ndim else 7])
+    check(fn, *args)
+
+
+def test_issubdtype_folds():
+    def fn(x, n):
+        return np.issubdtype(type(n), np.integer) + x
+    check(fn, torch.randn(4), 4096)
