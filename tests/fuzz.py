@@ -160,6 +160,33 @@ class T(Spec):
         return x
 
 
+class A(Spec):
+    """A NumPy array: dtype name, shape, variant (c contiguous, t transposed, off a view at an
+    offset, ro read-only), seed."""
+
+    def __init__(self, dtype="float64", shape=(2, 3), variant="c", seed=0):
+        self.dtype, self.shape, self.variant, self.seed = dtype, tuple(shape), variant, seed
+
+    def __repr__(self):
+        extra = "" if self.variant == "c" else f", {self.variant!r}"
+        return f"A({self.dtype!r}, {self.shape}{extra}{f', seed={self.seed}' if self.seed else ''})"
+
+    def build(self, ns, built):
+        import numpy
+        n = int(numpy.prod(self.shape))
+        values = numpy.sin(numpy.arange(n + 1) * 0.37 + self.seed) * 3
+        if self.variant == "t":
+            x = values[:n].reshape(self.shape[::-1]).T
+        elif self.variant == "off":
+            x = values[1:].reshape(self.shape)
+        else:
+            x = values[:n].reshape(self.shape).copy()
+        x = x.astype(self.dtype) if self.variant != "t" else x.astype(self.dtype).T.copy().T
+        if self.variant == "ro":
+            x.flags.writeable = False
+        return x
+
+
 class Same(Spec):
     """The very object built for argument i (aliasing)."""
 
@@ -814,6 +841,19 @@ def fn(x, i, mode):
     return y
 """, args(tensors(shapes=((4,), (2, 3), (3, 2, 2))), st.sampled_from([-4, -3, -1, 0, 1, 2, 3, 5]),
           st.sampled_from([0, 1, 2, 3])))
+
+
+_ARRAYS = st.builds(A, st.sampled_from(["float64", "float32", "int64", "int32"]), st.sampled_from([(2, 3), (3, 2), (4,)]),
+                    st.sampled_from(["c", "t", "off", "ro"]), st.sampled_from([0, 1]))
+
+template("ndarray_input", "NumPy arrays passed in: dtype, shape, strides, writeable, aliasing (one array twice)", """
+import numpy as np
+def fn(x, a, b):
+    c = a * 2 + (b.sum(axis=0) if b.ndim == a.ndim else 1)
+    d = np.float32(c.mean()) * x
+    a += 1
+    return d, c, a.T, a is b, c.dtype, a.strides
+""", args(X, _ARRAYS, st.one_of(st.just(Same(1)), _ARRAYS)))
 
 
 TEMPLATE_NAMES = sorted(TEMPLATES)

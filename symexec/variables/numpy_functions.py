@@ -469,7 +469,9 @@ _joined(numpy.hstack, torch.hstack)
 def _meshgrid(tx: TracerContext, *xi: VariableTracker, indexing: VariableTracker | None = None, **rest: VariableTracker) -> VariableTracker:
     _not_modelled("meshgrid", **rest)
     arrays = [_array(tx, x) for x in xi]
-    grids = _record(tx, torch.meshgrid, *[a.tensor for a in arrays], indexing=_value(indexing, "xy"))
+    # (NumPy flattens each input: torch takes 0-d or 1-d ones only)
+    grids = _record(tx, torch.meshgrid, *[_record(tx, torch.ravel, a.tensor) if a.ndim > 1 else a.tensor for a in arrays],
+                    indexing=_value(indexing, "xy"))
     # (NumPy's grids are copies; torch's are broadcast views of the inputs)
     return TupleVariable([wrap_array(_record(tx, torch.clone, g)) for g in grids.items])
 

@@ -68,7 +68,7 @@ def test_integer_floor_division_breaks_where_numpy_and_torch_differ():
     lambda a: np.vstack([a, a]), lambda a: np.hstack([a, a]), lambda a: np.expand_dims(a, 0),
     lambda a: np.squeeze(a[None]), lambda a: np.flip(a, 0), lambda a: np.roll(a, 1, 1), lambda a: np.tile(a, 2),
     lambda a: np.repeat(a, 2, axis=0), lambda a: np.tril(a), lambda a: np.swapaxes(a, 0, 1),
-    lambda a: np.meshgrid(a[0], a[1]), lambda a: np.where(a > 2, a, -1.5), lambda a: np.clip(a, 2, 4),
+    lambda a: np.meshgrid(a[0], a[1]), lambda a: np.meshgrid(a, a[0], indexing="ij"), lambda a: np.where(a > 2, a, -1.5), lambda a: np.clip(a, 2, 4),
     lambda a: np.round(a / 3, 2), lambda a: a.astype(np.int32), lambda a: a.copy(), lambda a: np.copy(a),
     lambda a: a.dot(a.T), lambda a: np.matmul(a, a.T), lambda a: np.outer(a[0], a[1]),
     lambda a: np.einsum("ij,kj->ik", a, a), lambda a: np.linalg.norm(a), lambda a: np.linalg.norm(a, axis=1),
@@ -279,3 +279,16 @@ def test_issubdtype_folds():
     def fn(x, n):
         return np.issubdtype(type(n), np.integer) + x
     check(fn, torch.randn(4), 4096)
+
+
+def test_array_sizes_become_dynamic_like_tensor_sizes():
+    # A second size makes the dimension symbolic (automatic dynamic), as for a tensor input:
+    # the third size reuses that entry.
+    def fn(a):
+        b = np.concatenate([a, a * 2]).reshape(2, -1)
+        return b.mean(axis=1), b.shape, len(a)
+    compiled = symexec.compile(fn, backend="eager")
+    for n in (3, 5, 7, 9):
+        a = _arange(n)
+        assert_same(fn(a), compiled(a))
+    assert len(symexec.cache_entries(compiled)) == 2
