@@ -133,7 +133,7 @@ def _reduction(np_fn: Any, compute: Callable[..., Any], cast_input: bool, tuple_
     return reduce
 
 
-def _sum(tx, t, axis, keep):  # type: ignore[no-untyped-def]
+def _sum(tx: TracerContext, t: Any, axis: Any, keep: bool) -> Any:
     return _record(tx, torch.sum, t, dim=_dims(axis), keepdim=keep) if axis is not None else \
         _reshape_kept(tx, _record(tx, torch.sum, t), t, keep)
 
@@ -144,7 +144,7 @@ def _reshape_kept(tx: TracerContext, result: Any, t: Any, keep: bool) -> Any:
 
 
 def _over_all(torch_fn: Any) -> Callable[..., Any]:
-    def compute(tx, t, axis, keep):  # type: ignore[no-untyped-def]
+    def compute(tx: TracerContext, t: Any, axis: Any, keep: bool) -> Any:
         if axis is None:
             return _reshape_kept(tx, _record(tx, torch_fn, t), t, keep)
         if isinstance(axis, (tuple, list)):
@@ -159,20 +159,20 @@ def _amax(torch_fn: Any) -> Callable[..., Any]:
 
 def _over_all_or_axes(torch_fn: Any) -> Callable[..., Any]:
     """``torch.all(t)`` over every axis (``dim=()`` reduces none for all/any), else over ``axis``."""
-    def compute(tx, t, axis, keep):  # type: ignore[no-untyped-def]
+    def compute(tx: TracerContext, t: Any, axis: Any, keep: bool) -> Any:
         if axis is None:
             return _reshape_kept(tx, _record(tx, torch_fn, t), t, keep)
         return _record(tx, torch_fn, t, dim=axis, keepdim=keep)
     return compute
 
 
-def _mean(tx, t, axis, keep):  # type: ignore[no-untyped-def]
+def _mean(tx: TracerContext, t: Any, axis: Any, keep: bool) -> Any:
     return _record(tx, torch.mean, t, dim=axis, keepdim=keep) if axis is not None else \
         _reshape_kept(tx, _record(tx, torch.mean, t), t, keep)
 
 
 def _argminmax(torch_fn: Any) -> Callable[..., Any]:
-    def compute(tx, t, axis, keep):  # type: ignore[no-untyped-def]
+    def compute(tx: TracerContext, t: Any, axis: Any, keep: bool) -> Any:
         if axis is None:
             return _reshape_kept(tx, _record(tx, torch_fn, t), t, keep)
         return _record(tx, torch_fn, t, axis, keepdim=keep)
@@ -180,7 +180,7 @@ def _argminmax(torch_fn: Any) -> Callable[..., Any]:
 
 
 def _cumulative(torch_fn: Any) -> Callable[..., Any]:
-    def compute(tx, t, axis, keep):  # type: ignore[no-untyped-def]
+    def compute(tx: TracerContext, t: Any, axis: Any, keep: bool) -> Any:
         if axis is None:
             return _record(tx, torch_fn, _record(tx, torch.ravel, t), 0)
         return _record(tx, torch_fn, t, axis)
