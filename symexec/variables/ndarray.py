@@ -293,9 +293,13 @@ def _int_power_ok(args: list[VariableTracker]) -> bool:
         exponent.as_python_constant() >= 0
 
 
-# ufunc name -> (torch function, or None for the same name in torch; a check of its arguments
-# for integer loops, where NumPy and torch differ: None when the integer loop is fine)
-_NO_INT = staticmethod(lambda args: False)
+def _no_int(args: list[VariableTracker]) -> bool:
+    return False
+
+
+# ufunc name -> (the torch function, a check of its arguments for integer loops where NumPy and
+# torch differ: None when the integer loop is fine)
+_NO_INT = _no_int
 UFUNCS: dict[str, tuple[Any, Any]] = {
     "add": (torch.add, None), "subtract": (torch.sub, None), "multiply": (torch.mul, None),
     "true_divide": (torch.true_divide, None), "divide": (torch.true_divide, None),
@@ -366,6 +370,10 @@ def call_ufunc(tx: TracerContext, ufunc: Any, args: list[VariableTracker], kwarg
         operands[0] = record_call(tx, "call_function", torch.tensor, [operands[0]],
                                   {"dtype": ConstantVariable(torch_dtype(loop[0]))})
     out = record_call(tx, "call_function", fn, operands, {})
+    if ufunc.__name__ in _NAN_IN_NAN_OUT and loop[0].kind in "fc":  # (torch says 0 where NumPy keeps a nan)
+        first = operands[0]
+        nan = record_call(tx, "call_function", torch.isnan, [first], {})
+        out = record_call(tx, "call_function", torch.where, [nan, first, out], {})
     return wrap_array(cast(tx, out, out_dtype), scalar=scalar)  # type: ignore[arg-type]
 
 
@@ -382,6 +390,10 @@ _BOOL_KERNELS = frozenset({torch.add, torch.mul, torch.maximum, torch.minimum, t
 _TENSORS_ONLY = frozenset({torch.maximum, torch.minimum, torch.fmax, torch.fmin, torch.atan2, torch.hypot,
                            torch.logaddexp, torch.logaddexp2, torch.heaviside, torch.logical_and, torch.logical_or,
                            torch.logical_xor})
+
+
+# ufuncs that give nan for a nan first operand where torch's function gives 0.
+_NAN_IN_NAN_OUT = frozenset({"sign", "heaviside"})
 
 
 def _operand_dtype(var: VariableTracker) -> Any:

@@ -14,6 +14,7 @@ import torch
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker
+from .builtin_functions import BuiltinVariable
 from .constant import ConstantVariable, is_literal
 from .lists import BaseListVariable
 from .ndarray import FUNCTION_HANDLERS, NdarrayVariable, cast, numpy, wrap_array
@@ -86,34 +87,18 @@ def call_numpy(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: 
         raise Unsupported(f"{name} with these arguments ({e})") from e
 
 
-class NumpyFunctionVariable(VariableTracker):
+class NumpyFunctionVariable(BuiltinVariable):
     """A function of NumPy's (``np.sum``, ``np.zeros``, ``np.linalg.norm``), pinned by identity
-    by the builder: its calls go through ``call_numpy``. Not modelled: the functions no entry
-    translates (the graph breaks)."""
+    by the builder: its calls go through ``call_numpy``, never through the builtins' handlers.
+    Not modelled: the functions no entry translates (the graph breaks)."""
 
-    models = object  # NumPy's function objects, of several kinds (dispatchers, builtins)
-
-    def __init__(self, fn: Any, source: Any = None) -> None:
-        super().__init__(source)
-        self.fn = fn
-
-    def python_type(self) -> type:
-        return type(self.fn)
-
-    def as_python_constant(self) -> Any:
-        return self.fn
+    models = object  # NumPy's function objects, of several kinds (dispatchers, builtins, Python helpers)
 
     def describe(self) -> str:
         return f"numpy.{getattr(self.fn, '__name__', '?')}"
 
-    def is_callable(self, tx: TracerContext) -> bool:
-        return True
-
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         return call_numpy(tx, self.fn, args, kwargs)
-
-    def reconstruct(self, cg: Any) -> None:
-        cg.load_const(self.fn)
 
 
 def is_numpy_function(value: Any) -> bool:

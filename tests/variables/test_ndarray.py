@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import symexec
+from symexec.variables.ndarray import UFUNCS
 from tests.helpers import assert_same, check, dynamo_graphs, symexec_graphs
 
 
@@ -292,3 +293,18 @@ def test_array_sizes_become_dynamic_like_tensor_sizes():
         a = _arange(n)
         assert_same(fn(a), compiled(a))
     assert len(symexec.cache_entries(compiled)) == 2
+
+
+_SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1.5, -2.5, 0.5, 2.5, -1.0, 3.0, 1e300])
+_INTS = np.array([-3, -1, 0, 1, 2, 7, 2 ** 62])
+
+
+@pytest.mark.parametrize("name", sorted(UFUNCS))
+def test_every_translated_ufunc_on_special_values(name):
+    # nan, infinities, -0.0, halves (rounding), huge values, integer extremes and booleans, in
+    # each dtype: the dtype, the values (nan where NumPy gives nan) or the same error as eager.
+    ufunc = getattr(np, name)
+    for array in (_SPECIAL, _SPECIAL.astype(np.float32), _INTS, _INTS.astype(np.int32), _SPECIAL > 0):
+        args = [array] if ufunc.nin == 1 else [array, array[::-1].copy()]
+        with np.errstate(all="ignore"):
+            check(lambda *a: ufunc(*a), *args, expect_traced=False, captured=None, calls=1)
