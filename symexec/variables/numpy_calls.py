@@ -46,6 +46,8 @@ def _as_tensor(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: 
     dtype = kwargs.get("dtype")
     if dtype is not None and dtype.as_python_constant() is not None:
         tensor = record_call(tx, "call_method", "to", [tensor, dtype], {})
+    if fn is torch.as_tensor and not array.writeable and tensor is array.tensor:
+        raise Unsupported("torch.as_tensor of a read-only array (eager warns)")
     if fn is torch.tensor or array.scalar:
         return record_call(tx, "call_function", torch.clone, [tensor], {}) if tensor is array.tensor else tensor
     return tensor

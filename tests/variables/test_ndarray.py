@@ -308,3 +308,11 @@ def test_every_translated_ufunc_on_special_values(name):
         args = [array] if ufunc.nin == 1 else [array, array[::-1].copy()]
         with np.errstate(all="ignore"):
             check(lambda *a: ufunc(*a), *args, expect_traced=False, captured=None, calls=1)
+
+
+def test_read_only_arrays_made_in_the_trace():
+    # torch.from_numpy/as_tensor of a read-only array warn in eager: they run eagerly.
+    def fn(x):
+        a = x.numpy().imag
+        return torch.tensor(a) + 1, torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(a)
+    check(fn, torch.randn(3))
