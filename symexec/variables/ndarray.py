@@ -78,7 +78,12 @@ class NdarrayTensorSource(Source):
         return f"ndarray_tensor({self.base.name})"
 
     def expr(self) -> str:
-        return f"{const_expr(ndarray_tensor)}({self.base.expr()})"
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base`` (its expression, or a name bound to it: guards share
+        one ``ndarray_tensor`` call among the tensor guard's reads)."""
+        return f"{const_expr(ndarray_tensor)}({base})"
 
     def emit_load(self, cg: LoadEmitter) -> None:
         cg.call_const(ndarray_tensor, lambda: [self.base.emit_load(cg)])  # type: ignore[attr-defined]
