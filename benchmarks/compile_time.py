@@ -28,7 +28,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from torch._dispatch.python import enable_python_dispatcher
 
 import symexec
-from workloads import DYNAMIC, HELPERS, MANY_ARGS, MATMUL, MSE, UNRELATED, check_symexec, environment, options, same
+from workloads import DYNAMIC, HELPERS, MANY_ARGS, MATMUL, MSE, NUMPY, UNRELATED, check_symexec, environment, options, same
 
 SYSTEMS = {
     "symexec": (symexec.reset, lambda fn, **kw: symexec.compile(fn, backend="eager", **kw)),
@@ -94,7 +94,7 @@ def main():
     for system in SYSTEMS:
         first_call_ms(system, UNRELATED)
 
-    workloads = (MSE, MANY_ARGS, MATMUL, HELPERS, DYNAMIC)
+    workloads = (MSE, MANY_ARGS, MATMUL, HELPERS, DYNAMIC, NUMPY)
     times = {(workload[0], system): [] for workload in workloads for system in (*SYSTEMS, "fake run")}
     notes = set()
     for repeat in range(options.repeats):

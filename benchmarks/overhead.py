@@ -22,7 +22,7 @@ import torch
 
 import symexec
 from symexec import global_state
-from workloads import DYNAMIC, MANY_ARGS, MSE, check_symexec, environment, options, same
+from workloads import DYNAMIC, MANY_ARGS, MSE, NUMPY, check_symexec, environment, options, same
 
 
 def time_per_call_us(fn, args, calls):
@@ -108,7 +108,7 @@ def main():
     print(header)
     print("-" * len(header))
     notes = []
-    for workload in (MSE, MANY_ARGS, DYNAMIC):
+    for workload in (MSE, MANY_ARGS, DYNAMIC, NUMPY):
         name, us, problems = bench(workload, options.rounds, options.calls)
         symexec_overhead = us["symexec"] - us["eager"]
         compile_overhead = us["torch.compile"] - us["eager"]

@@ -6,6 +6,7 @@ Each workload is (name, function, make_args); make_args() returns a fresh tuple 
 import os
 import platform
 
+import numpy as np
 import torch
 
 import symexec
@@ -67,6 +68,13 @@ def dynamic_rows(a, b, w):
     return h.reshape(a.shape[0], -1).sum(1) / a.shape[1]
 
 
+def numpy_stats(a, b):
+    """NumPy arrays in and out: traced through torch (symexec's translation, torch._numpy)."""
+    c = np.concatenate([a, b * 2.0]).reshape(2, -1)
+    z = (c - c.mean(axis=1, keepdims=True)) / (c.std(axis=1, keepdims=True) + 1e-5)
+    return np.where(z > 0, np.sqrt(np.abs(z)), np.tanh(z)).sum(axis=0)
+
+
 def unrelated(a, b):
     """Compiled once by each system before measuring, to pay one-time start-up costs."""
     c = torch.sin(a) + torch.cos(b)
@@ -90,6 +98,10 @@ def dynamic_args():
     return torch.randn(64, 32), torch.randn(64, 32), torch.randn(32, 16)
 
 
+def numpy_args():
+    return np.random.randn(200), np.random.randn(200)
+
+
 def unrelated_args():
     return torch.randn(50), torch.randn(50)
 
@@ -99,6 +111,7 @@ MANY_ARGS = ("10 tensors + 5 int/str", many_args, many_args_args)
 MATMUL = ("12 x relu(x @ w)", matmul_relu_12, matmul_args)
 HELPERS = ("helper functions", with_helpers, matmul_args)
 UNRELATED = ("unrelated", unrelated, unrelated_args)
+NUMPY = ("NumPy arrays", numpy_stats, numpy_args)
 # Workloads carry the options both systems compile them with (a fourth element, optional).
 DYNAMIC = ("dynamic shapes", dynamic_rows, dynamic_args, {"dynamic": True})
 
@@ -114,6 +127,8 @@ def options(workload):
 
 
 def same(a, b):
+    if isinstance(a, np.ndarray):
+        return type(b) is np.ndarray and a.dtype == b.dtype and np.allclose(a, b, rtol=1e-4, atol=1e-5)
     return torch.allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
