@@ -316,3 +316,17 @@ def test_read_only_arrays_made_in_the_trace():
         a = x.numpy().imag
         return torch.tensor(a) + 1, torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(a)
     check(fn, torch.randn(3))
+
+
+def test_arrays_live_across_a_graph_break_keep_their_memory():
+    # After the break, `a` is rebuilt over t's memory and `v` over the input array's: writes
+    # after the break reach t and the caller's array, as in eager.
+    def fn(t, arr):
+        a = t.numpy()
+        v = arr[1:]
+        s = np.float64(2.0) * a.sum()
+        print("break")
+        a += 1
+        v *= 3
+        return t, s, a is not None, arr.sum()
+    check(fn, torch.arange(4.0), _arange(5))
