@@ -14,8 +14,10 @@ for the same object.
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
+import itertools
 import keyword
 import math
 import os
@@ -255,6 +257,26 @@ class EnvironItemSource(_NativeReadSource):
     @property
     def name(self) -> str:  # ``G['os'].environ.get('HOME')``: as the user's code reads it
         return f"{self.base.name}.get({display(self.key)})"
+
+
+def dict_key_at(d: dict, index: int) -> Any:
+    """Key ``index`` of a dict in its iteration order (an OrderedDict's own, which
+    ``move_to_end`` changes), read past a subclass's own ``keys``/``__iter__``."""
+    keys = collections.OrderedDict.keys(d) if isinstance(d, collections.OrderedDict) else dict.keys(d)
+    return next(itertools.islice(keys, index, None))
+
+
+@dataclass(frozen=True)
+class DictKeySource(_NativeReadSource):
+    """Key ``index`` of a dict passed in whose keys are objects hashed by identity (a parameter
+    keying a ``defaultdict`` beside string keys): the key itself, re-read by its position."""
+    reader: ClassVar[Any] = staticmethod(dict_key_at)
+    guard_name: ClassVar[str] = "___dkey"
+    shown: ClassVar[str] = "dict key"
+
+    @property
+    def name(self) -> str:
+        return f"list({self.base.name}.keys())[{self.key}]"
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,11 @@ from ..context import TracerContext
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..torch_api import allowed_in_graph_by_torch, compiler_api_kind
-from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
+from ..source import (AttrSource, ClosureSource, DictItemSource, DictKeySource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
                       NativeItemSource,
                       PrivateObjectSource, Source, display, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
-from .base import Registry, VariableTracker, find_on_class
+from .base import Registry, VariableTracker, find_on_class, hash_key
 from .builtin_subclasses import ListSubclassVariable, overrides_protocol
 from .builtin_functions import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
@@ -272,13 +272,17 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
     native = type(value) not in _DICT_TYPES
     # (an OrderedDict's order is its own, which move_to_end changes: not the dict storage's)
     keys = list((collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict).keys(value))
-    if not all(is_literal(k) for k in keys):
+    literal = [is_literal(k) for k in keys]
+    if not all(literal) and (not any(literal) or source is None or native or not all(
+            lit or _identity_tensor(k) for lit, k in zip(literal, keys))):
         return wrap_tensor_keyed_dict(b.tx, value, source)  # (or unsupported: an opaque object)
     if source is not None:
         b.guards.type_match(source, value)
         # (the keys go in as a constant of the guard function, never as source text)
         b.guards.keys_match(source, keys, GuardKind.EQUALS_MATCH, "list({}.keys())", exact_dict=not native, native=native,
                             ordered=isinstance(value, collections.OrderedDict))
+    if not all(literal):  # constants beside tensors: each tensor key re-read by its position
+        return _wrap_mixed_dict(b, value, source, keys)
     item_source = NativeItemSource if native else GetItemSource
     items = {k: b(v, item_source(source, k) if source is not None else None) for k in keys for v in (dict.__getitem__(value, k),)}
     if type(value) not in _DICT_TYPES and (base := dict_base(b.tx, type(value))) is not None:  # a user subclass
@@ -290,6 +294,29 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
 
 
 _DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
+
+
+def _identity_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and type(value).__hash__ is torch.Tensor.__hash__
+
+
+def _wrap_mixed_dict(b: VariableBuilder, value: dict, source: Source, keys: list[Any]) -> VariableTracker:
+    """A builtin dict passed in whose keys are constants and tensors (hashed by identity): each
+    tensor key is an input reached by its position (``DictKeySource``), its value by the key's
+    source; the keys' guard checks the constants and the class at each tensor's place, and the
+    tensors' own guards (match, aliasing) the rest."""
+    items: dict[Any, VariableTracker] = {}
+    for i, k in enumerate(keys):
+        if is_literal(k):
+            items[k] = b(dict.__getitem__(value, k), GetItemSource(source, k))
+            continue
+        key_source = DictKeySource(source, i)
+        key = b(k, key_source)
+        items[hash_key(key, b.tx)] = b(dict.__getitem__(value, k), DictItemSource(source, key_source))
+    factory = None
+    if type(value) is collections.defaultdict:
+        factory = b(value.default_factory, AttrSource(source, "default_factory"))
+    return ConstDictVariable(items, source, user_cls=type(value), default_factory=factory)
 
 
 @wraps(range, slice, set, frozenset)

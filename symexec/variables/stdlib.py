@@ -18,7 +18,7 @@ from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, EnvironItemSource, PrivateObjectSource
-from .base import VariableTracker, class_static
+from .base import VariableTracker, class_static, hash_key
 from .builtin_functions import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, run_pure
 from .dicts import ConstDictVariable
 from .constant import ConstantVariable, is_literal, wrap_constant
@@ -118,11 +118,13 @@ def _tuple_new(tx: TracerContext, cls: VariableTracker, iterable: VariableTracke
 def _fromkeys_handler(cls: type) -> Callable[..., VariableTracker]:
     def fromkeys(tx: TracerContext, keys: VariableTracker, value: VariableTracker | None = None) -> VariableTracker:
         shared = value if value is not None else ConstantVariable(None)
-        return ConstDictVariable({k.as_python_constant(): shared for k in keys.unpack(tx)}, user_cls=cls)
+        # (a defaultdict made so has no factory: a missing key is a KeyError)
+        factory = ConstantVariable(None) if cls is collections.defaultdict else None
+        return ConstDictVariable({hash_key(k, tx): shared for k in keys.unpack(tx)}, user_cls=cls, default_factory=factory)
     return fromkeys
 
 
-for _cls in (dict, collections.OrderedDict):
+for _cls in (dict, collections.OrderedDict, collections.defaultdict):
     CLASS_METHODS[(_cls, "fromkeys")] = _cls.fromkeys
     HANDLERS[CLASS_METHODS[(_cls, "fromkeys")]] = _fromkeys_handler(_cls)
 
