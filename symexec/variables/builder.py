@@ -33,6 +33,7 @@ from .builtin_subclasses import ListSubclassVariable, overrides_protocol
 from .builtin_functions import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
+from .deques import wrap_deque
 from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base, wrap_tensor_keyed_dict
 from .higher_order import HigherOrderOpVariable
 from .functions import GraphBreakVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
@@ -242,6 +243,11 @@ def _wrap_iterator(b: VariableBuilder, value: Any, source: Source | None) -> Var
     b.guards.type_match(source, value)
     return InputIteratorVariable(value, source, lambda i: b(peek(value, i), IteratorItemSource(source, i)), b.guards,
                                  lambda var: b.tx.trace.side_effects.advance(var))
+
+
+@wraps(collections.deque)
+def _wrap_deque(b: VariableBuilder, value: collections.deque, source: Source | None) -> VariableTracker:
+    return wrap_deque(b.tx, value, source)
 
 
 @wraps(GradModeExit)

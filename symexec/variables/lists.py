@@ -569,7 +569,7 @@ def iterator_type(value_type: type | None, example: Any = None) -> type | None:
             return type(iter(example))
         except TypeError:
             return None
-    for base in (list, tuple, range, dict, set, frozenset):
+    for base in (list, tuple, range, dict, set, frozenset, collections.deque):
         if value_type is base:
             return type(iter(base()))
     return None

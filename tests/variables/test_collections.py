@@ -113,3 +113,81 @@ def test_fromkeys_of_each_dict_class():
         return d1["a"] * d2["b"] + d2["a"] + d1["b"] + d3["a"] + d3["b"], d2, d3, len(d4), d4[y]
 
     check(fn, _t(), _t())
+
+
+# --- deque ------------------------------------------------------------------------------------
+
+
+def test_deque_methods():
+    def fn(a, b):
+        d = collections.deque([a, b])
+        d.append(a + 1)
+        d.extend([a, b])
+        d.insert(0, "foo")
+        tmp = d.pop()
+        another = collections.deque([tmp])
+        d.extendleft(another)
+        another.clear()
+        d.extend(another)
+        d[2] = "setitem"
+        d = d.copy()
+        d.append(d.popleft())
+        d.rotate(2)
+        d.rotate(-1)
+        del d[1]
+        d.extend(collections.deque())
+        return d, len(d), d.maxlen, d.index("setitem"), d.count("foo"), [type(x) for x in d]
+
+    check(fn, _t(), _t())
+
+
+def test_deque_extendleft_takes_a_map_one_at_a_time():
+    def fn(a, b, c):
+        d = collections.deque([a])
+        d.extendleft(map(lambda x: x + 1, [b, c]))
+        return d, list(reversed(d))
+
+    check(fn, _t(), _t(), _t())
+
+
+def test_bounded_deque():
+    def fn(x):
+        d = collections.deque(range(5), maxlen=3)
+        d.append(x)
+        d.appendleft(7)
+        d.extend([8, 9])
+        d.extendleft([1, 2])
+        try:
+            d.insert(0, 1)
+        except IndexError as e:
+            x = x + len(str(e))
+        try:
+            collections.deque().pop()
+        except IndexError as e:
+            x = x + len(str(e))
+        try:
+            d["a"]
+        except TypeError as e:
+            x = x + len(str(e))
+        return d, d.maxlen, x
+
+    check(fn, _t())
+
+
+def test_deque_passed_in_is_changed_in_place():
+    def fn(d, x):
+        d.append(x + 1)
+        d.appendleft(x * 2)
+        first = d.popleft()
+        return first + d[0] + d[-1], len(d), d.maxlen
+
+    check(fn, collections.deque([_t(), _t()]), _t())
+    check(fn, collections.deque([_t(), _t(), _t()], maxlen=3), _t())
+
+
+def test_deque_list_index_with_bounds():
+    for index in ([], [2], [0, 3]):
+        def fn(t, index=index):
+            return t + collections.deque([1, 2, 3, 4]).index(3, *index)
+
+        check(fn, torch.zeros(1))
