@@ -191,3 +191,30 @@ def test_deque_list_index_with_bounds():
             return t + collections.deque([1, 2, 3, 4]).index(3, *index)
 
         check(fn, torch.zeros(1))
+
+
+def test_structseq_made_while_tracing_in_a_pytree():
+    def fn(x):
+        tree = {
+            "a": [x, x - 1],
+            "c": (x, 3.0, collections.deque([0.0, -x, 1, 2], maxlen=3)),
+            "d": collections.OrderedDict({"e": torch.return_types.qr((2 * x, None)),
+                                          "m": torch.return_types.max([x, x.argmax()])}),
+        }
+        leaves, spec = torch.utils._pytree.tree_flatten(tree)
+        back = torch.utils._pytree.tree_unflatten([leaf * 2 if isinstance(leaf, torch.Tensor) else leaf
+                                                   for leaf in leaves], spec)
+        return leaves, back, tree["d"]["e"].Q, type(tree["d"]["m"]), type(back["d"]["e"])
+
+    check(fn, _t(3, 2))
+    assert symexec_graphs(fn, _t(3, 2))[1].graph_count == 1
+
+
+def test_tree_map_over_several_trees_with_deques():
+    def fn(x, y):
+        a = {"k": [x, collections.deque([x + 1, 2.0], maxlen=4)], "t": (x, 3)}
+        b = {"k": [y, collections.deque([y * 2, 5.0], maxlen=4)], "t": (y, 4)}
+        return torch.utils._pytree.tree_map(lambda p, q: p + q, a, b)
+
+    check(fn, _t(), _t())
+    assert symexec_graphs(fn, _t(), _t())[1].graph_count == 1
