@@ -279,8 +279,8 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
     # (an OrderedDict's order is its own, which move_to_end changes: not the dict storage's)
     keys = list((collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict).keys(value))
     literal = [is_literal(k) for k in keys]
-    if not all(literal) and (not any(literal) or source is None or native or not all(
-            lit or _identity_tensor(k) for lit, k in zip(literal, keys))):
+    if not all(literal) and (all(map(_identity_tensor, keys)) or source is None or native or not all(
+            lit or _identity_tensor(k) or _identity_object(k) for lit, k in zip(literal, keys))):
         return wrap_tensor_keyed_dict(b.tx, value, source)  # (or unsupported: an opaque object)
     if source is not None:
         b.guards.type_match(source, value)
@@ -306,11 +306,18 @@ def _identity_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and type(value).__hash__ is torch.Tensor.__hash__
 
 
+def _identity_object(value: Any) -> bool:
+    """An object that is equal only to itself (a class, a module, a TypeVar): a dict key the
+    keys' guard compares by identity."""
+    return type(value).__hash__ is object.__hash__ and type(value).__eq__ is object.__eq__
+
+
 def _wrap_mixed_dict(b: VariableBuilder, value: dict, source: Source, keys: list[Any]) -> VariableTracker:
-    """A builtin dict passed in whose keys are constants and tensors (hashed by identity): each
-    tensor key is an input reached by its position (``DictKeySource``), its value by the key's
-    source; the keys' guard checks the constants and the class at each tensor's place, and the
-    tensors' own guards (match, aliasing) the rest."""
+    """A builtin dict passed in whose keys are constants, objects equal only to themselves
+    (classes, modules: the keys' guard holds them and compares them by identity) and tensors
+    (hashed by identity: the guard checks the class at each tensor's place, the tensors' own
+    guards, match and aliasing, the rest). Each object key is an input reached by its position
+    (``DictKeySource``), its value by the key's source."""
     items: dict[Any, VariableTracker] = {}
     for i, k in enumerate(keys):
         if is_literal(k):

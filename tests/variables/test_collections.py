@@ -218,3 +218,21 @@ def test_tree_map_over_several_trees_with_deques():
 
     check(fn, _t(), _t())
     assert symexec_graphs(fn, _t(), _t())[1].graph_count == 1
+
+
+def test_dict_keyed_by_modules_classes_and_typevars():
+    import typing
+
+    T = typing.TypeVar("T")
+    m1, m2 = torch.nn.Linear(3, 3), torch.nn.ReLU()
+    d = {m1: 1, float: torch.float32, T: _t(), "s": 2}
+
+    def fn(x, key):
+        return x * d[key] + d["s"], d[float], d[T], len(d), [k is m1 for k in d]
+
+    def swap():  # the same kinds of keys, other objects: retraced
+        d.pop(m1)
+        d[m2] = 4
+
+    check_sequence(fn, [_t(), m1], [_t(), "s"], swap, [_t(), m2], [_t(), "s"])
+    assert symexec_graphs(fn, _t(), "s")[1].graph_count == 1
