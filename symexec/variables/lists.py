@@ -461,6 +461,22 @@ class IteratorVariable(VariableTracker):
         self.items = items
         self.index = 0
         self.cls = cls
+        # The list iterated (``iter(lst)``), while it holds the very items taken from it: the
+        # real iterator over that list is then rebuilt at its position.
+        self.origin: ListVariable | None = None
+
+    def over_origin(self) -> bool:
+        """Whether the list iterated still holds the items this iterator took them from."""
+        origin = self.origin
+        return origin is not None and type(origin) is ListVariable and len(origin.items) == len(self.items) and all(
+            a is b for a, b in zip(origin.items, self.items))
+
+    def exact_rebuild(self) -> bool:
+        """Whether rebuilt at a graph break it gives the items CPython's would: one over a
+        container that cannot change (a tuple, a range, a str), or the real iterator over the
+        list it iterates. One over a list whose items were copied (or of unknown origin) may
+        not: the list may change before its items are taken."""
+        return (type(self) is IteratorVariable and self.cls in _IMMUTABLE_ITERATORS) or self.over_origin()
 
     def python_type(self) -> type:
         if self.cls is None:
@@ -511,6 +527,10 @@ class IteratorVariable(VariableTracker):
         return item
 
     def reconstruct(self, cg: Any) -> None:
+        if self.over_origin():  # the list's own iterator, at the traced position
+            cg.call_const(list_iterator_at, lambda: [cg.reconstruct(self.origin), cg.load_const(self.index)])
+            return
+
         def remaining() -> list[None]:
             for item in self.items[self.index:]:
                 cg.reconstruct(item)
@@ -555,11 +575,16 @@ _IMMUTABLE_ITERATORS = frozenset({_TUPLE_ITERATOR, type(iter(range(0))), type(it
 
 
 def rebuilt_exactly(it: VariableTracker) -> bool:
-    """Whether ``it`` rebuilt at a graph break gives the items CPython's would: its real object
-    (one passed in), or one over a container that cannot change (a tuple, a range, a str). One
-    over a list (or of unknown origin) may not: the list may change before its items are taken."""
-    return isinstance(it, InputIteratorVariable) or (
-        type(it) is IteratorVariable and it.cls in _IMMUTABLE_ITERATORS)
+    """Whether ``it`` rebuilt at a graph break gives the items CPython's would
+    (``IteratorVariable.exact_rebuild``)."""
+    return isinstance(it, IteratorVariable) and it.exact_rebuild()
+
+
+def list_iterator_at(lst: list, index: int) -> Any:
+    """``iter(lst)`` having given ``index`` items (generated code: a list's iterator rebuilt)."""
+    it = iter(lst)
+    it.__setstate__(index)
+    return it
 
 
 def iterator_type(value_type: type | None, example: Any = None) -> type | None:
@@ -612,6 +637,9 @@ class InputIteratorVariable(IteratorVariable):
         while (item := self.next_item()) is not None:
             rest.append(item)
         return rest
+
+    def exact_rebuild(self) -> bool:
+        return True  # (its real object)
 
     def reconstruct(self, cg: Any) -> None:
         self.source.emit_load(cg)  # the real iterator (the replay advances it)
