@@ -37,6 +37,7 @@ class LoadEmitter(Protocol):
     def load_fast(self, name: str) -> None: ...
     def load_global(self, name: str) -> None: ...
     def load_deref(self, name: str) -> None: ...
+    def load_closure(self, name: str) -> None: ...
     def load_attr(self, name: str) -> None: ...
     def load_const(self, value: Any) -> None: ...
     def subscr(self) -> None: ...
@@ -134,6 +135,25 @@ class ClosureSource(Source):
 
     def emit_load(self, cg: LoadEmitter) -> None:
         cg.load_deref(self.var)
+
+
+@dataclass(frozen=True)
+class ClosureCellSource(Source):
+    """The cell of a free variable of the compiled function itself (what an inner function the
+    trace makes closes over): shown as ``L['n'] cell``."""
+
+    var: str
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"L[{self.var!r}] cell"
+
+    def expr(self) -> str:
+        return f"___closure[{self.index}]"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.load_closure(self.var)
 
 
 @dataclass(frozen=True)

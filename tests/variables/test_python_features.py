@@ -498,3 +498,40 @@ def test_operator_typing_and_builtins(fn):
                          ids=lambda fn: fn.__name__)
 def test_operator_typing_and_builtins_graphs_as_dynamo(fn):
     assert_same_graphs_as_dynamo(fn, torch.randn(3))
+
+
+def test_inner_function_over_a_cell_of_the_compiled_function_returned():
+    # The inner function the trace makes closes over the compiled function's own cell: the
+    # real cell, so a later change of the variable is seen through it.
+    x = 0
+
+    def make_get_x():
+        def get_x():
+            return x
+        return get_x
+
+    def root(t):
+        get_x = make_get_x()
+        return t + x, get_x
+
+    compiled = symexec.compile(root, fullgraph=True)
+    res, get_x = compiled(torch.ones(1))
+    assert torch.equal(res, torch.ones(1)) and get_x() == 0
+    x += 1
+    assert get_x() == 1
+
+    out = None
+
+    def fn(a, b):
+        nonlocal out
+        c = a + b
+
+        def fn2(f=7):
+            nonlocal out
+            out = a + b * 10
+            return c * f
+
+        return fn2
+
+    fn2 = symexec.compile(fn, fullgraph=True)(torch.tensor([100.0]), torch.tensor([200.0]))
+    assert fn2(2)[0] == 600 and out[0] == 2100
