@@ -534,7 +534,9 @@ def _wrap_partial(b: VariableBuilder, value: functools.partial, source: Source |
     b.guards.keys_match(AttrSource(source, "keywords"), list(value.keywords))
     args = [b(a, GetItemSource(AttrSource(source, "args"), i)) for i, a in enumerate(value.args)]
     kwargs = {k: b(v, GetItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()}
-    return PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs, source=source, cls=type(value))
+    var = PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs, source=source, cls=type(value))
+    var.own_attrs = frozenset(vars(value))
+    return var
 
 
 def _wrap_compiler_api(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:

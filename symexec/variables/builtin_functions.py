@@ -220,6 +220,9 @@ def _partial(tx: TracerContext, fn: VariableTracker, *args: VariableTracker, **k
     return PartialVariable(fn, list(args), kwargs, cls=functools.partial)
 
 
+_MISSING = object()
+
+
 class PartialVariable(VariableTracker):
     """``functools.partial(fn, *args, **kwargs)``: made while tracing (``cls`` is then
     functools.partial), or passed in (then it has a source, and generated code re-fetches the
@@ -238,6 +241,7 @@ class PartialVariable(VariableTracker):
             if isinstance(fn_source, AttrSource) and fn_source.member == "func":
                 self.source = fn_source.base
         self.cls = cls  # None: some subclass of partial, not known here
+        self.own_attrs: frozenset[str] = frozenset()  # the names in the __dict__ of one passed in
 
     def python_type(self) -> type:
         if self.cls is None:
@@ -254,6 +258,17 @@ class PartialVariable(VariableTracker):
             return TupleVariable(list(self.args))
         if name == "keywords":
             return ConstDictVariable(dict(self.kwargs))
+        if self.cls is functools.partial and name not in self.own_attrs:
+            # Not in its own __dict__ (one made by the trace has nothing there: setting an
+            # attribute on it breaks; one passed in, guarded): what it has is functools.partial's
+            # (a builtin class, which cannot change), as CPython finds it.
+            if self.source is not None:
+                tx.guards.not_in_instance_dict(self.source, name)
+            static = next((vars(k)[name] for k in functools.partial.__mro__ if name in vars(k)), _MISSING)
+            if static is _MISSING:
+                raise AttributeMissing.exactly(AttributeError(f"'functools.partial' object has no attribute '{name}'"))
+            if type(static) is str or static is None:  # __doc__, __module__
+                return ConstantVariable(static)
         return super().var_getattr(tx, name)
 
     def subvalues(self) -> list[VariableTracker]:
