@@ -124,7 +124,7 @@ class BuiltinVariable(VariableTracker):
                 raise Unsupported(f"calling {self.describe()} with arguments it does not take: {e}") from e
             if result is not None:
                 return result
-        if fn in FOLDABLE and not any(is_tensor(a) for a in args):
+        if (fn in FOLDABLE or _bound_to_constant(fn)) and not any(is_tensor(a) for a in args):
             try:
                 const_args = [a.as_python_constant() for a in args]
                 const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -221,6 +221,14 @@ def _partial(tx: TracerContext, fn: VariableTracker, *args: VariableTracker, **k
 
 
 _MISSING = object()
+
+
+def _bound_to_constant(fn: Any) -> bool:
+    """A builtin method of an immutable constant (``frozenset(kwlist).__contains__``, ``"-".join``):
+    on constant arguments it computes a constant, as the method of a foldable builtin does."""
+    owner = getattr(fn, "__self__", None)
+    return isinstance(fn, types.BuiltinMethodType) and type(owner) in (frozenset, tuple, str, bytes, int, float) \
+        and is_literal(owner)
 
 
 class PartialVariable(VariableTracker):

@@ -10,6 +10,7 @@ import functools
 import inspect
 import operator
 import os
+import sys
 import types
 from typing import Any, Callable
 
@@ -100,6 +101,15 @@ def operator_callable(value: Any) -> OperatorCallableVariable:
     if not is_literal(args) or not all(is_literal(v) for v in kwargs.values()):
         raise Unsupported(f"an operator.{type(value).__name__} of values that are not constants")
     return OperatorCallableVariable(value, tuple(args), kwargs)
+
+
+# -- sys.intern(s): the one str object of that value (namedtuple() interns its field names) ----
+@handler(sys.intern)
+def _intern(tx: TracerContext, string: VariableTracker) -> VariableTracker | None:
+    value = string.as_python_constant() if string.is_python_constant() else None
+    if type(value) is not str:
+        return None  # (a str subclass, or not a str: CPython's TypeError, not modelled)
+    return ConstantVariable(sys.intern(value))
 
 
 # -- tuple.__new__(cls, iterable): a namedtuple's ``_make`` (and so ``_replace``) -------------

@@ -14,7 +14,7 @@ import typing
 
 import pytest
 import torch
-from helpers import assert_same_graphs_as_dynamo, check
+from helpers import assert_same_graphs_as_dynamo, check, symexec_graphs
 
 import symexec
 
@@ -535,3 +535,16 @@ def test_inner_function_over_a_cell_of_the_compiled_function_returned():
 
     fn2 = symexec.compile(fn, fullgraph=True)(torch.tensor([100.0]), torch.tensor([200.0]))
     assert fn2(2)[0] == 600 and out[0] == 2100
+
+
+_IS_KEYWORD = frozenset(["if", "else"]).__contains__
+_JOIN = "-".join
+
+
+def test_builtin_methods_of_constants_on_constants():
+    def fn(x, name):
+        return x + 1, _IS_KEYWORD(name), _JOIN([name, "b"]), (1, 2, 2).count(2)
+
+    check(fn, torch.randn(3), "if")
+    check(fn, torch.randn(3), "mytuple")
+    assert symexec_graphs(fn, torch.randn(3), "if")[1].graph_count == 1
