@@ -35,6 +35,9 @@ def _no_attribute(cls: type, name: str) -> AttributeMissing:
     return AttributeMissing.exactly(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"), guarded=True)
 
 
+_OBJECT_CLASS = vars(object)["__class__"]
+
+
 class BaseListVariable(VariableTracker):
     """Shared behaviour of list-like trackers over ``self.items``."""
 
@@ -60,6 +63,8 @@ class BaseListVariable(VariableTracker):
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         cls = self.python_type()
+        if name == "__class__" and class_static(tx, cls, name) is _OBJECT_CLASS:
+            return tx.wrap(cls, None)  # (object's __class__, not a class's own property)
         if cls in (tuple, list) and class_static(tx, cls, name) is None:
             # A builtin tuple or list has only its class's attributes, and none can be added:
             # missing, exactly (``hasattr(outputs, "buckets")`` is False).

@@ -236,3 +236,15 @@ def test_dict_keyed_by_modules_classes_and_typevars():
 
     check_sequence(fn, [_t(), m1], [_t(), "s"], swap, [_t(), m2], [_t(), "s"])
     assert symexec_graphs(fn, _t(), "s")[1].graph_count == 1
+
+
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+def test_class_of_a_tuple_list_and_namedtuple_remade():
+    def fn(x):
+        updated = [v + 1 for v in x]
+        return x.__class__(*updated), updated.__class__(updated), (1, 2).__class__, x.__class__ is Point
+
+    check(fn, Point(_t(), _t()))
+    assert symexec_graphs(fn, Point(_t(), _t()))[1].graph_count == 1
