@@ -18,7 +18,7 @@ import torch
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
-from .base import Methods, Registry, VariableTracker, as_proxy, class_static, find_on_class
+from .base import Methods, Registry, VariableTracker, as_proxy, class_static, find_on_class, is_data_descriptor
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .object_protocol import call_operator, class_attribute, type_is_callable
 
@@ -36,6 +36,12 @@ def _no_attribute(cls: type, name: str) -> AttributeMissing:
 
 
 _OBJECT_CLASS = vars(object)["__class__"]
+
+
+def _with_attributes(obj: Any, attrs: dict[str, Any]) -> Any:
+    """``obj`` with ``attrs`` set in its ``__dict__`` (generated code: a named tuple rebuilt)."""
+    obj.__dict__.update(attrs)
+    return obj
 
 
 class BaseListVariable(VariableTracker):
@@ -196,15 +202,33 @@ class NamedTupleVariable(TupleVariable):
         # A subclass without __slots__ gives its instances a __dict__: one object, however many
         # places hold it (an attribute set on it at a graph break must be there for all).
         self.built_once = cls.__dictoffset__ != 0
+        self.attrs: dict[str, VariableTracker] = {}  # set on one made by the trace (in its __dict__)
 
     def python_type(self) -> type:
         return self.cls
+
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+        """``t.name = value`` on a named tuple made by the trace whose class gives its instances
+        a ``__dict__`` (a subclass without ``__slots__``), where the class has no descriptor
+        of that name that would take the write (a field's getter refuses it: not modelled)."""
+        if self.source is not None or self.cls.__dictoffset__ == 0 or value is None or type(name) is not str:
+            super().store_attr(tx, name, value)
+            return
+        if find_on_class(tx, self.cls, name)[0] is not None and is_data_descriptor(class_static(tx, self.cls, name)):
+            super().store_attr(tx, name, value)
+            return
+        self.attrs[name] = value
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [*self.items, *self.attrs.values()]
 
     def fields(self) -> tuple[str, ...]:
         # A namedtuple has _fields; a structseq (torch.return_types.max) has __match_args__.
         return tuple(getattr(self.cls, "_fields", None) or getattr(self.cls, "__match_args__", ()))
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        if name in self.attrs and not is_data_descriptor(class_static(tx, self.cls, name)):
+            return self.attrs[name]
         fields = self.fields()
         if class_static(tx, self.cls, "_fields") is None:  # a structseq: fields and tuple methods only
             if name in fields:
@@ -239,6 +263,18 @@ class NamedTupleVariable(TupleVariable):
         if self.source is not None:
             self.source.emit_load(cg)
             return
+        if self.attrs:  # made, then its attributes set: ``_with_attributes(cls._make(items), attrs)``
+            cg.call_const(_with_attributes, lambda: [self._reconstruct_made(cg), self._attrs_dict(cg)])
+            return
+        self._reconstruct_made(cg)
+
+    def _attrs_dict(self, cg: Any) -> None:
+        for name, value in self.attrs.items():
+            cg.load_const(name)
+            cg.reconstruct(value)
+        cg.build(dict, len(self.attrs))
+
+    def _reconstruct_made(self, cg: Any) -> None:
         if hasattr(self.cls, "_make"):
             cg.call_const(self.cls._make, lambda: [self._reconstruct_tuple(cg)])
         else:

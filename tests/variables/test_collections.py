@@ -2,9 +2,11 @@
 a ``defaultdict`` passed in keyed by strings and tensors, ``defaultdict.fromkeys``, ``deque``."""
 
 import collections
+import typing
 
 import torch
 
+import symexec
 from helpers import check, check_sequence, symexec_graphs
 
 
@@ -248,3 +250,34 @@ def test_class_of_a_tuple_list_and_namedtuple_remade():
 
     check(fn, Point(_t(), _t()))
     assert symexec_graphs(fn, Point(_t(), _t()))[1].graph_count == 1
+
+
+class _Pair(typing.NamedTuple):
+    first: torch.Tensor
+    second: torch.Tensor
+
+
+class _PairSubclass(_Pair):
+    pass
+
+
+def test_attributes_set_on_a_namedtuple_subclass_instance():
+    def fn(a, b):
+        t = _PairSubclass(a, b)
+        t.x = a
+        t.z = b
+        t.z = a
+        return hasattr(t, "x"), t.x + t.first, t.z, t
+
+    check(fn, _t(), _t())
+    assert symexec_graphs(fn, _t(), _t())[1].graph_count == 1
+
+    def returned(a, b):
+        t = _PairSubclass(a, b)
+        t.x = a * 2
+        return t
+
+    compiled = symexec.compile(returned, fullgraph=True)
+    a, b = _t(), _t()
+    out = compiled(a, b)
+    assert type(out) is _PairSubclass and torch.equal(out.x, a * 2) and out.first is a
