@@ -321,6 +321,13 @@ class DictViewVariable(VariableTracker):
         # A view of an equal dict: it compares, hashes and combines (``&``, ``|``) the same.
         return getattr(self.dict_var.as_python_constant(), self.kind)()
 
+    def keys_view(self) -> Any:
+        """A keys view of the same constant keys: what a keys view's comparisons and set
+        operations read (whatever the values are)."""
+        if any(isinstance(k, Identity) for k in self.dict_var.items):
+            raise Unsupported("a keys view of a dict keyed by objects, compared")
+        return dict.fromkeys(self.dict_var.items).keys()
+
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "mapping":
             raise Unsupported("reading the mapping of a dict view")
@@ -348,8 +355,9 @@ class DictViewVariable(VariableTracker):
                 return ConstantVariable(value.as_python_constant() == other.as_python_constant())
         if not kwargs:  # comparisons and set operations of views of constants: run for real
             try:
-                const_args = [a.as_python_constant() for a in args]
-                view = self.as_python_constant()
+                const_args = [a.keys_view() if isinstance(a, DictViewVariable) and a.kind == "keys"
+                              else a.as_python_constant() for a in args]
+                view = self.keys_view() if self.kind == "keys" else self.as_python_constant()
             except Unsupported:
                 pass
             else:

@@ -281,3 +281,18 @@ def test_attributes_set_on_a_namedtuple_subclass_instance():
     a, b = _t(), _t()
     out = compiled(a, b)
     assert type(out) is _PairSubclass and torch.equal(out.x, a * 2) and out.first is a
+
+
+def test_keys_views_compared_and_combined_whatever_the_values():
+    def fn(x, a, b):
+        d = {3: x}
+        keys = d.keys()
+        d[4] = x + 1
+        total = torch.zeros(1)
+        for k in sorted(a.keys() | b.keys()):
+            total = total + a.get(k, 0) + b.get(k, 0)
+        return 3 in keys, 5 in keys, {3: 2, 4: "aa"}.keys() == keys, a.keys() & b.keys(), a.keys() - b.keys(), \
+            a.keys() ^ b.keys(), a.keys() <= b.keys(), total
+
+    check(fn, _t(), {"p": _t(1), "q": _t(1)}, {"q": _t(1), "r": _t(1)})
+    assert symexec_graphs(fn, _t(), {"p": _t(1)}, {"q": _t(1)})[1].graph_count == 1
