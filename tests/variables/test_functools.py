@@ -8,6 +8,7 @@ import operator
 import pytest
 import torch
 
+import symexec
 from helpers import assert_same_graphs_as_dynamo, check, check_sequence, symexec_graphs
 
 _LOG = []
@@ -179,3 +180,19 @@ def test_name_set_on_a_partial_later_is_seen():
         p.__name__ = "p"
 
     check_sequence(fn, [torch.randn(3)], name_it, [torch.randn(3)])
+
+
+def test_methodcaller_of_tensors_made_in_the_trace():
+    for name, args, kwargs in (("size", (), {}), ("size", (0,), {}), ("add", (torch.randn(3, 4),), {}),
+                               ("add", (torch.randn(3, 4),), {"alpha": 2.0})):
+        def fn(x, y, name=name, args=args, kwargs=kwargs):
+            caller = operator.methodcaller(name, *args, **kwargs)
+            return caller(x), caller(y)
+
+        check(fn, torch.randn(3, 4), torch.randn(3, 4), captured=name == "add")
+
+    def returned(x, y):
+        return operator.methodcaller("mul", y), x + 1
+
+    caller, _ = symexec.compile(returned, fullgraph=True)(torch.ones(2), torch.full((2,), 3.0))
+    assert torch.equal(caller(torch.ones(2)), torch.full((2,), 3.0))
