@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker
-from .builtin_functions import BuiltinVariable, handler, in_graph
+from .builtin_functions import CLASS_METHODS, BuiltinVariable, handler, in_graph
 from .iteration import iterator_of
 from .constant import ConstantVariable, wrap_constant
 from .lists import REBUILDERS, IteratorVariable, TupleVariable, rebuilt_exactly
@@ -253,6 +253,9 @@ def _chain(tx: TracerContext, *iterables: VariableTracker) -> Any:
         for iterable in iterables:  # (each made an iterator when the chain reaches it)
             yield from _items(iterator_of(tx, iterable))
     return gen(), list(iterables)
+
+
+CLASS_METHODS[(itertools.chain, "from_iterable")] = itertools.chain.from_iterable  # (read as chain.from_iterable)
 
 
 @_itertools(itertools.chain.from_iterable, "chain.from_iterable")
