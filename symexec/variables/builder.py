@@ -15,6 +15,7 @@ import functools
 import operator
 import os
 import types
+import typing
 import weakref
 from typing import Any, Callable
 
@@ -248,6 +249,15 @@ def _wrap_iterator(b: VariableBuilder, value: Any, source: Source | None) -> Var
 @wraps(collections.deque)
 def _wrap_deque(b: VariableBuilder, value: collections.deque, source: Source | None) -> VariableTracker:
     return wrap_deque(b.tx, value, source)
+
+
+@wraps(typing.TypeVar, typing.ParamSpec)
+def _wrap_type_variable(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    """A ``TypeVar`` (or ``ParamSpec``): a fixed description of a type, used where annotations
+    are evaluated (``Callable[[T], Any]``): a constant, pinned by identity."""
+    if source is not None:
+        b.guards.id_match(source, value)
+    return ConstantVariable(value)
 
 
 @wraps(GradModeExit)

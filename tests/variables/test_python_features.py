@@ -8,6 +8,7 @@ import collections
 import contextlib
 import dataclasses
 import functools
+import typing
 import math
 import operator
 import typing
@@ -548,3 +549,33 @@ def test_builtin_methods_of_constants_on_constants():
     check(fn, torch.randn(3), "if")
     check(fn, torch.randn(3), "mytuple")
     assert symexec_graphs(fn, torch.randn(3), "if")[1].graph_count == 1
+
+
+
+_T = typing.TypeVar("_T")
+
+
+def test_annotations_with_a_typevar_evaluated_while_tracing():
+    def fn(x, index):
+        def inner(f: typing.Callable[[_T], typing.Any]) -> typing.Optional[_T]:
+            return f(x)
+        mapped = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t[index], (x, x * 2))
+        return inner(lambda v: v + 1), mapped, _T
+
+    check(fn, torch.randn(4, 2), torch.tensor([2]))
+    assert symexec_graphs(fn, torch.randn(4, 2), torch.tensor([2]))[1].graph_count == 1
+
+
+def test_doc_of_a_closure_made_while_tracing():
+    def fn(x):
+        def inner():
+            """inner's doc"""
+            return x + 1
+
+        @functools.wraps(inner)
+        def wrapper():
+            return inner()
+
+        return wrapper(), inner.__doc__, wrapper.__doc__, wrapper.__name__
+
+    check(fn, torch.randn(3))
