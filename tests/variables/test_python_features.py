@@ -8,7 +8,6 @@ import collections
 import contextlib
 import dataclasses
 import functools
-import typing
 import math
 import operator
 import typing
