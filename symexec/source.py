@@ -156,6 +156,35 @@ class ClosureCellSource(Source):
         cg.load_closure(self.var)
 
 
+def dereference(ref: Any) -> Any:
+    """``ref()``: what a weak reference refers to, or None (guards and generated code)."""
+    return ref()
+
+
+@dataclass(frozen=True)
+class WeakRefTargetSource(Source):
+    """What a ``weakref.ref`` passed in refers to: ``L['w']()`` (None once it is dead)."""
+
+    base: Source
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}()"
+
+    def expr(self) -> str:
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base``, the base's expression or a name bound to its value."""
+        return f"___deref({base})"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.call_const(dereference, lambda: [self.base.emit_load(cg)])  # type: ignore[attr-defined]
+
+    def root(self) -> Source:
+        return self.base.root()
+
+
 @dataclass(frozen=True)
 class AttrSource(Source):
     base: Source

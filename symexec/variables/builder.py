@@ -46,7 +46,7 @@ from .sets import SetVariable
 from . import numpy_ufuncs
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
-from .stdlib import EnvironVariable, operator_callable
+from .stdlib import EnvironVariable, WeakRefVariable, operator_callable
 from .user_objects import ObjectConstantVariable, UserDefinedObjectVariable
 from .tensor import tensor_method
 # The families that only register what they model (handlers of builtins, operators and torch
@@ -258,6 +258,14 @@ def _wrap_type_variable(b: VariableBuilder, value: Any, source: Source | None) -
     if source is not None:
         b.guards.id_match(source, value)
     return ConstantVariable(value)
+
+
+@wraps(weakref.ReferenceType)
+def _wrap_weakref(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is None or type(value) is not weakref.ReferenceType:
+        raise Unsupported("a weak reference not passed in, or of a subclass")
+    b.guards.type_match(source, value)
+    return WeakRefVariable(value, source)
 
 
 @wraps(GradModeExit)

@@ -12,13 +12,14 @@ import operator
 import os
 import sys
 import types
+import weakref
 from typing import Any, Callable
 
 from .. import versions
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, EnvironItemSource, PrivateObjectSource
+from ..source import AttrSource, EnvironItemSource, PrivateObjectSource, Source, WeakRefTargetSource
 from .base import VariableTracker, class_static, hash_key
 from .builtin_functions import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, run_pure
 from .dicts import ConstDictVariable
@@ -118,6 +119,30 @@ def _make_operator_handler(kind: type) -> Callable[..., VariableTracker]:
 
 for _kind in (operator.itemgetter, operator.attrgetter, operator.methodcaller):
     HANDLERS[_kind] = _make_operator_handler(_kind)
+
+
+# -- weakref.ref passed in ------------------------------------------------------------------------
+class WeakRefVariable(VariableTracker):
+    """A ``weakref.ref`` passed in (exactly that type): calling it gives what it refers to, read
+    through ``L['w']()`` (guarded as any input: None once the referent is dead)."""
+
+    models = weakref.ReferenceType
+
+    def __init__(self, ref: weakref.ReferenceType, source: Source) -> None:
+        super().__init__(source)
+        self.ref = ref
+
+    def python_type(self) -> type:
+        return weakref.ReferenceType
+
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if args or kwargs:
+            raise Unsupported("calling a weakref.ref with arguments (CPython's TypeError)")
+        target = WeakRefTargetSource(self.source)
+        return tx.wrap(self.ref(), target)
+
+    def reconstruct(self, cg: Any) -> None:
+        self.source.emit_load(cg)
 
 
 # -- sys.intern(s): the one str object of that value (namedtuple() interns its field names) ----

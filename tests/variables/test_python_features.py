@@ -578,3 +578,23 @@ def test_doc_of_a_closure_made_while_tracing():
         return wrapper(), inner.__doc__, wrapper.__doc__, wrapper.__name__
 
     check(fn, torch.randn(3))
+
+
+def test_weak_reference_passed_in_called():
+    import gc
+    import weakref
+
+    def fn(x_weak, weight, y):
+        if x_weak is not None and x_weak() is not weight:
+            return torch.sin(y)
+        return torch.cos(y), x_weak() is None
+
+    compiled = symexec.compile(fn, fullgraph=True)
+    weight, other = torch.randn(4), torch.randn(4)
+    y = torch.randn(4)
+    for ref, w in ((weakref.ref(weight), weight), (weakref.ref(weight), other), (weakref.ref(other), other)):
+        torch.testing.assert_close(compiled(ref, w, y), fn(ref, w, y))
+    ref = weakref.ref(other)
+    del other
+    gc.collect()
+    torch.testing.assert_close(compiled(ref, weight, y), fn(ref, weight, y))
