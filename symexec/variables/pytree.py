@@ -78,7 +78,7 @@ def _tracker(tx: TracerContext, value: Any) -> VariableTracker:
         items = [_tracker(tx, v) for v in value]
         return ListVariable(items) if type(value) is list else TupleVariable(items)
     if isinstance(value, tuple) and (isinstance(class_static(tx, type(value), "_fields"), tuple)
-                                     or type(getattr(type(value), "n_fields", None)) is int):  # (a structseq)
+                                     or type(class_static(tx, type(value), "n_fields")) is int):  # (a structseq)
         return NamedTupleVariable([_tracker(tx, v) for v in value], type(value))
     if type(value) is collections.deque:
         return DequeVariable([_tracker(tx, v) for v in value], value.maxlen)
