@@ -71,7 +71,7 @@ class BaseListVariable(VariableTracker):
         cls = self.python_type()
         if name == "__class__" and class_static(tx, cls, name) is _OBJECT_CLASS:
             return tx.wrap(cls, None)  # (object's __class__, not a class's own property)
-        if cls in (tuple, list) and class_static(tx, cls, name) is None:
+        if cls in (tuple, list, torch.Size) and class_static(tx, cls, name) is None:
             # A builtin tuple or list has only its class's attributes, and none can be added:
             # missing, exactly (``hasattr(outputs, "buckets")`` is False).
             raise _no_attribute(cls, name)

@@ -296,3 +296,13 @@ def test_keys_views_compared_and_combined_whatever_the_values():
 
     check(fn, _t(), {"p": _t(1), "q": _t(1)}, {"q": _t(1), "r": _t(1)})
     assert symexec_graphs(fn, _t(), {"p": _t(1)}, {"q": _t(1)})[1].graph_count == 1
+
+
+def test_missing_attribute_of_a_size():
+    def fn(x):
+        if hasattr(x.shape, "_fields"):
+            return x + 1
+        return x - 1, getattr(x.size(), "names", None)
+
+    check(fn, _t(2, 3))
+    assert symexec_graphs(fn, _t(2, 3))[1].graph_count == 1
