@@ -296,7 +296,7 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
     native = type(value) not in _DICT_TYPES
     # (an OrderedDict's order is its own, which move_to_end changes: not the dict storage's)
     keys = list((collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict).keys(value))
-    literal = [is_literal(k) for k in keys]
+    literal = [is_literal(k) or _size_key(k) for k in keys]
     if not all(literal) and (all(map(_identity_tensor, keys)) or source is None or native or not all(
             lit or _identity_tensor(k) or _identity_object(k) for lit, k in zip(literal, keys))):
         return wrap_tensor_keyed_dict(b.tx, value, source)  # (or unsupported: an opaque object)
@@ -324,6 +324,11 @@ def _identity_tensor(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and type(value).__hash__ is torch.Tensor.__hash__
 
 
+def _size_key(value: Any) -> bool:
+    """A ``torch.Size`` of ints keying a dict (a cache by shape): a constant, as a tuple is."""
+    return type(value) is torch.Size and all(type(v) is int for v in value)
+
+
 def _identity_object(value: Any) -> bool:
     """An object that is equal only to itself (a class, a module, a TypeVar): a dict key the
     keys' guard compares by identity."""
@@ -338,7 +343,7 @@ def _wrap_mixed_dict(b: VariableBuilder, value: dict, source: Source, keys: list
     (``DictKeySource``), its value by the key's source."""
     items: dict[Any, VariableTracker] = {}
     for i, k in enumerate(keys):
-        if is_literal(k):
+        if is_literal(k) or _size_key(k):
             items[k] = b(dict.__getitem__(value, k), GetItemSource(source, k))
             continue
         key_source = DictKeySource(source, i)

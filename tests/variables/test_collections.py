@@ -306,3 +306,15 @@ def test_missing_attribute_of_a_size():
 
     check(fn, _t(2, 3))
     assert symexec_graphs(fn, _t(2, 3))[1].graph_count == 1
+
+
+def test_size_as_a_dict_key():
+    def fn(x, cached):
+        if x.shape not in cached:
+            cached[x.shape] = x
+        return x + cached[x.shape], len(cached), [type(k) for k in cached]
+
+    cached = {}
+    check_sequence(fn, [_t(2, 3), cached], [_t(2, 3), cached], [_t(3, 2), cached])
+    _, backend = symexec_graphs(fn, _t(2, 3), {torch.Size([2, 3]): _t(2, 3), (1, 2): 0})
+    assert backend.graph_count == 1
