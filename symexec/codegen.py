@@ -20,7 +20,7 @@ import torch.fx
 from bytecode import FreeVar, Instr, TryBegin, TryEnd
 
 from . import assembler, faults, versions
-from .exc import InternalError
+from .exc import InternalError, Unsupported
 from .rendering import Renderer
 from .splice import splice_guards
 from .variables import VariableTracker
@@ -91,6 +91,13 @@ class PyCodegen:
 
     def load_deref(self, name: str) -> None:
         self.emit("LOAD_DEREF", FreeVar(name))
+
+    def load_closure(self, name: str) -> None:
+        """Push the cell of free variable ``name`` itself (Unsupported where not written)."""
+        instr = versions.closure_cell_instr(FreeVar(name), self.lineno)
+        if instr is None:
+            raise Unsupported(f"loading the closure cell of {name!r} on this Python")
+        self.append(instr)
 
     def load_attr(self, name: str, lineno: int | None = None) -> None:
         self.emit("LOAD_ATTR", versions.attr_arg(name), lineno=lineno)

@@ -15,8 +15,8 @@ import torch
 
 from . import faults
 from .guard_code import Code, ShapeCall, sources_under
-from .guards import Guard, GuardSet, exact_key, exact_keys
-from .source import Source, peek, remaining, safe_name
+from .guards import Guard, GuardSet, exact_key, exact_keys, key_shapes
+from .source import Source, dereference, dict_key_at, peek, remaining, safe_name
 
 
 class CompiledGuards:
@@ -171,12 +171,12 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "___B": fn.__globals__.get("__builtins__", __builtins__),
         "___closure": fn.__closure__,
         # Builtins under names no parameter of the user's function can shadow.
-        "___type": type, "___id": id, "___copysign": math.copysign, "___exact": exact_key, "___exact_keys": exact_keys, "___addr": object.__hash__, "___str": str, "___len": len, "___list": list, "___hasattr": hasattr,
+        "___type": type, "___id": id, "___copysign": math.copysign, "___exact": exact_key, "___exact_keys": exact_keys, "___key_shapes": key_shapes, "___addr": object.__hash__, "___str": str, "___len": len, "___list": list, "___hasattr": hasattr,
         "math": math,  # the ShapeEnv's guards may call math.isnan, math.floor...
         "torch": torch,
         "___peek": peek,
         "___getattr": getattr, "___map": map, "___issubclass": issubclass, "___ogetattr": object.__getattribute__,
-        "___dgetitem": dict.__getitem__, "___dkeys": dict.keys, "___odkeys": collections.OrderedDict.keys, "___envget": os._Environ.get,
+        "___dgetitem": dict.__getitem__, "___dkey": dict_key_at, "___deref": dereference, "___dkeys": dict.keys, "___odkeys": collections.OrderedDict.keys, "___envget": os._Environ.get,
         "___const": _entry_constants(guards),
         "___remaining": remaining,
         **guard_set.namespace,

@@ -154,6 +154,20 @@ def exact_keys(values: Any) -> list[Any]:
     return list(map(exact_key, values))
 
 
+def key_shapes(values: Any) -> list[Any]:
+    """``exact_key`` of each item, in iteration order, but only the class of each tensor (a
+    tensor keying a dict: which object it is, the guards of its own source say; ``==`` on it
+    would compare tensors by value)."""
+    return [(type(v), _TENSOR) if _tensor_key(v) else exact_key(v) for v in values]
+
+
+_TENSOR = "<a tensor>"
+
+
+def _tensor_key(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and type(value).__hash__ is torch.Tensor.__hash__
+
+
 class GuardSet:
     """The guards of one trace, deduplicated, in the order they were installed."""
 
@@ -304,6 +318,8 @@ class GuardSet:
     def items_match(self, expr: Source | Code, items: list[Any]) -> Code:
         """An expression true where iterating ``expr`` gives exactly ``items``, in order (a
         dict's keys, a set's elements: ``==`` alone lets ``1`` for ``True`` through)."""
+        if any(map(_tensor_key, items)):
+            return code("___key_shapes(", expr, f") == {self._const(key_shapes(items))}")
         if all(type(item) in _PLAIN for item in items):
             return code("___list(", expr, f") == {self._const(list(items))} and ___list(___map(___type, ", expr,
                         f")) == {self._const([type(item) for item in items])}")

@@ -14,8 +14,10 @@ for the same object.
 
 from __future__ import annotations
 
+import collections
 import enum
 import functools
+import itertools
 import keyword
 import math
 import os
@@ -35,6 +37,7 @@ class LoadEmitter(Protocol):
     def load_fast(self, name: str) -> None: ...
     def load_global(self, name: str) -> None: ...
     def load_deref(self, name: str) -> None: ...
+    def load_closure(self, name: str) -> None: ...
     def load_attr(self, name: str) -> None: ...
     def load_const(self, value: Any) -> None: ...
     def subscr(self) -> None: ...
@@ -132,6 +135,54 @@ class ClosureSource(Source):
 
     def emit_load(self, cg: LoadEmitter) -> None:
         cg.load_deref(self.var)
+
+
+@dataclass(frozen=True)
+class ClosureCellSource(Source):
+    """The cell of a free variable of the compiled function itself (what an inner function the
+    trace makes closes over): shown as ``L['n'] cell``."""
+
+    var: str
+    index: int
+
+    @property
+    def name(self) -> str:
+        return f"L[{self.var!r}] cell"
+
+    def expr(self) -> str:
+        return f"___closure[{self.index}]"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.load_closure(self.var)
+
+
+def dereference(ref: Any) -> Any:
+    """``ref()``: what a weak reference refers to, or None (guards and generated code)."""
+    return ref()
+
+
+@dataclass(frozen=True)
+class WeakRefTargetSource(Source):
+    """What a ``weakref.ref`` passed in refers to: ``L['w']()`` (None once it is dead)."""
+
+    base: Source
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}()"
+
+    def expr(self) -> str:
+        return self.expr_with(self.base.expr())
+
+    def expr_with(self, base: str) -> str:
+        """The expression over ``base``, the base's expression or a name bound to its value."""
+        return f"___deref({base})"
+
+    def emit_load(self, cg: LoadEmitter) -> None:
+        cg.call_const(dereference, lambda: [self.base.emit_load(cg)])  # type: ignore[attr-defined]
+
+    def root(self) -> Source:
+        return self.base.root()
 
 
 @dataclass(frozen=True)
@@ -255,6 +306,26 @@ class EnvironItemSource(_NativeReadSource):
     @property
     def name(self) -> str:  # ``G['os'].environ.get('HOME')``: as the user's code reads it
         return f"{self.base.name}.get({display(self.key)})"
+
+
+def dict_key_at(d: dict, index: int) -> Any:
+    """Key ``index`` of a dict in its iteration order (an OrderedDict's own, which
+    ``move_to_end`` changes), read past a subclass's own ``keys``/``__iter__``."""
+    keys = collections.OrderedDict.keys(d) if isinstance(d, collections.OrderedDict) else dict.keys(d)
+    return next(itertools.islice(keys, index, None))
+
+
+@dataclass(frozen=True)
+class DictKeySource(_NativeReadSource):
+    """Key ``index`` of a dict passed in whose keys are objects hashed by identity (a parameter
+    keying a ``defaultdict`` beside string keys): the key itself, re-read by its position."""
+    reader: ClassVar[Any] = staticmethod(dict_key_at)
+    guard_name: ClassVar[str] = "___dkey"
+    shown: ClassVar[str] = "dict key"
+
+    @property
+    def name(self) -> str:
+        return f"list({self.base.name}.keys())[{self.key}]"
 
 
 @dataclass(frozen=True)

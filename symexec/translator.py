@@ -28,7 +28,7 @@ from .guards import GuardSet
 from .instructions import DISPATCH
 from .trace import Trace
 from .resume import is_continuation, set_handler_depths
-from .source import AttrSource, BuiltinSource, ClosureSource, ConstSource, GetItemSource, GlobalSource, LocalSource, Source
+from .source import AttrSource, BuiltinSource, ClosureCellSource, ClosureSource, ConstSource, GetItemSource, GlobalSource, LocalSource, Source
 from .variables import ConstantVariable, VariableBuilder, VariableTracker
 from .variables.user_objects import ExceptionVariable
 from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFunctionVariable, real_cell
@@ -181,7 +181,8 @@ class InstructionTranslator:
                                            cell_source=LocalSource(name))
         for i, name in enumerate(fn.__code__.co_freevars):
             tx.cells[name] = real_cell(tx, fn.__closure__[i], ClosureSource(name, i),  # type: ignore[index]
-                                       lambda cg, name=name: cg.emit("STORE_DEREF", FreeVar(name)))
+                                       lambda cg, name=name: cg.emit("STORE_DEREF", FreeVar(name)),
+                                       cell_source=ClosureCellSource(name, i))
         return tx
 
     # -- what handlers use ----------------------------------------------------------------------

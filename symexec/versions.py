@@ -73,6 +73,7 @@ class PythonVersion:
     unstarted_throw_is_pep479: bool  # a StopIteration thrown into a generator not started becomes RuntimeError
     close_returns_value: bool  # generator.close() returns what the frame returned on GeneratorExit
     throw_signature_deprecated: bool  # generator.throw(type, value, traceback) warns (DeprecationWarning)
+    closure_cell_load: str | None  # the instruction that pushes a free variable's cell itself (None: not written)
 
 
 _VERSIONS = {
@@ -81,20 +82,20 @@ _VERSIONS = {
                            end_for_pops=0, send_keeps_receiver=False,
                            function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod", generator_starts_with_value=True,
                            unpack_gives_start=False, unstarted_throw_is_pep479=True, close_returns_value=False,
-                           throw_signature_deprecated=False),
+                           throw_signature_deprecated=False, closure_cell_load="LOAD_CLOSURE"),
     (3, 12): PythonVersion((3, 12), precall=False, null_above_callable=False, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=False, loop_exit=("END_FOR",),
                            end_for_pops=2, send_keeps_receiver=True,
                            function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod", generator_starts_with_value=True,
                            unpack_gives_start=False, unstarted_throw_is_pep479=False, close_returns_value=False,
-                           throw_signature_deprecated=True),
+                           throw_signature_deprecated=True, closure_cell_load="LOAD_CLOSURE"),
     (3, 13): PythonVersion((3, 13), precall=False, null_above_callable=True, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=True,
                            loop_exit=("END_FOR", "POP_TOP"), end_for_pops=1, send_keeps_receiver=True,
                            function_attributes_apart=True, slot_error_qualified=True,
                            partialmethod_attr="__partialmethod__", generator_starts_with_value=False,
                            unpack_gives_start=True, unstarted_throw_is_pep479=False, close_returns_value=True,
-                           throw_signature_deprecated=True),
+                           throw_signature_deprecated=True, closure_cell_load=None),
 }
 
 
@@ -140,6 +141,12 @@ def make_function_instrs(flags: int, lineno: int | None) -> list[Instr]:
         return [Instr("MAKE_FUNCTION", flags, lineno=lineno)]
     return [Instr("MAKE_FUNCTION", lineno=lineno)] + [Instr("SET_FUNCTION_ATTRIBUTE", bit, lineno=lineno)
                                                       for bit in (0x08, 0x04, 0x02, 0x01) if flags & bit]
+
+
+def closure_cell_instr(name: Any, lineno: int | None) -> Instr | None:
+    """The instruction that pushes the cell of free variable ``name`` (a ``FreeVar``), or None
+    where symexec does not write one (3.13: a pseudo-instruction, ``LOAD_FAST`` of the cell)."""
+    return Instr(V.closure_cell_load, name, lineno=lineno) if V.closure_cell_load else None
 
 
 def attr_arg(name: str, method: bool = False) -> Any:

@@ -7,6 +7,7 @@ raised exceptions, printed output and the arguments afterwards (mutations includ
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import copy
 import enum
@@ -168,7 +169,10 @@ def assert_same(expected, actual, where="result"):
         assert numpy.shape(expected) == numpy.shape(actual), f"{where}: shape differs: eager {expected!r}, compiled {actual!r}"
         assert _tensor_equal(torch.as_tensor(numpy.array(expected)), torch.as_tensor(numpy.array(actual))), (
             f"{where}: values differ:\neager    {expected!r}\ncompiled {actual!r}")
-    elif isinstance(expected, (list, tuple)):
+    elif isinstance(expected, (list, tuple, collections.deque)):
+        if isinstance(expected, collections.deque):
+            assert type(actual) is type(expected), f"{where}: eager {expected!r}, compiled {actual!r}"
+            assert expected.maxlen == actual.maxlen, f"{where}: maxlen differs"
         assert len(expected) == len(actual), (
             f"{where}: length differs: eager {expected!r}, compiled {actual!r}"
         )

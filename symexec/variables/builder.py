@@ -15,6 +15,7 @@ import functools
 import operator
 import os
 import types
+import typing
 import weakref
 from typing import Any, Callable
 
@@ -24,15 +25,16 @@ from ..context import TracerContext
 from ..exc import Unsupported
 from ..guards import GuardKind
 from ..torch_api import allowed_in_graph_by_torch, compiler_api_kind
-from ..source import (AttrSource, ClosureSource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
+from ..source import (AttrSource, ClosureSource, DictItemSource, DictKeySource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
                       NativeItemSource,
                       PrivateObjectSource, Source, display, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
-from .base import Registry, VariableTracker, find_on_class
+from .base import Registry, VariableTracker, find_on_class, hash_key
 from .builtin_subclasses import ListSubclassVariable, overrides_protocol
 from .builtin_functions import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
+from .deques import wrap_deque
 from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base, wrap_tensor_keyed_dict
 from .higher_order import HigherOrderOpVariable
 from .functions import GraphBreakVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
@@ -47,7 +49,7 @@ from . import numpy_functions  # noqa: F401  (fills ndarray's tables)
 from .numpy_calls import NumpyFunctionVariable, is_numpy_function
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
-from .stdlib import EnvironVariable, operator_callable
+from .stdlib import EnvironVariable, WeakRefVariable, operator_callable
 from .user_objects import ObjectConstantVariable, UserDefinedObjectVariable
 from .tensor import tensor_method
 # The families that only register what they model (handlers of builtins, operators and torch
@@ -249,6 +251,28 @@ def _wrap_iterator(b: VariableBuilder, value: Any, source: Source | None) -> Var
                                  lambda var: b.tx.trace.side_effects.advance(var))
 
 
+@wraps(collections.deque)
+def _wrap_deque(b: VariableBuilder, value: collections.deque, source: Source | None) -> VariableTracker:
+    return wrap_deque(b.tx, value, source)
+
+
+@wraps(typing.TypeVar, typing.ParamSpec)
+def _wrap_type_variable(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    """A ``TypeVar`` (or ``ParamSpec``): a fixed description of a type, used where annotations
+    are evaluated (``Callable[[T], Any]``): a constant, pinned by identity."""
+    if source is not None:
+        b.guards.id_match(source, value)
+    return ConstantVariable(value)
+
+
+@wraps(weakref.ReferenceType)
+def _wrap_weakref(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is None or type(value) is not weakref.ReferenceType:
+        raise Unsupported("a weak reference not passed in, or of a subclass")
+    b.guards.type_match(source, value)
+    return WeakRefVariable(value, source)
+
+
 @wraps(GradModeExit)
 def _wrap_grad_mode_exit(b: VariableBuilder, value: GradModeExit, source: Source | None) -> VariableTracker:
     return GradModeExitVariable.wrap(b.tx, value, source)
@@ -277,13 +301,17 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
     native = type(value) not in _DICT_TYPES
     # (an OrderedDict's order is its own, which move_to_end changes: not the dict storage's)
     keys = list((collections.OrderedDict if isinstance(value, collections.OrderedDict) else dict).keys(value))
-    if not all(is_literal(k) for k in keys):
+    literal = [is_literal(k) or _size_key(k) for k in keys]
+    if not all(literal) and (all(map(_identity_tensor, keys)) or source is None or native or not all(
+            lit or _identity_tensor(k) or _identity_object(k) for lit, k in zip(literal, keys))):
         return wrap_tensor_keyed_dict(b.tx, value, source)  # (or unsupported: an opaque object)
     if source is not None:
         b.guards.type_match(source, value)
         # (the keys go in as a constant of the guard function, never as source text)
         b.guards.keys_match(source, keys, GuardKind.EQUALS_MATCH, "list({}.keys())", exact_dict=not native, native=native,
                             ordered=isinstance(value, collections.OrderedDict))
+    if not all(literal):  # constants beside tensors: each tensor key re-read by its position
+        return _wrap_mixed_dict(b, value, source, keys)
     item_source = NativeItemSource if native else GetItemSource
     items = {k: b(v, item_source(source, k) if source is not None else None) for k in keys for v in (dict.__getitem__(value, k),)}
     if type(value) not in _DICT_TYPES and (base := dict_base(b.tx, type(value))) is not None:  # a user subclass
@@ -295,6 +323,41 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
 
 
 _DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
+
+
+def _identity_tensor(value: Any) -> bool:
+    return isinstance(value, torch.Tensor) and type(value).__hash__ is torch.Tensor.__hash__
+
+
+def _size_key(value: Any) -> bool:
+    """A ``torch.Size`` of ints keying a dict (a cache by shape): a constant, as a tuple is."""
+    return type(value) is torch.Size and all(type(v) is int for v in value)
+
+
+def _identity_object(value: Any) -> bool:
+    """An object that is equal only to itself (a class, a module, a TypeVar): a dict key the
+    keys' guard compares by identity."""
+    return type(value).__hash__ is object.__hash__ and type(value).__eq__ is object.__eq__
+
+
+def _wrap_mixed_dict(b: VariableBuilder, value: dict, source: Source, keys: list[Any]) -> VariableTracker:
+    """A builtin dict passed in whose keys are constants, objects equal only to themselves
+    (classes, modules: the keys' guard holds them and compares them by identity) and tensors
+    (hashed by identity: the guard checks the class at each tensor's place, the tensors' own
+    guards, match and aliasing, the rest). Each object key is an input reached by its position
+    (``DictKeySource``), its value by the key's source."""
+    items: dict[Any, VariableTracker] = {}
+    for i, k in enumerate(keys):
+        if is_literal(k) or _size_key(k):
+            items[k] = b(dict.__getitem__(value, k), GetItemSource(source, k))
+            continue
+        key_source = DictKeySource(source, i)
+        key = b(k, key_source)
+        items[hash_key(key, b.tx)] = b(dict.__getitem__(value, k), DictItemSource(source, key_source))
+    factory = None
+    if type(value) is collections.defaultdict:
+        factory = b(value.default_factory, AttrSource(source, "default_factory"))
+    return ConstDictVariable(items, source, user_cls=type(value), default_factory=factory)
 
 
 @wraps(range, slice, set, frozenset)
@@ -515,7 +578,9 @@ def _wrap_partial(b: VariableBuilder, value: functools.partial, source: Source |
     b.guards.keys_match(AttrSource(source, "keywords"), list(value.keywords))
     args = [b(a, GetItemSource(AttrSource(source, "args"), i)) for i, a in enumerate(value.args)]
     kwargs = {k: b(v, GetItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()}
-    return PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs, source=source, cls=type(value))
+    var = PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs, source=source, cls=type(value))
+    var.own_attrs = frozenset(vars(value))
+    return var
 
 
 def _wrap_compiler_api(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:

@@ -124,7 +124,7 @@ class BuiltinVariable(VariableTracker):
                 raise Unsupported(f"calling {self.describe()} with arguments it does not take: {e}") from e
             if result is not None:
                 return result
-        if fn in FOLDABLE and not any(is_tensor(a) for a in args):
+        if (fn in FOLDABLE or _bound_to_constant(fn)) and not any(is_tensor(a) for a in args):
             try:
                 const_args = [a.as_python_constant() for a in args]
                 const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
@@ -220,6 +220,17 @@ def _partial(tx: TracerContext, fn: VariableTracker, *args: VariableTracker, **k
     return PartialVariable(fn, list(args), kwargs, cls=functools.partial)
 
 
+_MISSING = object()
+
+
+def _bound_to_constant(fn: Any) -> bool:
+    """A builtin method of an immutable constant (``frozenset(kwlist).__contains__``, ``"-".join``):
+    on constant arguments it computes a constant, as the method of a foldable builtin does."""
+    owner = getattr(fn, "__self__", None)
+    return isinstance(fn, types.BuiltinMethodType) and type(owner) in (frozenset, tuple, str, bytes, int, float) \
+        and is_literal(owner)
+
+
 class PartialVariable(VariableTracker):
     """``functools.partial(fn, *args, **kwargs)``: made while tracing (``cls`` is then
     functools.partial), or passed in (then it has a source, and generated code re-fetches the
@@ -238,6 +249,7 @@ class PartialVariable(VariableTracker):
             if isinstance(fn_source, AttrSource) and fn_source.member == "func":
                 self.source = fn_source.base
         self.cls = cls  # None: some subclass of partial, not known here
+        self.own_attrs: frozenset[str] = frozenset()  # the names in the __dict__ of one passed in
 
     def python_type(self) -> type:
         if self.cls is None:
@@ -254,6 +266,17 @@ class PartialVariable(VariableTracker):
             return TupleVariable(list(self.args))
         if name == "keywords":
             return ConstDictVariable(dict(self.kwargs))
+        if self.cls is functools.partial and name not in self.own_attrs:
+            # Not in its own __dict__ (one made by the trace has nothing there: setting an
+            # attribute on it breaks; one passed in, guarded): what it has is functools.partial's
+            # (a builtin class, which cannot change), as CPython finds it.
+            if self.source is not None:
+                tx.guards.not_in_instance_dict(self.source, name)
+            static = next((vars(k)[name] for k in functools.partial.__mro__ if name in vars(k)), _MISSING)
+            if static is _MISSING:
+                raise AttributeMissing.exactly(AttributeError(f"'functools.partial' object has no attribute '{name}'"))
+            if type(static) is str or static is None:  # __doc__, __module__
+                return ConstantVariable(static)
         return super().var_getattr(tx, name)
 
     def subvalues(self) -> list[VariableTracker]:

@@ -66,9 +66,7 @@ class ConstDictVariable(VariableTracker):
         return {k: (v.as_proxy() if hasattr(v, "as_proxy") else v.as_python_constant()) for k, v in self.items.items()}
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
-        if any(isinstance(k, Identity) for k in self.items):
-            raise Unsupported("iterating over a dict keyed by objects")
-        return [ConstantVariable(k) for k in self.items]
+        return [key_var(k) for k in self.items]
 
     def subvalues(self) -> list[VariableTracker]:
         return list(self.items.values())
@@ -90,9 +88,7 @@ class ConstDictVariable(VariableTracker):
                 tx.trace.side_effects.mutate(self)
                 self.items[k] = self.default_factory.call_function(tx, [], {})
                 return self.items[k]
-            if isinstance(k, Identity):
-                raise Unsupported("the KeyError of an object missing from a dict (its repr)")
-            raise TracedException(KeyError(k))
+            raise _missing(k)
         return self.items[k]
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
@@ -179,7 +175,7 @@ class ConstDictVariable(VariableTracker):
             return items.pop(k)
         if len(args) == 2:
             return args[1]
-        raise TracedException(KeyError(k))
+        raise _missing(k)
 
     @methods("setdefault")
     def _setdefault(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
@@ -191,7 +187,10 @@ class ConstDictVariable(VariableTracker):
 
     @methods("__delitem__")
     def _delitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
-        del self._changing(tx)[_key(args[0], tx)]
+        k = _key(args[0], tx)
+        if k not in self.items:
+            raise _missing(k)
+        del self._changing(tx)[k]
         return ConstantVariable(None)
 
     @methods("clear")
@@ -231,7 +230,7 @@ class ConstDictVariable(VariableTracker):
             raise TracedException(KeyError("dictionary is empty" if ordered else "popitem(): dictionary is empty"))
         k = next(reversed(items)) if last else next(iter(items))
         value = items.pop(k)
-        return TupleVariable([k.var if isinstance(k, Identity) else ConstantVariable(k), value])
+        return TupleVariable([key_var(k), value])
 
     def check_replayable(self, tx: TracerContext) -> None:
         """A change of a dict passed in is replayed by its ``clear`` and ``update``: they must
@@ -302,18 +301,15 @@ class DictViewVariable(VariableTracker):
         return f"dict_{self.kind} of {self.dict_var.describe()}"
 
     def _items(self) -> dict[Any, VariableTracker]:
-        items = self.dict_var.items
-        if self.kind != "values" and any(isinstance(k, Identity) for k in items):
-            raise Unsupported("a view of a dict keyed by objects")
-        return items
+        return self.dict_var.items
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         items = self._items()
         if self.kind == "keys":
-            return [ConstantVariable(k) for k in items]
+            return [key_var(k) for k in items]
         if self.kind == "values":
             return list(items.values())
-        return [TupleVariable([ConstantVariable(k), v]) for k, v in items.items()]
+        return [TupleVariable([key_var(k), v]) for k, v in items.items()]
 
     def subvalues(self) -> list[VariableTracker]:
         return [self.dict_var]
@@ -324,6 +320,13 @@ class DictViewVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         # A view of an equal dict: it compares, hashes and combines (``&``, ``|``) the same.
         return getattr(self.dict_var.as_python_constant(), self.kind)()
+
+    def keys_view(self) -> Any:
+        """A keys view of the same constant keys: what a keys view's comparisons and set
+        operations read (whatever the values are)."""
+        if any(isinstance(k, Identity) for k in self.dict_var.items):
+            raise Unsupported("a keys view of a dict keyed by objects, compared")
+        return dict.fromkeys(self.dict_var.items).keys()
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "mapping":
@@ -352,8 +355,9 @@ class DictViewVariable(VariableTracker):
                 return ConstantVariable(value.as_python_constant() == other.as_python_constant())
         if not kwargs:  # comparisons and set operations of views of constants: run for real
             try:
-                const_args = [a.as_python_constant() for a in args]
-                view = self.as_python_constant()
+                const_args = [a.keys_view() if isinstance(a, DictViewVariable) and a.kind == "keys"
+                              else a.as_python_constant() for a in args]
+                view = self.keys_view() if self.kind == "keys" else self.as_python_constant()
             except Unsupported:
                 pass
             else:
@@ -420,6 +424,19 @@ def mapping_items(tx: TracerContext, other: VariableTracker) -> dict[Any, Variab
 
 def _key(key: VariableTracker, tx: TracerContext) -> Any:
     return hash_key(key, tx)
+
+
+def _missing(k: Any) -> Exception:
+    """The KeyError of a key missing from a dict (an object's message is its repr: not modelled)."""
+    if isinstance(k, Identity):
+        return Unsupported("the KeyError of an object missing from a dict (its repr)")
+    return TracedException(KeyError(k))
+
+
+def key_var(key: Any) -> VariableTracker:
+    """The tracker of a dict key as ``hash_key`` made it: the object's own tracker for an
+    ``Identity`` (a tensor key), a constant otherwise."""
+    return key.var if isinstance(key, Identity) else ConstantVariable(key)
 
 
 def update_items(tx: TracerContext, items: dict[Any, VariableTracker], other: VariableTracker) -> None:

@@ -402,7 +402,8 @@ class NestedUserFunctionVariable(BaseUserFunctionVariable):
         if self.instance_dict is not None and name in self.instance_dict.items:
             return self.instance_dict.items[name]
         if name == "__doc__":  # (CPython takes it from the code's constants, by version)
-            return ConstantVariable(types.FunctionType(self.code, {}).__doc__)
+            cells = tuple(types.CellType() for _ in self.code.co_freevars)  # (a closure's code needs its cells)
+            return ConstantVariable(types.FunctionType(self.code, {}, None, None, cells).__doc__)
         if name == "__module__":
             return self._module_name(tx)
         if name == "__type_params__" and name in _FUNCTION_TYPE_ATTRS:

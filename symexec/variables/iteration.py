@@ -19,7 +19,7 @@ from .builtin_subclasses import SubclassInstance
 from .builtin_functions import FOLDABLE, BuiltinVariable, handler
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable, DictViewVariable
-from .lists import BaseListVariable, IteratorVariable, RangeVariable, TupleVariable, iterator_type, rebuilt_exactly
+from .lists import BaseListVariable, IteratorVariable, ListVariable, RangeVariable, TupleVariable, iterator_type, rebuilt_exactly
 from .sets import SetVariable
 from .tensor import TensorVariable
 from .user_objects import ObjectVariableBase, UserIteratorVariable
@@ -76,7 +76,10 @@ def iterator_of(tx: TracerContext, obj: VariableTracker) -> IteratorVariable:
         return obj
     if isinstance(obj, ObjectVariableBase) and type(obj).unpack is ObjectVariableBase.unpack:
         return obj.iterate(tx)  # (a generator of its __iter__ too: taken item by item, when CPython does)
-    return IteratorVariable(obj.unpack(tx), _iter_type(obj))
+    it = IteratorVariable(obj.unpack(tx), _iter_type(obj))
+    if type(obj) is ListVariable:
+        it.origin = obj
+    return it
 
 
 @handler(next)
@@ -133,7 +136,8 @@ def _enumerate(tx: TracerContext, iterable: VariableTracker, start: VariableTrac
 @handler(zip)
 def _zip(tx: TracerContext, *iterables: VariableTracker, strict: VariableTracker | None = None) -> VariableTracker:
     iterables = tuple(iterator_of(tx, it) if isinstance(it, ObjectVariableBase) else it for it in iterables)  # (lazy)
-    if any(lazy_source(tx, it) for it in iterables):
+    # (lazy unless strict: a zip returned or alive at a graph break is rebuilt as a zip)
+    if strict is None or any(lazy_source(tx, it) for it in iterables):
         if strict is not None and strict.as_python_constant():
             raise Unsupported("zip(strict=True) over an iterator")
         return LazyIteratorVariable(tx, zip, ConstantVariable(None), [iterator_of(tx, it) for it in iterables])
@@ -220,6 +224,9 @@ class LazyIteratorVariable(IteratorVariable):
 
     def subvalues(self) -> list[VariableTracker]:
         return [*self.items[self.index:], self.fn, *self.sources]
+
+    def exact_rebuild(self) -> bool:
+        return not self.exhausted and self.index == len(self.items) and all(map(rebuilt_exactly, self.sources))
 
     def reconstruct(self, cg: Any) -> None:
         if self.exhausted:  # every item is known: a tuple iterator over those still to come

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from .base import VariableTracker
-from .builtin_functions import BuiltinVariable, handler, in_graph
+from .builtin_functions import CLASS_METHODS, BuiltinVariable, handler, in_graph
 from .iteration import iterator_of
 from .constant import ConstantVariable, wrap_constant
 from .lists import REBUILDERS, IteratorVariable, TupleVariable, rebuilt_exactly
@@ -33,6 +33,9 @@ REBUILDERS.update({
 _TEE = type(itertools.tee(())[0])
 
 
+Rebuild = Callable[[int], "list[VariableTracker] | None"]
+
+
 class ItertoolsIteratorVariable(IteratorVariable):
     """An iterator of ``itertools`` made in the trace (``chain``, ``islice``, ``groupby``'s
     groups...): its items come from ``gen``, a generator over trackers, one per ``next``. What
@@ -41,10 +44,14 @@ class ItertoolsIteratorVariable(IteratorVariable):
 
     models = (itertools.chain, itertools.islice, itertools.accumulate, itertools.groupby, _GROUPER, _TEE)
 
-    def __init__(self, tx: TracerContext, cls: type, gen: Iterator[VariableTracker], parts: list[VariableTracker]) -> None:
+    def __init__(self, tx: TracerContext, cls: type, gen: Iterator[VariableTracker], parts: list[VariableTracker],
+                 rebuild: Rebuild | None = None) -> None:
         super().__init__([], cls)
         self.tx, self.gen, self.parts = tx, gen, parts
         self.exhausted = self.failed = False
+        # How the real object is made again once ``n`` items were taken: its constructor's
+        # arguments (its iterators among ``parts``), or None where it cannot be.
+        self.rebuild = rebuild
 
     def pending(self) -> bool:
         return not self.exhausted
@@ -80,7 +87,22 @@ class ItertoolsIteratorVariable(IteratorVariable):
     def subvalues(self) -> list[VariableTracker]:
         return [*self.items[self.index:], *self.parts]
 
+    def exact_rebuild(self) -> bool:
+        return self._arguments() is not None
+
+    def _arguments(self) -> list[VariableTracker] | None:
+        """The arguments the real constructor is called with again, where the object rebuilt
+        so gives the items CPython's would (nothing taken ahead, its iterators rebuilt exactly)."""
+        if self.exhausted or self.failed or self.rebuild is None or self.index != len(self.items) or not all(
+                not isinstance(part, IteratorVariable) or rebuilt_exactly(part) for part in self.parts):
+            return None
+        return self.rebuild(len(self.items))
+
     def reconstruct(self, cg: Any) -> None:
+        arguments = self._arguments()
+        if arguments is not None:  # the real object over the real iterators, where they are now
+            cg.call_const(self.cls, lambda: [cg.reconstruct(a) for a in arguments])
+            return
         if not self.exhausted and self._runs_nothing():
             # Taking its items runs no code and reads only items known already: taken now, as
             # an iterator over them (a tuple iterator, as for any exhausted one).
@@ -129,8 +151,8 @@ def _itertools(cls: Any, name: str | None = None) -> Callable[[Callable[..., Any
                 signature.bind(tx, *args, **kwargs)
             except TypeError as e:
                 raise Unsupported(f"itertools.{kind} called as {len(args)} arguments") from e
-            gen, parts = make(tx, *args, **kwargs)
-            return ItertoolsIteratorVariable(tx, _real_type(cls), gen, parts)
+            gen, parts, *rebuild = make(tx, *args, **kwargs)
+            return ItertoolsIteratorVariable(tx, _real_type(cls), gen, parts, *rebuild)
         return handler(cls)(construct)
     return register
 
@@ -193,13 +215,22 @@ def _repeat(tx: TracerContext, obj: VariableTracker, times: VariableTracker | No
         while count is None or n < count:
             n += 1
             yield obj
-    return gen(), [obj]
+
+    def rebuild(taken: int) -> list[VariableTracker]:
+        return [obj] if count is None else [obj, ConstantVariable(count - taken)]
+    return gen(), [obj], rebuild
 
 
 @_itertools(itertools.count)
 def _count(tx: TracerContext, start: VariableTracker | None = None, step: VariableTracker | None = None) -> Any:
-    real = itertools.count(*[v.as_python_constant() for v in (start, step) if v is not None])
-    return (wrap_constant(v) for v in real), []
+    first, by = (v.as_python_constant() if v is not None else d for v, d in ((start, 0), (step, 1)))
+    real = itertools.count(first, by)
+
+    def rebuild(taken: int) -> list[VariableTracker] | None:
+        if type(first) is not int or type(by) is not int:
+            return None  # (a float count adds its step again and again: not start + n * step)
+        return [ConstantVariable(first + taken * by), ConstantVariable(by)]
+    return (wrap_constant(v) for v in real), [], rebuild
 
 
 @_itertools(itertools.cycle)
@@ -222,6 +253,9 @@ def _chain(tx: TracerContext, *iterables: VariableTracker) -> Any:
         for iterable in iterables:  # (each made an iterator when the chain reaches it)
             yield from _items(iterator_of(tx, iterable))
     return gen(), list(iterables)
+
+
+CLASS_METHODS[(itertools.chain, "from_iterable")] = itertools.chain.from_iterable  # (read as chain.from_iterable)
 
 
 @_itertools(itertools.chain.from_iterable, "chain.from_iterable")
@@ -383,7 +417,7 @@ def _compress(tx: TracerContext, data: VariableTracker, selectors: VariableTrack
         while (item := items.next_item()) is not None and (selector := chosen.next_item()) is not None:
             if _truth(tx, selector):
                 yield item
-    return gen(), [items, chosen]
+    return gen(), [items, chosen], lambda taken: [items, chosen]
 
 
 @_itertools(itertools.filterfalse)

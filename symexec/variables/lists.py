@@ -18,7 +18,7 @@ import torch
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
-from .base import Methods, Registry, VariableTracker, as_proxy, class_static, find_on_class
+from .base import Methods, Registry, VariableTracker, as_proxy, class_static, find_on_class, is_data_descriptor
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .object_protocol import call_operator, class_attribute, type_is_callable
 
@@ -33,6 +33,15 @@ def sort_keys(tx: TracerContext, items: list[VariableTracker], key: VariableTrac
 def _no_attribute(cls: type, name: str) -> AttributeMissing:
     """CPython's AttributeError for an instance of ``cls`` without ``name``, its lookup guarded."""
     return AttributeMissing.exactly(AttributeError(f"'{cls.__name__}' object has no attribute '{name}'"), guarded=True)
+
+
+_OBJECT_CLASS = vars(object)["__class__"]
+
+
+def _with_attributes(obj: Any, attrs: dict[str, Any]) -> Any:
+    """``obj`` with ``attrs`` set in its ``__dict__`` (generated code: a named tuple rebuilt)."""
+    obj.__dict__.update(attrs)
+    return obj
 
 
 class BaseListVariable(VariableTracker):
@@ -60,7 +69,9 @@ class BaseListVariable(VariableTracker):
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         cls = self.python_type()
-        if cls in (tuple, list) and class_static(tx, cls, name) is None:
+        if name == "__class__" and class_static(tx, cls, name) is _OBJECT_CLASS:
+            return tx.wrap(cls, None)  # (object's __class__, not a class's own property)
+        if cls in (tuple, list, torch.Size) and class_static(tx, cls, name) is None:
             # A builtin tuple or list has only its class's attributes, and none can be added:
             # missing, exactly (``hasattr(outputs, "buckets")`` is False).
             raise _no_attribute(cls, name)
@@ -191,15 +202,33 @@ class NamedTupleVariable(TupleVariable):
         # A subclass without __slots__ gives its instances a __dict__: one object, however many
         # places hold it (an attribute set on it at a graph break must be there for all).
         self.built_once = cls.__dictoffset__ != 0
+        self.attrs: dict[str, VariableTracker] = {}  # set on one made by the trace (in its __dict__)
 
     def python_type(self) -> type:
         return self.cls
+
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+        """``t.name = value`` on a named tuple made by the trace whose class gives its instances
+        a ``__dict__`` (a subclass without ``__slots__``), where the class has no descriptor
+        of that name that would take the write (a field's getter refuses it: not modelled)."""
+        if self.source is not None or self.cls.__dictoffset__ == 0 or value is None or type(name) is not str:
+            super().store_attr(tx, name, value)
+            return
+        if find_on_class(tx, self.cls, name)[0] is not None and is_data_descriptor(class_static(tx, self.cls, name)):
+            super().store_attr(tx, name, value)
+            return
+        self.attrs[name] = value
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [*self.items, *self.attrs.values()]
 
     def fields(self) -> tuple[str, ...]:
         # A namedtuple has _fields; a structseq (torch.return_types.max) has __match_args__.
         return tuple(getattr(self.cls, "_fields", None) or getattr(self.cls, "__match_args__", ()))
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        if name in self.attrs and not is_data_descriptor(class_static(tx, self.cls, name)):
+            return self.attrs[name]
         fields = self.fields()
         if class_static(tx, self.cls, "_fields") is None:  # a structseq: fields and tuple methods only
             if name in fields:
@@ -234,6 +263,18 @@ class NamedTupleVariable(TupleVariable):
         if self.source is not None:
             self.source.emit_load(cg)
             return
+        if self.attrs:  # made, then its attributes set: ``_with_attributes(cls._make(items), attrs)``
+            cg.call_const(_with_attributes, lambda: [self._reconstruct_made(cg), self._attrs_dict(cg)])
+            return
+        self._reconstruct_made(cg)
+
+    def _attrs_dict(self, cg: Any) -> None:
+        for name, value in self.attrs.items():
+            cg.load_const(name)
+            cg.reconstruct(value)
+        cg.build(dict, len(self.attrs))
+
+    def _reconstruct_made(self, cg: Any) -> None:
         if hasattr(self.cls, "_make"):
             cg.call_const(self.cls._make, lambda: [self._reconstruct_tuple(cg)])
         else:
@@ -461,6 +502,22 @@ class IteratorVariable(VariableTracker):
         self.items = items
         self.index = 0
         self.cls = cls
+        # The list iterated (``iter(lst)``), while it holds the very items taken from it: the
+        # real iterator over that list is then rebuilt at its position.
+        self.origin: ListVariable | None = None
+
+    def over_origin(self) -> bool:
+        """Whether the list iterated still holds the items this iterator took them from."""
+        origin = self.origin
+        return origin is not None and type(origin) is ListVariable and len(origin.items) == len(self.items) and all(
+            a is b for a, b in zip(origin.items, self.items))
+
+    def exact_rebuild(self) -> bool:
+        """Whether rebuilt at a graph break it gives the items CPython's would: one over a
+        container that cannot change (a tuple, a range, a str), or the real iterator over the
+        list it iterates. One over a list whose items were copied (or of unknown origin) may
+        not: the list may change before its items are taken."""
+        return (type(self) is IteratorVariable and self.cls in _IMMUTABLE_ITERATORS) or self.over_origin()
 
     def python_type(self) -> type:
         if self.cls is None:
@@ -511,6 +568,10 @@ class IteratorVariable(VariableTracker):
         return item
 
     def reconstruct(self, cg: Any) -> None:
+        if self.over_origin():  # the list's own iterator, at the traced position
+            cg.call_const(list_iterator_at, lambda: [cg.reconstruct(self.origin), cg.load_const(self.index)])
+            return
+
         def remaining() -> list[None]:
             for item in self.items[self.index:]:
                 cg.reconstruct(item)
@@ -555,11 +616,16 @@ _IMMUTABLE_ITERATORS = frozenset({_TUPLE_ITERATOR, type(iter(range(0))), type(it
 
 
 def rebuilt_exactly(it: VariableTracker) -> bool:
-    """Whether ``it`` rebuilt at a graph break gives the items CPython's would: its real object
-    (one passed in), or one over a container that cannot change (a tuple, a range, a str). One
-    over a list (or of unknown origin) may not: the list may change before its items are taken."""
-    return isinstance(it, InputIteratorVariable) or (
-        type(it) is IteratorVariable and it.cls in _IMMUTABLE_ITERATORS)
+    """Whether ``it`` rebuilt at a graph break gives the items CPython's would
+    (``IteratorVariable.exact_rebuild``)."""
+    return isinstance(it, IteratorVariable) and it.exact_rebuild()
+
+
+def list_iterator_at(lst: list, index: int) -> Any:
+    """``iter(lst)`` having given ``index`` items (generated code: a list's iterator rebuilt)."""
+    it = iter(lst)
+    it.__setstate__(index)
+    return it
 
 
 def iterator_type(value_type: type | None, example: Any = None) -> type | None:
@@ -569,7 +635,7 @@ def iterator_type(value_type: type | None, example: Any = None) -> type | None:
             return type(iter(example))
         except TypeError:
             return None
-    for base in (list, tuple, range, dict, set, frozenset):
+    for base in (list, tuple, range, dict, set, frozenset, collections.deque):
         if value_type is base:
             return type(iter(base()))
     return None
@@ -612,6 +678,9 @@ class InputIteratorVariable(IteratorVariable):
         while (item := self.next_item()) is not None:
             rest.append(item)
         return rest
+
+    def exact_rebuild(self) -> bool:
+        return True  # (its real object)
 
     def reconstruct(self, cg: Any) -> None:
         self.source.emit_load(cg)  # the real iterator (the replay advances it)

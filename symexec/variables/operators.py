@@ -149,6 +149,10 @@ def _make_binary(fn: Any) -> Handler:
             equal = _sequences_equal(tx, a, b)
             if equal is not None:
                 return ConstantVariable(equal is (fn is operator.eq))
+        if fn in _KEYS_VIEW_DUNDERS and isinstance(a, DictViewVariable) and a.kind == "keys" and \
+                isinstance(b, DictViewVariable) and b.kind == "keys":
+            # two keys views: by their keys alone (the values may be anything)
+            return a.call_method(tx, _KEYS_VIEW_DUNDERS[fn], [b], {})
         if fn in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
             if isinstance(a, (SetVariable, DictViewVariable)) or isinstance(b, (SetVariable, DictViewVariable)):
                 return None  # a set equals a frozenset, dict_keys a set: by value, or unsupported
@@ -159,6 +163,10 @@ def _make_binary(fn: Any) -> Handler:
         return None
     return binary
 
+
+_KEYS_VIEW_DUNDERS = {operator.eq: "__eq__", operator.ne: "__ne__", operator.or_: "__or__", operator.and_: "__and__",
+                      operator.sub: "__sub__", operator.xor: "__xor__", operator.lt: "__lt__", operator.le: "__le__",
+                      operator.gt: "__gt__", operator.ge: "__ge__"}
 
 for _fn in BINARY_OPERATORS:
     HANDLERS[_fn] = _make_binary(_fn)

@@ -24,6 +24,7 @@ from ..source import PrivateObjectSource, value_of
 from .base import Identity, VariableTracker, class_static
 from .builtin_functions import handler
 from .constant import ConstantVariable, is_literal
+from .deques import DequeVariable
 from .dicts import ConstDictVariable
 from .lists import ListVariable, NamedTupleVariable, TupleVariable
 from .tensor import SymNodeVariable, TensorVariable
@@ -54,6 +55,8 @@ def _skeleton(tx: TracerContext, var: VariableTracker) -> Any:
         return var.cls._make(children) if isinstance(class_static(tx, var.cls, "_fields"), tuple) else var.cls(children)
     if type(var) in (ListVariable, TupleVariable):
         return var.python_type()(_skeleton(tx, v) for v in var.items)
+    if type(var) is DequeVariable:
+        return collections.deque((_skeleton(tx, v) for v in var.items), var.maxlen)
     if type(var) is ConstDictVariable and var.user_cls in (dict, collections.OrderedDict) and not any(
             isinstance(k, Identity) for k in var.items):
         return var.user_cls((k, _skeleton(tx, v)) for k, v in var.items.items())
@@ -74,8 +77,11 @@ def _tracker(tx: TracerContext, value: Any) -> VariableTracker:
     if type(value) in (list, tuple):
         items = [_tracker(tx, v) for v in value]
         return ListVariable(items) if type(value) is list else TupleVariable(items)
-    if isinstance(value, tuple) and isinstance(class_static(tx, type(value), "_fields"), tuple):
+    if isinstance(value, tuple) and (isinstance(class_static(tx, type(value), "_fields"), tuple)
+                                     or type(class_static(tx, type(value), "n_fields")) is int):  # (a structseq)
         return NamedTupleVariable([_tracker(tx, v) for v in value], type(value))
+    if type(value) is collections.deque:
+        return DequeVariable([_tracker(tx, v) for v in value], value.maxlen)
     if type(value) in (dict, collections.OrderedDict):
         return ConstDictVariable({k: _tracker(tx, v) for k, v in value.items()}, user_cls=type(value))
     raise Unsupported(f"torch.utils._pytree made a {type(value).__qualname__}")
@@ -124,8 +130,12 @@ def _tree_unflatten(tx: TracerContext, leaves: VariableTracker, treespec: Variab
 @handler(pytree.tree_map)
 def _tree_map(tx: TracerContext, func: VariableTracker, tree: VariableTracker, *rests: VariableTracker,
               is_leaf: VariableTracker | None = None) -> VariableTracker:
-    if rests:
-        raise Unsupported("tree_map over several trees")
     leaves, spec = _flatten(tx, tree, is_leaf)
-    return _unflatten(tx, [func.call_function(tx, [leaf], {}) for leaf in leaves], spec)
+    # (the other trees flattened up to the first's structure, by pytree itself: it raises
+    # where they do not fit, and what is deeper in them is one argument)
+    try:
+        others = [[_tracker(tx, v) for v in spec.flatten_up_to(_skeleton(tx, rest))] for rest in rests]
+    except (ValueError, TypeError) as e:
+        raise Unsupported(f"tree_map over trees of other structures (pytree raises {type(e).__name__})") from e
+    return _unflatten(tx, [func.call_function(tx, list(args), {}) for args in zip(leaves, *others)], spec)
 

@@ -10,15 +10,17 @@ import functools
 import inspect
 import operator
 import os
+import sys
 import types
+import weakref
 from typing import Any, Callable
 
 from .. import versions
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, EnvironItemSource, PrivateObjectSource
-from .base import VariableTracker, class_static
+from ..source import AttrSource, EnvironItemSource, PrivateObjectSource, Source, WeakRefTargetSource
+from .base import VariableTracker, class_static, hash_key
 from .builtin_functions import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, run_pure
 from .dicts import ConstDictVariable
 from .constant import ConstantVariable, is_literal, wrap_constant
@@ -27,67 +29,61 @@ from .lists import NamedTupleVariable, TupleVariable
 from .user_objects import UserDefinedObjectVariable
 
 
-# -- operator.itemgetter, attrgetter and methodcaller made with constants ---------------------
+# -- operator.itemgetter, attrgetter and methodcaller ---------------------------------------------
 class OperatorCallableVariable(VariableTracker):
-    """``operator.itemgetter(1)`` and its kin, made in the trace from constants: the real
-    object (immutable) stands for itself; calling it does what it does, on trackers."""
+    """``operator.itemgetter(1)`` and its kin: what it was made with, as trackers. Made from
+    constants, the real object (immutable) stands for itself; a ``methodcaller`` made in the
+    trace with other values (a tensor to add) is rebuilt from them. Calling it does what it
+    does, on trackers."""
 
     models = (operator.itemgetter, operator.attrgetter, operator.methodcaller)
 
-    def __init__(self, value: Any, args: tuple, kwargs: dict[str, Any]) -> None:
+    def __init__(self, kind: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker], value: Any = None) -> None:
         super().__init__()
-        self.value, self.args, self.kwargs = value, args, kwargs
+        self.kind, self.args, self.kwargs, self.value = kind, args, kwargs, value
 
     def python_type(self) -> type:
-        return type(self.value)
+        return self.kind
 
     def as_python_constant(self) -> Any:
+        if self.value is None:
+            raise Unsupported(f"{self.describe()} of values not known while tracing is not a constant")
         return self.value
 
     def describe(self) -> str:
-        return f"operator.{type(self.value).__name__}"
+        return f"operator.{self.kind.__name__}"
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [*self.args, *self.kwargs.values()]
 
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if len(args) != 1 or kwargs:
             raise Unsupported(f"calling {self.describe()} with {len(args)} arguments")
         obj = args[0]
-        kind = type(self.value)
-        if kind is operator.methodcaller:
-            name, *method_args = self.args
-            return obj.call_method(tx, name, [wrap_constant(a) for a in method_args],
-                                   {k: wrap_constant(v) for k, v in self.kwargs.items()})
-        if kind is operator.itemgetter:
-            got = [BuiltinVariable(operator.getitem).call_function(tx, [obj, wrap_constant(i)], {}) for i in self.args]
+        if self.kind is operator.methodcaller:
+            return obj.call_method(tx, self.args[0].as_python_constant(), list(self.args[1:]), dict(self.kwargs))
+        if self.kind is operator.itemgetter:
+            got = [BuiltinVariable(operator.getitem).call_function(tx, [obj, i], {}) for i in self.args]
         else:
             got = []
             for dotted in self.args:
                 value = obj
-                for part in dotted.split("."):
+                for part in dotted.as_python_constant().split("."):
                     value = BuiltinVariable(getattr).call_function(tx, [value, ConstantVariable(part)], {})
                 got.append(value)
         return got[0] if len(got) == 1 else TupleVariable(got)
 
     def reconstruct(self, cg: Any) -> None:
-        cg.load_const(self.value)
+        if self.value is not None:
+            cg.load_const(self.value)
+            return
+        cg.call_const(_methodcaller, lambda: [cg.reconstruct(TupleVariable(list(self.args))),
+                                              cg.reconstruct(ConstDictVariable(dict(self.kwargs)))])
 
 
-def _make_operator_handler(kind: type) -> Callable[..., VariableTracker]:
-    def make(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
-        try:
-            const_args = tuple(a.as_python_constant() for a in args)
-            const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
-        except Unsupported:
-            raise Unsupported(f"operator.{kind.__name__} of values not known while tracing") from None
-        try:
-            value = kind(*const_args, **const_kwargs)
-        except (TypeError, ValueError) as e:
-            raise Unsupported(f"operator.{kind.__name__} raises {type(e).__name__}: {e}") from e
-        return OperatorCallableVariable(value, const_args, const_kwargs)
-    return make
-
-
-for _kind in (operator.itemgetter, operator.attrgetter, operator.methodcaller):
-    HANDLERS[_kind] = _make_operator_handler(_kind)
+def _methodcaller(args: tuple, kwargs: dict) -> operator.methodcaller:
+    """``operator.methodcaller(*args, **kwargs)`` (generated code: one made in the trace, rebuilt)."""
+    return operator.methodcaller(*args, **kwargs)
 
 
 def operator_callable(value: Any) -> OperatorCallableVariable:
@@ -99,7 +95,63 @@ def operator_callable(value: Any) -> OperatorCallableVariable:
         args, kwargs = (*maker.args, *args), dict(maker.keywords)
     if not is_literal(args) or not all(is_literal(v) for v in kwargs.values()):
         raise Unsupported(f"an operator.{type(value).__name__} of values that are not constants")
-    return OperatorCallableVariable(value, tuple(args), kwargs)
+    return OperatorCallableVariable(type(value), [wrap_constant(a) for a in args],
+                                    {k: wrap_constant(v) for k, v in kwargs.items()}, value)
+
+
+def _make_operator_handler(kind: type) -> Callable[..., VariableTracker]:
+    def make(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+        try:
+            const_args = tuple(a.as_python_constant() for a in args)
+            const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        except Unsupported:
+            if kind is not operator.methodcaller or not args or not args[0].is_python_constant() or \
+                    type(args[0].as_python_constant()) is not str:
+                raise Unsupported(f"operator.{kind.__name__} of values not known while tracing") from None
+            return OperatorCallableVariable(kind, list(args), dict(kwargs))  # (its name a str: it cannot raise)
+        try:
+            value = kind(*const_args, **const_kwargs)
+        except (TypeError, ValueError) as e:
+            raise Unsupported(f"operator.{kind.__name__} raises {type(e).__name__}: {e}") from e
+        return OperatorCallableVariable(kind, list(args), dict(kwargs), value)
+    return make
+
+
+for _kind in (operator.itemgetter, operator.attrgetter, operator.methodcaller):
+    HANDLERS[_kind] = _make_operator_handler(_kind)
+
+
+# -- weakref.ref passed in ------------------------------------------------------------------------
+class WeakRefVariable(VariableTracker):
+    """A ``weakref.ref`` passed in (exactly that type): calling it gives what it refers to, read
+    through ``L['w']()`` (guarded as any input: None once the referent is dead)."""
+
+    models = weakref.ReferenceType
+
+    def __init__(self, ref: weakref.ReferenceType, source: Source) -> None:
+        super().__init__(source)
+        self.ref = ref
+
+    def python_type(self) -> type:
+        return weakref.ReferenceType
+
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if args or kwargs:
+            raise Unsupported("calling a weakref.ref with arguments (CPython's TypeError)")
+        target = WeakRefTargetSource(self.source)
+        return tx.wrap(self.ref(), target)
+
+    def reconstruct(self, cg: Any) -> None:
+        self.source.emit_load(cg)
+
+
+# -- sys.intern(s): the one str object of that value (namedtuple() interns its field names) ----
+@handler(sys.intern)
+def _intern(tx: TracerContext, string: VariableTracker) -> VariableTracker | None:
+    value = string.as_python_constant() if string.is_python_constant() else None
+    if type(value) is not str:
+        return None  # (a str subclass, or not a str: CPython's TypeError, not modelled)
+    return ConstantVariable(sys.intern(value))
 
 
 # -- tuple.__new__(cls, iterable): a namedtuple's ``_make`` (and so ``_replace``) -------------
@@ -118,11 +170,13 @@ def _tuple_new(tx: TracerContext, cls: VariableTracker, iterable: VariableTracke
 def _fromkeys_handler(cls: type) -> Callable[..., VariableTracker]:
     def fromkeys(tx: TracerContext, keys: VariableTracker, value: VariableTracker | None = None) -> VariableTracker:
         shared = value if value is not None else ConstantVariable(None)
-        return ConstDictVariable({k.as_python_constant(): shared for k in keys.unpack(tx)}, user_cls=cls)
+        # (a defaultdict made so has no factory: a missing key is a KeyError)
+        factory = ConstantVariable(None) if cls is collections.defaultdict else None
+        return ConstDictVariable({hash_key(k, tx): shared for k in keys.unpack(tx)}, user_cls=cls, default_factory=factory)
     return fromkeys
 
 
-for _cls in (dict, collections.OrderedDict):
+for _cls in (dict, collections.OrderedDict, collections.defaultdict):
     CLASS_METHODS[(_cls, "fromkeys")] = _cls.fromkeys
     HANDLERS[CLASS_METHODS[(_cls, "fromkeys")]] = _fromkeys_handler(_cls)
 

@@ -299,8 +299,24 @@ class SymNodeVariable(VariableTracker):
     def truth(self, tx: TracerContext) -> bool:
         return bool(self.example)  # the ShapeEnv guards on the branch taken
 
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name in _VALUE_METHODS and not args and not kwargs and hasattr(self.python_type(), name):
+            if name == "conjugate" and self.python_type() is not bool:
+                return self  # (an int's or float's conjugate is itself, of its type)
+            if name in ("is_integer", "bit_length") and hasattr(type(self.example), name):
+                # answered by the ShapeEnv, symbolically: a node of the graph, as torch.compile's
+                return record_call(tx, "call_method", name, [self], {})
+            # A question about the exact value (``is_integer``, ``hex``...): the value
+            # specialised, guarded, and the method run on it.
+            return wrap_constant(getattr(self.as_python_constant(), name)())
+        return super().call_method(tx, name, args, kwargs)
+
     def __repr__(self) -> str:
         return f"SymNodeVariable({self.node.name}: {self.example})"
+
+
+# Methods of int and float that take no argument and read only the value.
+_VALUE_METHODS = frozenset({"is_integer", "as_integer_ratio", "bit_length", "bit_count", "conjugate", "hex"})
 
 
 def tensor_method(tx: TracerContext, method: Any, source: Source | None) -> VariableTracker:

@@ -23,6 +23,7 @@ from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
 from .functions import UserFunctionVariable
 from .functorch import FORWARD_AD, TRACED_INTO, forward_ad_call
+from .lists import NamedTupleVariable
 from .higher_order import WRAPPERS as HIGHER_ORDER_WRAPPERS
 from .classes import CLASS_DATA_ATTRS, PythonModuleVariable, UserDefinedClassVariable, construct
 from .new_modules import construct_torch_module
@@ -164,6 +165,11 @@ class TorchVariable(VariableTracker):
                 # A class torch writes in Python for its values (torch.distributions.Normal):
                 # made as a user's class is, its __init__ traced.
                 return construct(tx, fn, args, kwargs)
+            if _is_structseq(fn) and len(args) == 1 and not kwargs:
+                # ``torch.return_types.qr((a, b))``: an immutable tuple of its items
+                items = args[0].unpack(tx)
+                if len(items) == fn.n_fields == fn.n_sequence_fields:
+                    return NamedTupleVariable(items, fn)
             if fn not in (torch.Tensor,) and not issubclass(fn, torch.Tensor):
                 # A torch class made for its effect (an RAII guard like _InferenceMode): never
                 # run while tracing.
@@ -222,6 +228,12 @@ _SPECIAL_CALLS.update({
                     lambda tx, fn, args, kwargs: AutocastVariable.create(tx, args, kwargs)),
     torch.autograd.profiler.record_function: lambda tx, fn, args, kwargs: RecordFunctionVariable.create(tx, args, kwargs),
 })
+
+
+def _is_structseq(cls: type) -> bool:
+    """A torch structseq class (``torch.return_types.max``): a tuple with its fields counted."""
+    return issubclass(cls, tuple) and type(getattr(cls, "n_fields", None)) is int and \
+        type(getattr(cls, "n_sequence_fields", None)) is int
 
 
 def _plain_python_class(tx: TracerContext, cls: type) -> bool:

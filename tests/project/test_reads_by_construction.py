@@ -43,7 +43,13 @@ ALLOWED = {
     ("variables/builder.py", "_wrap_sequence"): "a namedtuple class's _fields, fixed when the class is made",
     ("variables/lists.py", "NamedTupleVariable.fields"): "a namedtuple class's _fields, fixed when the class is made",
     ("variables/lists.py", "NamedTupleVariable.as_python_constant"): "a namedtuple class's _fields/_make",
-    ("variables/lists.py", "NamedTupleVariable.reconstruct"): "a namedtuple class's _make, run by generated code",
+    ("variables/lists.py", "NamedTupleVariable._reconstruct_made"): "a namedtuple class's _make, run by generated code",
+    ("variables/lists.py", "<module>"): "object's own __class__ descriptor: a builtin class, which cannot change",
+    ("variables/lists.py", "_with_attributes"): "generated code setting a named tuple's attributes, at run time",
+    ("variables/builtin_functions.py", "PartialVariable.var_getattr"):
+        "functools.partial's MRO and attributes: a builtin class, which cannot change",
+    ("variables/tensor.py", "SymNodeVariable.call_method"): "int's, float's and bool's methods: builtin classes",
+    ("variables/torch_functions.py", "_is_structseq"): "a torch structseq's field counts: a C class, fixed when made",
     ("variables/user_objects.py", "construct"): "a namedtuple class's _fields, fixed when the class is made",
     ("variables/user_objects.py", "_plain_layout"):
         "a class's layout (heap-type flags, __base__, whether a base has a C __new__): fixed when the class is made",

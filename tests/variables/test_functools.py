@@ -8,7 +8,8 @@ import operator
 import pytest
 import torch
 
-from helpers import assert_same_graphs_as_dynamo, check
+import symexec
+from helpers import assert_same_graphs_as_dynamo, check, check_sequence, symexec_graphs
 
 _LOG = []
 
@@ -145,3 +146,53 @@ def test_functools(fn):
 @pytest.mark.parametrize("fn", [_wraps_in_frame, _cmp_to_key, _total_ordering], ids=lambda fn: fn.__name__)
 def test_functools_graphs_as_dynamo(fn):
     assert_same_graphs_as_dynamo(fn, torch.randn(3))
+
+
+def test_hasattr_of_a_partial_answers_as_cpython():
+    names = ("__name__", "__code__", "__doc__", "__module__", "__get__", "__qualname__", "__call__", "__globals__",
+             "__defaults__", "__kwdefaults__", "__annotations__", "__builtins__", "__closure__", "func", "keywords")
+
+    def fn(t):
+        p = functools.partial(lambda x, y: torch.sin(x) + torch.cos(y), y=t)
+        return [hasattr(p, n) for n in names], p(t), p.__doc__ == functools.partial.__doc__, p.__module__
+
+    check(fn, torch.randn(3))
+    assert symexec_graphs(fn, torch.randn(3))[1].graph_count == 1  # (no break: as under torch.compile)
+
+    baz = functools.partial(lambda x, y: x + y, y=4)
+    named = functools.partial(lambda x, y: x + y, y=4)
+    named.__name__ = "named"
+
+    def passed_in(t, p):
+        return t + 1, [hasattr(p, n) for n in names], getattr(p, "__name__", None)
+
+    check(passed_in, torch.randn(3), baz)
+    check(passed_in, torch.randn(3), named)
+
+
+def test_name_set_on_a_partial_later_is_seen():
+    p = functools.partial(lambda x, y: x + y, y=4)
+
+    def fn(t):
+        return t + 1, hasattr(p, "__name__")
+
+    def name_it():
+        p.__name__ = "p"
+
+    check_sequence(fn, [torch.randn(3)], name_it, [torch.randn(3)])
+
+
+def test_methodcaller_of_tensors_made_in_the_trace():
+    for name, args, kwargs in (("size", (), {}), ("size", (0,), {}), ("add", (torch.randn(3, 4),), {}),
+                               ("add", (torch.randn(3, 4),), {"alpha": 2.0})):
+        def fn(x, y, name=name, args=args, kwargs=kwargs):
+            caller = operator.methodcaller(name, *args, **kwargs)
+            return caller(x), caller(y)
+
+        check(fn, torch.randn(3, 4), torch.randn(3, 4), captured=name == "add")
+
+    def returned(x, y):
+        return operator.methodcaller("mul", y), x + 1
+
+    caller, _ = symexec.compile(returned, fullgraph=True)(torch.ones(2), torch.full((2,), 3.0))
+    assert torch.equal(caller(torch.ones(2)), torch.full((2,), 3.0))

@@ -8,7 +8,7 @@ import operator
 import pytest
 import torch
 
-from helpers import assert_same_graphs_as_dynamo, check
+from helpers import assert_same_graphs_as_dynamo, check, symexec_graphs
 
 
 def _t(*shape):
@@ -187,3 +187,14 @@ def test_chain_of_a_list_changed_after_the_break():
     # The list is iterated when the chain reaches it, after the break: the items cannot be taken
     # at the break; the frame runs as its code (exact).
     check(_chain_of_a_list_changed_after_the_break, torch.randn(6), expect_traced=False)
+
+
+def test_chain_from_iterable_read_from_the_class():
+    def fn(a, b):
+        v = a
+        for x in itertools.chain.from_iterable([[a, b], [1, 2]]):
+            v = v + x
+        return v
+
+    check(fn, torch.randn(3), torch.randn(3))
+    assert symexec_graphs(fn, torch.randn(3), torch.randn(3))[1].graph_count == 1

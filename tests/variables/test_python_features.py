@@ -14,7 +14,7 @@ import typing
 
 import pytest
 import torch
-from helpers import assert_same_graphs_as_dynamo, check
+from helpers import assert_same_graphs_as_dynamo, check, symexec_graphs
 
 import symexec
 
@@ -498,3 +498,103 @@ def test_operator_typing_and_builtins(fn):
                          ids=lambda fn: fn.__name__)
 def test_operator_typing_and_builtins_graphs_as_dynamo(fn):
     assert_same_graphs_as_dynamo(fn, torch.randn(3))
+
+
+def test_inner_function_over_a_cell_of_the_compiled_function_returned():
+    # The inner function the trace makes closes over the compiled function's own cell: the
+    # real cell, so a later change of the variable is seen through it.
+    x = 0
+
+    def make_get_x():
+        def get_x():
+            return x
+        return get_x
+
+    def root(t):
+        get_x = make_get_x()
+        return t + x, get_x
+
+    compiled = symexec.compile(root, fullgraph=True)
+    res, get_x = compiled(torch.ones(1))
+    assert torch.equal(res, torch.ones(1)) and get_x() == 0
+    x += 1
+    assert get_x() == 1
+
+    out = None
+
+    def fn(a, b):
+        nonlocal out
+        c = a + b
+
+        def fn2(f=7):
+            nonlocal out
+            out = a + b * 10
+            return c * f
+
+        return fn2
+
+    fn2 = symexec.compile(fn, fullgraph=True)(torch.tensor([100.0]), torch.tensor([200.0]))
+    assert fn2(2)[0] == 600 and out[0] == 2100
+
+
+_IS_KEYWORD = frozenset(["if", "else"]).__contains__
+_JOIN = "-".join
+
+
+def test_builtin_methods_of_constants_on_constants():
+    def fn(x, name):
+        return x + 1, _IS_KEYWORD(name), _JOIN([name, "b"]), (1, 2, 2).count(2)
+
+    check(fn, torch.randn(3), "if")
+    check(fn, torch.randn(3), "mytuple")
+    assert symexec_graphs(fn, torch.randn(3), "if")[1].graph_count == 1
+
+
+
+_T = typing.TypeVar("_T")
+
+
+def test_annotations_with_a_typevar_evaluated_while_tracing():
+    def fn(x, index):
+        def inner(f: typing.Callable[[_T], typing.Any]) -> typing.Optional[_T]:
+            return f(x)
+        mapped = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t[index], (x, x * 2))
+        return inner(lambda v: v + 1), mapped, _T
+
+    check(fn, torch.randn(4, 2), torch.tensor([2]))
+    assert symexec_graphs(fn, torch.randn(4, 2), torch.tensor([2]))[1].graph_count == 1
+
+
+def test_doc_of_a_closure_made_while_tracing():
+    def fn(x):
+        def inner():
+            """inner's doc"""
+            return x + 1
+
+        @functools.wraps(inner)
+        def wrapper():
+            return inner()
+
+        return wrapper(), inner.__doc__, wrapper.__doc__, wrapper.__name__
+
+    check(fn, torch.randn(3))
+
+
+def test_weak_reference_passed_in_called():
+    import gc
+    import weakref
+
+    def fn(x_weak, weight, y):
+        if x_weak is not None and x_weak() is not weight:
+            return torch.sin(y)
+        return torch.cos(y), x_weak() is None
+
+    compiled = symexec.compile(fn, fullgraph=True)
+    weight, other = torch.randn(4), torch.randn(4)
+    y = torch.randn(4)
+    for ref, w in ((weakref.ref(weight), weight), (weakref.ref(weight), other), (weakref.ref(other), other)):
+        torch.testing.assert_close(compiled(ref, w, y), fn(ref, w, y))
+    ref = weakref.ref(other)
+    del other
+    gc.collect()
+    torch.testing.assert_close(compiled(ref, weight, y), fn(ref, weight, y))

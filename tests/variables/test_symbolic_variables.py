@@ -4,7 +4,7 @@ results staying equal to eager across the recompiles."""
 import torch
 
 import symexec
-from helpers import CountingBackend, check
+from helpers import CountingBackend, check, check_sequence
 
 
 def _t(*shape):
@@ -156,3 +156,13 @@ def test_new_int_after_check_adds_one_entry():
     x = _t(3)
     assert torch.equal(compiled(x, 3), _branchy(x, 3))
     assert len(symexec.cache_entries(compiled)) == 2
+
+
+def test_value_methods_of_dynamic_numbers():
+    for method, kind in (("as_integer_ratio", int), ("bit_length", int), ("conjugate", int), ("as_integer_ratio", float),
+                         ("conjugate", float), ("hex", float), ("is_integer", float)):
+        def forward(t, m, method=method):
+            value = getattr(m, method)()
+            return (2 * t if value else t), value
+
+        check_sequence(forward, *[[torch.tensor([1]), kind(i)] for i in (0, 1, 2.5, 3)], dynamic=True)
