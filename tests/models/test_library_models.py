@@ -374,10 +374,6 @@ REACHED = {
     # pyro's Delta() is built through its metaclass DistributionMeta.__call__ (classes with a
     # metaclass are not modelled); then Tensor.item() and sys._getframe (torch.compile breaks too).
     "pyro_elbo": Reached((2, 0, 0), 3, "constructing a class whose metaclass has __call__; .item(); sys._getframe"),
-    # torchmetrics' Metric defines __setattr__ (it refuses a few names, then nn.Module's): the
-    # trace would have to replay the write as nn.Module.__setattr__, not through the class's own.
-    # (3 graphs on the first call on 3.11, 5 on 3.12: the breaks fall at other instructions.)
-    "torchmetrics_mse": Reached((5, 2, 0), 10, "an nn.Module subclass's own __setattr__"),
     # Both break on the same data-dependent branches; symexec's continuations of closures are
     # compiled once per closure object (callees.py), and odeint's closures are made anew on
     # every call: the third call compiles 2 graphs where torch.compile reuses its code cache.
