@@ -371,9 +371,11 @@ REACHED = {
     # user objects); gpytorch's memoize pickles its kwargs. torch.compile breaks too, later.
     "gpytorch_kernel": Reached((2, 3, 0), 4, "LinearOperator._args is a data descriptor; pickle.dumps in memoize"),
     "gpytorch_exact_gp": Reached((1, 1, 0), 2, "LinearOperator._args is a data descriptor"),
-    # pyro's Delta() is built through its metaclass DistributionMeta.__call__ (classes with a
-    # metaclass are not modelled); then Tensor.item() and sys._getframe (torch.compile breaks too).
-    "pyro_elbo": Reached((2, 0, 0), 3, "constructing a class whose metaclass has __call__; .item(); sys._getframe"),
+    # pyro's Delta() is built through its metaclass DistributionMeta.__call__ (traced now); then
+    # Distribution.__init__'s validation (data-dependent, both break there) inside the loop over
+    # particles: symexec runs Trace_ELBO.differentiable_loss as its code and compiles its callees
+    # (fewer ops than torch.compile, which resumes after each break); .item(), sys._getframe.
+    "pyro_elbo": Reached((2, 0, 0), 3, "a data-dependent break inside a loop; .item(); sys._getframe"),
     # Both break on the same data-dependent branches; symexec's continuations of closures are
     # compiled once per closure object (callees.py), and odeint's closures are made anew on
     # every call: the third call compiles 2 graphs where torch.compile reuses its code cache.
