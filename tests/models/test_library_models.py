@@ -367,10 +367,12 @@ REACHED = {
     "vector_quantize": Reached((22, 17, 4), 34, "einops: allow_in_graph, str methods, lru_cache, dict keyed by a class"),
     "rotary_attention": Reached((8, 12, 3), 40, "einops: allow_in_graph, str methods, lru_cache, dict keyed by a class; "
                                                   "`from . import _torch_specific` mid-trace"),
-    # LinearOperator.__init__ sets self._args, a data descriptor of a user class (not modelled:
-    # user objects); gpytorch's memoize pickles its kwargs. torch.compile breaks too, later.
-    "gpytorch_kernel": Reached((2, 3, 0), 4, "LinearOperator._args is a data descriptor; pickle.dumps in memoize"),
-    "gpytorch_exact_gp": Reached((1, 1, 0), 2, "LinearOperator._args is a data descriptor"),
+    # LinearOperator's _args setter, sorted(kwargs.items()) of modules, memoize's pickle.dumps of
+    # its kwargs and torch.Size of symbolic sizes are traced now; the break left is gpytorch's
+    # settings context manager setting a class attribute (`cls._state = state` in __enter__),
+    # where symexec's continuation captures less than torch.compile resumes with.
+    "gpytorch_kernel": Reached((2, 3, 0), 4, "a class attribute set in a context manager's __enter__"),
+    "gpytorch_exact_gp": Reached((1, 1, 0), 2, "a class attribute set in a context manager's __enter__"),
     # pyro's Delta() is built through its metaclass DistributionMeta.__call__ (traced now); then
     # Distribution.__init__'s validation (data-dependent, both break there) inside the loop over
     # particles: symexec runs Trace_ELBO.differentiable_loss as its code and compiles its callees
