@@ -755,9 +755,11 @@ class SuperVariable(VariableTracker):
         if name == "__class__":  # (the super object's own, as super's lookup gives it)
             return tx.wrap(super, ConstSource.of(super))
         obj_cls = self.obj.python_type()
-        if self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type) and \
-                self.cls in self.obj.as_python_constant().__mro__:
-            obj_cls = self.obj.as_python_constant()  # super() in a classmethod: cls's own MRO (in a metaclass's method: its type's)
+        klass = self.obj.as_python_constant() if self.obj.is_python_constant() else None
+        if isinstance(klass, type):
+            tx.guards.class_mro(klass)  # (CPython's test: the MRO, not a __subclasscheck__)
+            if self.cls in klass.__mro__:
+                obj_cls = klass  # super() in a classmethod: cls's own MRO (in a metaclass's method: its type's)
         klass, static = find_on_class(tx, obj_cls, name, start_after=self.cls)
         if name == "__new__" and klass is not None and klass.__module__ == "builtins":
             return tx.wrap(static, AttrSource(ConstSource.of(klass), name))  # (``object.__new__``: a function)
