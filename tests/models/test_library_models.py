@@ -358,14 +358,18 @@ class Reached:
 
 
 REACHED = {
-    # einops: torch.compile keeps rearrange/repeat/pack whole (einops marks them
-    # torch._dynamo.allow_in_graph, which symexec does not honour yet); symexec traces into them
-    # and breaks on str.count/isalnum/isidentifier read from the class, a functools.lru_cache
-    # called with traced values, and dict.get keyed by the class torch.Tensor. (Its own
-    # data-dependent `if self.initted` breaks both.)
-    # (One graph more on calls 1 and 2 since the helpers' branches were merged: not investigated.)
-    "vector_quantize": Reached((22, 17, 4), 34, "einops: allow_in_graph, str methods, lru_cache, dict keyed by a class"),
-    "rotary_attention": Reached((8, 12, 3), 40, "einops: allow_in_graph, str methods, lru_cache, dict keyed by a class; "
+    # einops 0.8.2 with torch >= 2.8 registers nothing with allow_in_graph (its
+    # allow_ops_in_compiled_graph returns early): torch.compile traces into einops too, and runs
+    # einops' lru_cache'd recipe helpers as their __wrapped__ (an allowlist in torch's
+    # decorators.py), after running rearrange once at einops' import (registering the torch
+    # backend). symexec traces into them and breaks on str.count/isalnum/isidentifier read from
+    # the class, the lru_cache wrappers called with symbolic sizes (the real cache cannot be
+    # asked; running __wrapped__ instead would skip the cache's effects), dict.get on
+    # _type2backend, a dict keyed by classes (only literal- and tensor-keyed dicts are
+    # modelled), and `from . import _torch_specific` on the first call. (Its own data-dependent
+    # `if self.initted` breaks both.)
+    "vector_quantize": Reached((22, 17, 4), 39, "einops: str methods, lru_cache, dict keyed by a class"),
+    "rotary_attention": Reached((8, 12, 3), 42, "einops: str methods, lru_cache, dict keyed by a class; "
                                                   "`from . import _torch_specific` mid-trace"),
     # LinearOperator's _args setter, sorted(kwargs.items()) of modules, memoize's pickle.dumps of
     # its kwargs and torch.Size of symbolic sizes are traced now; the break left is gpytorch's
@@ -381,7 +385,7 @@ REACHED = {
     # Both break on the same data-dependent branches; symexec's continuations of closures are
     # compiled once per closure object (callees.py), and odeint's closures are made anew on
     # every call: the third call compiles 2 graphs where torch.compile reuses its code cache.
-    "torchdiffeq_rk4": Reached((11, 3, 2), 70, "continuations of closures compiled per closure object"),
+    "torchdiffeq_rk4": Reached((11, 3, 2), 72, "continuations of closures compiled per closure object"),
 }
 
 
