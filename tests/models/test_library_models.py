@@ -367,7 +367,10 @@ REACHED = {
     # asked; running __wrapped__ instead would skip the cache's effects), dict.get on
     # _type2backend, a dict keyed by classes (only literal- and tensor-keyed dicts are
     # modelled), and `from . import _torch_specific` on the first call. (Its own data-dependent
-    # `if self.initted` breaks both.)
+    # `if self.initted` breaks both.) vector_quantize's 22nd graph (21 before the merges) is
+    # its `quantize = repeated_embed.gather(...)`: the continuation after `repeat` is traced
+    # now (it ran as its code before), one op more, and it breaks again at
+    # `map(lambda t: rearrange(...), ...)` unpacked (rearrange's dict keyed by a class).
     "vector_quantize": Reached((22, 17, 4), 39, "einops: str methods, lru_cache, dict keyed by a class"),
     "rotary_attention": Reached((8, 12, 3), 42, "einops: str methods, lru_cache, dict keyed by a class; "
                                                   "`from . import _torch_specific` mid-trace"),
