@@ -363,8 +363,8 @@ REACHED = {
     # einops' lru_cache'd recipe helpers as their __wrapped__ (an allowlist in torch's
     # decorators.py), after running rearrange once at einops' import (registering the torch
     # backend). symexec traces into them (str.count/isalnum/isidentifier read from the class are
-    # computed now) and breaks on the lru_cache wrappers called with symbolic sizes (the real cache cannot be
-    # asked; running __wrapped__ instead would skip the cache's effects), dict.get on
+    # computed now) and breaks on the lru_cache wrappers called with symbolic sizes (the real
+    # cache cannot be asked; running __wrapped__ instead would skip the cache's effects), dict.get on
     # _type2backend, a dict keyed by classes (only literal- and tensor-keyed dicts are
     # modelled), and `from . import _torch_specific` on the first call. (Its own data-dependent
     # `if self.initted` breaks both.) vector_quantize's 22nd graph (21 before the merges) is
