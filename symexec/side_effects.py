@@ -28,6 +28,11 @@ class SideEffects:
         # The value an attribute the trace set, then deleted, had: set again at the replay, then
         # deleted, as eager did.
         self.set_before_delete: dict[tuple[int, str], VariableTracker] = {}
+        # The class whose ``__setattr__``/``__delattr__`` replays a write that the trace reached
+        # as that class's method (``super().__setattr__`` inside a class's own ``__setattr__``):
+        # ``cls.__setattr__(obj, name, value)``, not ``obj.name = value``, which would run the
+        # object's own again.
+        self.replay_class: dict[tuple[int, str], type] = {}
         self.cells: dict[int, tuple[Any, VariableTracker]] = {}
         # Iterators passed in that the trace took items from (each knows how many).
         self.iterators: dict[int, VariableTracker] = {}
@@ -58,11 +63,17 @@ class SideEffects:
         if var.source is not None:
             self.containers.setdefault(id(var), var)
 
-    def store_attr(self, obj: VariableTracker, name: str, value: Any) -> None:
+    def store_attr(self, obj: VariableTracker, name: str, value: Any, through: type | None = None) -> None:
+        """``obj.name = value`` (``del obj.name`` for DELETED), replayed after the graph as
+        that statement, or as ``through.__setattr__(obj, name, value)`` (``__delattr__``)."""
         self._change(obj)
         if obj.source is None:
             raise Unsupported(f"setting attribute {name!r} of {obj.describe()} created while tracing")
         key = (id(obj), name)
+        if key in self.attributes and self.replay_class.get(key) is not through:
+            raise Unsupported(f"attribute {name!r} of {obj.describe()} written through two different __setattr__")
+        if through is not None:
+            self.replay_class[key] = through
         previous = self.attributes.pop(key, None)  # re-insert: the latest write goes last
         if value is DELETED and previous is not None and previous[2] is not DELETED:
             # ``o.a = v; ...; del o.a``: replayed as both (``o.a`` need not have been there before)
@@ -77,6 +88,21 @@ class SideEffects:
             cg.load_fast(target)
         else:  # (an object the trace made: rebuilt)
             cg.reconstruct(obj)
+
+    def _apply_through(self, cg: Any, through: type, target: str | None, obj: VariableTracker, name: str,
+                       key: tuple[int, str], values: dict[Any, Any]) -> None:
+        """A write replayed as ``through.__setattr__(obj, name, value)`` (``__delattr__``)."""
+        value = self.attributes[key][2]
+        if key in self.set_before_delete:  # (its value is not seen before the delete: any will do)
+            cg.call_const(through.__setattr__, lambda: [self._load_target(cg, target, obj), cg.load_const(name),
+                                                        cg.load_const(None)])
+            cg.emit("POP_TOP")
+        if value is DELETED:
+            cg.call_const(through.__delattr__, lambda: [self._load_target(cg, target, obj), cg.load_const(name)])
+        else:
+            cg.call_const(through.__setattr__, lambda: [self._load_target(cg, target, obj), cg.load_const(name),
+                                                        cg.load_fast(values[key])])
+        cg.emit("POP_TOP")
 
     def pending_attr(self, obj: VariableTracker, name: str) -> Any:
         """The value a traced write gave ``obj.name``, DELETED, or None when not written."""
@@ -214,6 +240,10 @@ class SideEffects:
                 cg.emit("POP_TOP")
         for key, (obj, name, value) in self.attributes.items():
             target = values.get(("target", id(obj)))
+            through = self.replay_class.get(key)
+            if through is not None:
+                self._apply_through(cg, through, target, obj, name, key, values)
+                continue
             if key in self.set_before_delete:
                 cg.load_const(None)  # (its value is not seen before the delete: any will do)
                 self._load_target(cg, target, obj)

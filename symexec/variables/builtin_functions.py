@@ -136,6 +136,12 @@ class BuiltinVariable(VariableTracker):
                 except Exception as e:  # the user's code raises here: let eager raise it
                     raise TracedException(e) from e
                 return wrap_constant(value)
+        if _text_method_call(fn, args, kwargs):
+            try:
+                value = fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+            except Exception as e:  # the user's code raises here: let eager raise it
+                raise TracedException(e) from e
+            return wrap_constant(value)
         if fn is print:
             raise Unsupported("print() writes outside the graph", hint="the graph breaks around it; move it out of the hot code to keep one graph")
         if args and self.owner_pinned and any(
@@ -149,6 +155,10 @@ class BuiltinVariable(VariableTracker):
         method = CLASS_METHODS.get((self.fn, name)) if isinstance(self.fn, type) else None
         if method is not None:  # dict.fromkeys: a builtin class's method with a handler
             return BuiltinVariable(method)
+        if self.fn in _TEXT_CLASSES and not name.startswith("_"):
+            static = class_static(tx, self.fn, name)  # (a builtin class's: it cannot change)
+            if type(static) is types.MethodDescriptorType and static.__objclass__ is self.fn:
+                return BuiltinVariable(static)  # ``str.count``
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg: Any) -> None:
@@ -160,6 +170,31 @@ class BuiltinVariable(VariableTracker):
     def __repr__(self) -> str:
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
+
+
+# -- methods of str and bytes read from the class (``str.count(expression, ".")``) -------------
+_TEXT_CLASSES = (str, bytes)
+# (what may run Python code: a codec registered by the user)
+_TEXT_METHODS_NOT_PURE = frozenset({"encode", "decode"})
+_EXACT_SCALARS = (type(None), bool, int, float, str, bytes)
+
+
+def _exact_constant(var: VariableTracker) -> bool:
+    """A constant of builtin scalars (or tuples of them) by exact type: no subclass's
+    ``__format__``, ``__index__`` or ``__eq__`` runs when a str method takes it."""
+    if not var.is_python_constant():
+        return False
+    value = var.as_python_constant()
+    return type(value) in _EXACT_SCALARS or type(value) is tuple and all(type(v) in _EXACT_SCALARS for v in value)
+
+
+def _text_method_call(fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> bool:
+    """``str.method(s, ...)`` of exact constants: computed while tracing (pure, on values that
+    cannot change)."""
+    return type(fn) is types.MethodDescriptorType and fn.__objclass__ in _TEXT_CLASSES and \
+        fn.__name__ not in _TEXT_METHODS_NOT_PURE and bool(args) and _exact_constant(args[0]) and \
+        type(args[0].as_python_constant()) is fn.__objclass__ and \
+        all(_exact_constant(a) for a in [*args[1:], *kwargs.values()])
 
 
 # -- builtins -------------------------------------------------------------------------------

@@ -52,13 +52,17 @@ for _alias_type in COMPUTED_ALIAS_TYPES:
 
 
 
-def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+              metaclass_call: bool = True) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a Python class, while tracing: a class whose instances a
     family models (transformers' ``ModelOutput``) is made by that family; any other by
-    ``user_objects.construct``, as CPython's ``type.__call__`` makes an object."""
+    ``user_objects.construct``, as CPython's ``type.__call__`` makes an object (``metaclass_call``
+    False: ``type.__call__`` itself, past a metaclass's own ``__call__``)."""
     if is_model_output_class(tx, cls):
+        if not metaclass_call:
+            raise Unsupported(f"constructing {cls.__qualname__} from its metaclass's __call__")
         return construct_model_output(tx, cls, args, kwargs)
-    return user_objects.construct(tx, cls, args, kwargs)
+    return user_objects.construct(tx, cls, args, kwargs, metaclass_call)
 
 
 def _object_new(tx: TracerContext, cls: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
@@ -180,6 +184,13 @@ class UserDefinedClassVariable(VariableTracker):
                 return user_objects.construct(tx, self.cls, args, kwargs)
             return construct_user_module(tx, self.cls, args, kwargs)
         return construct(tx, self.cls, args, kwargs)
+
+    def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """``type.__call__(cls, ...)`` reached through ``super()`` in a metaclass's own
+        ``__call__``: the construction itself, the metaclass's ``__call__`` not run again."""
+        if name != "__call__" or subclass_check(tx, self.cls, torch.nn.Module):
+            raise Unsupported(f"calling type.{name} on {self.describe()} through super()")
+        return construct(tx, self.cls, args, kwargs, metaclass_call=False)
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:

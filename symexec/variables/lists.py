@@ -23,11 +23,39 @@ from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
 from .object_protocol import call_operator, class_attribute, type_is_callable
 
 
+class _Unknown:
+    """A value not known while tracing inside a sort key (the module of ``(name, module)``):
+    sorting may order the keys without it (tuples compare item by item, and stop at the first
+    that differs); comparing it breaks the graph."""
+
+    __slots__ = ("what",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def _refuse(self, other: Any) -> bool:
+        raise Unsupported(f"sorting compares {self.what}, not known while tracing")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse  # type: ignore[assignment]
+
+
+def _sort_key(var: VariableTracker) -> Any:
+    """A sort key as a Python value: a constant as it is, a builtin tuple item by item, anything
+    else ``_Unknown`` (a distinct one per item: no identity shortcut says two are equal)."""
+    if var.is_python_constant():
+        return var.as_python_constant()
+    if isinstance(var, TupleVariable) and var.python_type() is tuple:
+        return tuple(_sort_key(item) for item in var.items)
+    return _Unknown(var.describe())
+
+
 def sort_keys(tx: TracerContext, items: list[VariableTracker], key: VariableTracker | None) -> list[Any]:
-    """The constant sort keys of ``items``: the items themselves, or what ``key`` returns."""
+    """The sort keys of ``items`` as Python values (``_sort_key``): the items themselves, or what
+    ``key`` returns."""
     if key is None or (key.is_python_constant() and key.as_python_constant() is None):
-        return [i.as_python_constant() for i in items]
-    return [key.call_function(tx, [i], {}).as_python_constant() for i in items]
+        return [_sort_key(i) for i in items]
+    return [_sort_key(key.call_function(tx, [i], {})) for i in items]
 
 
 def _no_attribute(cls: type, name: str) -> AttributeMissing:

@@ -135,6 +135,8 @@ class NNModuleVariable(UserDefinedObjectVariable):
         """torch's ``nn.Module.__init__`` (or what now stands for it on the class), or a torch
         container's (``Sequential``'s...), called on a module the trace made: run for real, before
         any traced write to the module (a write it would overwrite must not win)."""
+        if fn in (torch.nn.Module.__setattr__, torch.nn.Module.__delattr__) and args[0] is self and not kwargs:
+            return self._explicit_module_store(tx, fn, args[1:])
         source = self.source
         if not isinstance(source, PrivateObjectSource) or not isinstance(source.value, torch.nn.Module):
             return None
@@ -153,6 +155,17 @@ class NNModuleVariable(UserDefinedObjectVariable):
             fn(module, *const_args, **const_kwargs)
         except Exception as e:  # (CPython raises it, at the break)
             raise Unsupported(f"nn.Module.__init__ raises {type(e).__name__}: {e}") from e
+        return ConstantVariable(None)
+
+    def _explicit_module_store(self, tx: TracerContext, fn: Any, args: list[VariableTracker]) -> VariableTracker | None:
+        """``nn.Module.__setattr__(module, name, value)`` called as a function (``super().__setattr__``
+        in a class's own ``__setattr__``): torch's store, replayed through torch's method; None
+        (the call traced as written) where the arguments are not a constant name and a value."""
+        setting = fn is torch.nn.Module.__setattr__
+        if len(args) != (2 if setting else 1) or not args[0].is_python_constant() or \
+                type(args[0].as_python_constant()) is not str or self.source is None:
+            return None
+        self._module_store(tx, args[0].as_python_constant(), args[1] if setting else None, torch.nn.Module)
         return ConstantVariable(None)
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
@@ -231,10 +244,17 @@ class NNModuleVariable(UserDefinedObjectVariable):
         name until then see the value written (``written_attribute``)."""
         method = "__delattr__" if value is None else "__setattr__"
         if not self._own_method(tx, method):
+            if isinstance(class_static(tx, self.cls, method), types.FunctionType):
+                return super().store_attr(tx, name, value)  # the class's own, inlined
             raise Unsupported(f"{method} of {self.describe()} is not torch.nn.Module's")
+        self._module_store(tx, name, value)
+
+    def _module_store(self, tx: TracerContext, name: str, value: VariableTracker | None, through: type | None = None) -> None:
+        """What ``nn.Module.__setattr__`` (``__delattr__`` when value is None) does; replayed
+        as ``through.__setattr__(module, name, value)`` when given, else ``module.name = value``."""
         if value is not None:
             self._check_assignment(tx, name, value)
-        tx.trace.side_effects.store_attr(self, name, DELETED if value is None else value)
+        tx.trace.side_effects.store_attr(self, name, DELETED if value is None else value, through)
 
     def _check_assignment(self, tx: TracerContext, name: str, value: VariableTracker) -> None:
         slot = self._slot(tx, name)

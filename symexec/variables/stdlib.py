@@ -10,6 +10,7 @@ import functools
 import inspect
 import operator
 import os
+import pickle
 import sys
 import types
 import weakref
@@ -235,6 +236,37 @@ _WRAPPERS_FOLLOWED = 8
 
 HANDLERS[inspect.signature] = _signature_handler(inspect.signature, follows_wrapped=True)
 HANDLERS[inspect.getfullargspec] = _signature_handler(inspect.getfullargspec, follows_wrapped=False)
+
+
+# -- pickle.dumps of plain data: the bytes are a function of the value (memoize keys) -----------
+_PLAIN_SCALARS = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _plain_data(value: Any) -> bool:
+    """Builtin scalars and builtin containers of them, by exact type: what pickles the same
+    every time, running no Python code (no ``__reduce__``, no subclass)."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS:
+        return True
+    if kind in (tuple, list):  # (not sets: their order is their history's, not the trace's copy's)
+        return all(_plain_data(v) for v in value)
+    return kind is dict and all(_plain_data(k) and _plain_data(v) for k, v in value.items())
+
+
+@handler(pickle.dumps)
+def _pickle_dumps(tx: TracerContext, obj: VariableTracker, protocol: VariableTracker | None = None) -> VariableTracker | None:
+    """``pickle.dumps(value)`` of a value known while tracing made of plain data: computed (dict
+    order included, as the trace holds it); anything else breaks the graph."""
+    if not obj.is_python_constant() or (protocol is not None and not protocol.is_python_constant()):
+        return None
+    value = obj.as_python_constant()
+    chosen = None if protocol is None else protocol.as_python_constant()
+    if not _plain_data(value) or type(chosen) not in (type(None), int):
+        return None
+    try:
+        return ConstantVariable(pickle.dumps(value, chosen))
+    except ValueError as e:  # an unsupported protocol: raised as CPython raises it
+        raise TracedException(e) from e
 
 
 # -- os.environ ---------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ from .lists import NamedTupleVariable
 from .higher_order import WRAPPERS as HIGHER_ORDER_WRAPPERS
 from .classes import CLASS_DATA_ATTRS, PythonModuleVariable, UserDefinedClassVariable, construct
 from .new_modules import construct_torch_module
-from .tensor import TensorVariable, record_call
+from .lists import ListVariable, SizeVariable, TupleVariable
+from .tensor import SymNodeVariable, TensorVariable, record_call
 
 # Functions that change global state or leave the graph's world.
 _STATEFUL = frozenset({
@@ -212,6 +213,18 @@ def _is_tensor(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: 
     return ConstantVariable(subclass_check(tx, args[0].python_type(), torch.Tensor))
 
 
+def _size(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    # torch.Size(items) of ints some of which are symbolic: a Size of them, not specialised
+    # (only of exact ints; anything else is made for real from constants, raising as torch does)
+    if len(args) != 1 or kwargs or args[0].is_python_constant() or not isinstance(args[0], (ListVariable, TupleVariable)):
+        return None
+    items = list(args[0].items)
+    if not all(isinstance(i, SymNodeVariable) or (isinstance(i, ConstantVariable) and type(i.as_python_constant()) is int)
+               for i in items) or not all(i.python_type() is int for i in items):
+        return None
+    return SizeVariable(items)
+
+
 # torch callables the trace answers itself, each by one handler ``(tx, fn, args, kwargs)``
 # (None: not this call, the general rules apply). Asked after the checks for what never goes in
 # a graph (global state changes, fused kernels), before torch's classes and functions are made
@@ -220,6 +233,7 @@ _SPECIAL_CALLS: dict[Any, Callable[..., VariableTracker | None]] = Registry("tor
 _SPECIAL_CALLS.update({
     torch.jit.annotate: _annotate,
     torch.is_tensor: _is_tensor,
+    torch.Size: _size,
     # every entry guards the mode at entry
     torch.is_grad_enabled: lambda tx, fn, args, kwargs: ConstantVariable(tx.trace.torch.grad_enabled),
     **dict.fromkeys((torch.no_grad, torch.enable_grad, torch.set_grad_enabled),

@@ -648,9 +648,18 @@ class ExceptionVariable(VariableTracker):
         return list(self.args)
 
 
-def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
+              metaclass_call: bool = True) -> VariableTracker:
     """``cls(*args, **kwargs)`` for a user class, while tracing (``classes.construct`` first gives
-    the classes that a higher family models, ModelOutput's, to that family)."""
+    the classes that a higher family models, ModelOutput's, to that family). A Python
+    ``__call__`` of the metaclass runs inlined with the class bound (its ``super().__call__``
+    comes back here with ``metaclass_call`` False: ``type.__call__``, the construction itself)."""
+    if metaclass_call:
+        call = class_static(tx, type(cls), "__call__")
+        if isinstance(call, types.FunctionType):
+            return _function(call, None).call_function(tx, [tx.wrap(cls, ConstSource.of(cls)), *args], kwargs)
+        if call is not type.__call__:  # ABCMeta is fine; a metaclass's C __call__ is not
+            raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
     if issubclass(cls, BaseException) and not kwargs and not any(
             isinstance(class_static(tx, cls, m), (types.FunctionType, staticmethod)) for m in ("__init__", "__new__")):
         return ExceptionVariable(cls, list(args))
@@ -666,8 +675,6 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
         return NamedTupleVariable(items, cls)
     if is_plain_enum(tx, cls) and len(args) == 1 and not kwargs:
         return enum_member(tx, cls, "_value2member_map_", args[0])
-    if class_static(tx, type(cls), "__call__") is not type.__call__:  # ABCMeta is fine; a metaclass __call__ is not
-        raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
     if cls is types.SimpleNamespace and not args:  # its attributes are the keyword arguments
         obj = NewObjectVariable(cls)
         obj.attributes.update(kwargs)
@@ -748,8 +755,11 @@ class SuperVariable(VariableTracker):
         if name == "__class__":  # (the super object's own, as super's lookup gives it)
             return tx.wrap(super, ConstSource.of(super))
         obj_cls = self.obj.python_type()
-        if self.obj.is_python_constant() and isinstance(self.obj.as_python_constant(), type):
-            obj_cls = self.obj.as_python_constant()  # super() in a classmethod: cls's own MRO
+        klass = self.obj.as_python_constant() if self.obj.is_python_constant() else None
+        if isinstance(klass, type):
+            tx.guards.class_mro(klass)  # (CPython's test: the MRO, not a __subclasscheck__)
+            if self.cls in klass.__mro__:
+                obj_cls = klass  # super() in a classmethod: cls's own MRO (in a metaclass's method: its type's)
         klass, static = find_on_class(tx, obj_cls, name, start_after=self.cls)
         if name == "__new__" and klass is not None and klass.__module__ == "builtins":
             return tx.wrap(static, AttrSource(ConstSource.of(klass), name))  # (``object.__new__``: a function)

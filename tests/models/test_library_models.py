@@ -358,30 +358,37 @@ class Reached:
 
 
 REACHED = {
-    # einops: torch.compile keeps rearrange/repeat/pack whole (einops marks them
-    # torch._dynamo.allow_in_graph, which symexec does not honour yet); symexec traces into them
-    # and breaks on str.count/isalnum/isidentifier read from the class, a functools.lru_cache
-    # called with traced values, and dict.get keyed by the class torch.Tensor. (Its own
-    # data-dependent `if self.initted` breaks both.)
-    # (One graph more on calls 1 and 2 since the helpers' branches were merged: not investigated.)
-    "vector_quantize": Reached((22, 17, 4), 34, "einops: allow_in_graph, str methods, lru_cache, dict keyed by a class"),
-    "rotary_attention": Reached((8, 12, 3), 40, "einops: allow_in_graph, str methods, lru_cache, dict keyed by a class; "
+    # einops 0.8.2 with torch >= 2.8 registers nothing with allow_in_graph (its
+    # allow_ops_in_compiled_graph returns early): torch.compile traces into einops too, and runs
+    # einops' lru_cache'd recipe helpers as their __wrapped__ (an allowlist in torch's
+    # decorators.py), after running rearrange once at einops' import (registering the torch
+    # backend). symexec traces into them (str.count/isalnum/isidentifier read from the class are
+    # computed now) and breaks on the lru_cache wrappers called with symbolic sizes (the real
+    # cache cannot be asked; running __wrapped__ instead would skip the cache's effects), dict.get on
+    # _type2backend, a dict keyed by classes (only literal- and tensor-keyed dicts are
+    # modelled), and `from . import _torch_specific` on the first call. (Its own data-dependent
+    # `if self.initted` breaks both.) vector_quantize's 22nd graph (21 before the merges) is
+    # its `quantize = repeated_embed.gather(...)`: the continuation after `repeat` is traced
+    # now (it ran as its code before), one op more, and it breaks again at
+    # `map(lambda t: rearrange(...), ...)` unpacked (rearrange's dict keyed by a class).
+    "vector_quantize": Reached((22, 17, 4), 39, "einops: lru_cache, dict keyed by a class"),
+    "rotary_attention": Reached((8, 12, 3), 42, "einops: lru_cache, dict keyed by a class; "
                                                   "`from . import _torch_specific` mid-trace"),
-    # LinearOperator.__init__ sets self._args, a data descriptor of a user class (not modelled:
-    # user objects); gpytorch's memoize pickles its kwargs. torch.compile breaks too, later.
-    "gpytorch_kernel": Reached((2, 3, 0), 4, "LinearOperator._args is a data descriptor; pickle.dumps in memoize"),
-    "gpytorch_exact_gp": Reached((1, 1, 0), 2, "LinearOperator._args is a data descriptor"),
-    # pyro's Delta() is built through its metaclass DistributionMeta.__call__ (classes with a
-    # metaclass are not modelled); then Tensor.item() and sys._getframe (torch.compile breaks too).
-    "pyro_elbo": Reached((2, 0, 0), 3, "constructing a class whose metaclass has __call__; .item(); sys._getframe"),
-    # torchmetrics' Metric defines __setattr__ (it refuses a few names, then nn.Module's): the
-    # trace would have to replay the write as nn.Module.__setattr__, not through the class's own.
-    # (3 graphs on the first call on 3.11, 5 on 3.12: the breaks fall at other instructions.)
-    "torchmetrics_mse": Reached((5, 2, 0), 10, "an nn.Module subclass's own __setattr__"),
+    # LinearOperator's _args setter, sorted(kwargs.items()) of modules, memoize's pickle.dumps of
+    # its kwargs and torch.Size of symbolic sizes are traced now; the break left is gpytorch's
+    # settings context manager setting a class attribute (`cls._state = state` in __enter__),
+    # where symexec's continuation captures less than torch.compile resumes with.
+    "gpytorch_kernel": Reached((2, 3, 0), 4, "a class attribute set in a context manager's __enter__"),
+    "gpytorch_exact_gp": Reached((1, 1, 0), 2, "a class attribute set in a context manager's __enter__"),
+    # pyro's Delta() is built through its metaclass DistributionMeta.__call__ (traced now); then
+    # Distribution.__init__'s validation (data-dependent, both break there) inside the loop over
+    # particles: symexec runs Trace_ELBO.differentiable_loss as its code and compiles its callees
+    # (fewer ops than torch.compile, which resumes after each break); .item(), sys._getframe.
+    "pyro_elbo": Reached((2, 0, 0), 3, "a data-dependent break inside a loop; .item(); sys._getframe"),
     # Both break on the same data-dependent branches; symexec's continuations of closures are
     # compiled once per closure object (callees.py), and odeint's closures are made anew on
     # every call: the third call compiles 2 graphs where torch.compile reuses its code cache.
-    "torchdiffeq_rk4": Reached((11, 3, 2), 70, "continuations of closures compiled per closure object"),
+    "torchdiffeq_rk4": Reached((11, 3, 2), 72, "continuations of closures compiled per closure object"),
 }
 
 

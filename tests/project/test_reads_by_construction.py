@@ -15,6 +15,8 @@ TRACING_CODE = sorted([*ROOT.glob("variables/*.py"), *ROOT.glob("instructions/*.
 
 # (file, function) -> why that read is guarded or cannot change.
 ALLOWED = {
+    ("variables/user_objects.py", "SuperVariable.var_getattr"):
+        "super()'s own test, cls in the MRO of the class it is given, that MRO guarded just before (class_mro)",
     ("variables/nn_module.py", "<module>"): "torch's containers' own __init__, read once at import",
     ("variables/object_protocol.py", "type_is_callable"): "a builtin class's MRO and attributes: they cannot change",
     ("variables/nn_module.py", "SlicedContainerVariable._torch_method"):

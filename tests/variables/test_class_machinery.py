@@ -835,6 +835,71 @@ def test_metaclass_attribute_changed_is_read_again():
 
 
 # --------------------------------------------------------------------------------------------
+# Construction through a metaclass's own __call__ (pyro's DistributionMeta): it runs with the
+# class bound; its super().__call__ is type.__call__, the construction itself
+
+
+MADE = []
+
+
+class Coercing(abc.ABCMeta):
+    def __call__(cls, *args, **kwargs):
+        if args and isinstance(args[0], str):  # a coercion: something else than an instance
+            return args[0].upper()
+        MADE.append(cls.__name__)
+        return super().__call__(*args, **kwargs)
+
+
+class Scaled(metaclass=Coercing):
+    def __init__(self, t, scale=1.0):
+        self.t = t * scale
+
+
+class Counted(Coercing):
+    """A metaclass over a metaclass: its __call__ reaches Coercing's through super()."""
+
+    def __call__(cls, *args, **kwargs):
+        obj = super().__call__(*args, **kwargs)
+        obj.counted = True
+        return obj
+
+
+class Both(metaclass=Counted):
+    def __init__(self, t):
+        self.t = t + 1
+
+
+def test_construction_through_a_metaclass_call():
+    def fn(x):
+        MADE.clear()
+        made = Scaled(x, scale=2.0)
+        both = Both(x)
+        return made.t + both.t, both.counted, Scaled("s"), type(made).__name__, len(MADE)
+
+    check(fn, _t(4))
+    # one graph (torch.compile breaks once)
+    assert symexec_graphs(fn, _t(4))[1].graph_count == 1 <= dynamo_graphs(fn, _t(4))[1].graph_count
+
+
+def test_metaclass_call_changed_is_guarded():
+    class M(type):
+        def __call__(cls, *args):
+            return super().__call__(*args).t
+
+    class C(metaclass=M):
+        def __init__(self, t):
+            self.t = t * 2
+
+    def fn(x):
+        return C(x)
+
+    def change():
+        M.__call__ = lambda cls, t: t - 1
+
+    check_sequence(fn, [_t(4)], change, [_t(4)])
+
+
+# --------------------------------------------------------------------------------------------
 # Subclasses of property and classmethod with their own __get__ / __set__
 
 

@@ -6,6 +6,7 @@ import collections.abc
 import pytest
 import torch
 
+import symexec
 from helpers import check, dynamo_graphs, symexec_graphs
 
 
@@ -50,6 +51,26 @@ def test_list_sort_reverse_clear_on_input():
         return x + a[0]
 
     check(fn, [1, 3, 2], [7, 8], _t(2))
+
+
+def test_sorted_items_whose_values_are_not_constants():
+    # (linear_operator sorts its kwargs' items: names ordered, the values never compared)
+    def fn(x, lin, **kwargs):
+        order = [name for name, _ in sorted(kwargs.items())]
+        first = max([(2, x), (5, lin)])[1]
+        return order, first(x) if callable(first) else first, min([(1, x)])[1] * 2
+
+    check(fn, _t(3), torch.nn.Linear(3, 3), b=_t(3), a=torch.nn.Linear(3, 3), c=1.5)
+    assert symexec.explain(fn, _t(3), torch.nn.Linear(3, 3), b=_t(3), a=torch.nn.Linear(3, 3)).graph_break_count == 0
+
+
+def test_sorted_compares_values_not_known_while_tracing():
+    # equal names: the tensors would be compared (eager raises on a tensor's truth); the graph breaks
+    def fn(x, y):
+        pairs = sorted([("a", x), ("a", y)], reverse=True)
+        return pairs
+
+    check(fn, _t(1), _t(1), expect_traced=False)
 
 
 def test_list_copy_is_independent():

@@ -167,6 +167,51 @@ def test_parameter_made_inside_is_a_parameter(backend):
     check(fn, Net(), torch.randn(3), backend=backend, expect_traced=False)
 
 
+class Guarded(torch.nn.Module):
+    """A module with its own ``__setattr__``/``__delattr__`` (as torchmetrics' Metric): it refuses
+    a name, logs the others, then runs nn.Module's."""
+
+    def __init__(self):
+        super().__init__()
+        self.log = []
+        self.lin = torch.nn.Linear(3, 3)
+        self.register_buffer("total", torch.zeros(3))
+        self.count = 0
+
+    def __setattr__(self, name, value):
+        if name == "frozen":
+            raise RuntimeError(f"Can't change const `{name}`.")
+        if name != "log":
+            self.log.append(name)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name):
+        self.log.append("del " + name)
+        super().__delattr__(name)
+
+
+def test_a_modules_own_setattr_runs_once_and_nn_modules_store_is_replayed():
+    def fn(m, x):
+        m.count = m.count + 1
+        m.total = m.total + x  # a buffer replaced
+        m.plain = x * 2
+        del m.plain
+        m.extra = x.sum()
+        return m.lin(m.total) + m.extra, m.count
+
+    check(fn, Guarded(), torch.randn(3))
+    _one_graph(fn, Guarded(), torch.randn(3))
+
+
+def test_a_modules_own_setattr_that_raises():
+    def fn(m, x):
+        m.count = 1
+        m.frozen = x
+        return x
+
+    check(fn, Guarded(), torch.randn(3), expect_traced=False)
+
+
 # -- 4. autocast objects made outside -------------------------------------------------------------
 @torch.autocast("cpu", dtype=torch.bfloat16)
 def _autocast_matmul(a, b):

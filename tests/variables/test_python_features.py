@@ -455,6 +455,29 @@ def test_a_builtin_class_method_read_from_the_class():
     check(fn, torch.randn(3), expect_traced=False)
 
 
+def test_str_methods_read_from_the_class_on_constants():
+    # einops' parser: ``str.count(expression, "...")``, ``str.isidentifier(name)``: computed
+    def fn(x, expression):
+        dots = str.count(expression, ".")
+        return (x + dots, str.isidentifier("ab"), str.isalnum("a_"), str.split(expression, "."),
+                str.replace(expression, ".", "-", 2), str.startswith(expression, ("a", "b")))
+
+    check(fn, torch.randn(3), "a...b")
+    assert symexec.explain(fn, torch.randn(3), "a...b").graph_break_count == 0
+
+
+def test_str_methods_read_from_the_class_on_other_values_break():
+    class Loud(str):
+        def __format__(self, spec):
+            print("formatted")
+            return "loud"
+
+    def fn(x, name):
+        return x + 1, str.format("{}", Loud("a")), str.upper(name), str.count("ab", 1)
+
+    check(fn, torch.randn(3), Loud("q"), expect_traced=False)
+
+
 def _range_more(x):
     r = range(-5, 5, 2)
     return (x + 1, r[::-1], r[-2::-2], list(reversed(range(2**70, 2**70 + 3))), range(0) == range(2, 1), r.index(-1),

@@ -6,6 +6,7 @@ import copy
 import functools
 import inspect
 import operator
+import pickle
 import sys
 import types
 import typing
@@ -1004,3 +1005,24 @@ def test_the_views_of_a_signatures_parameters():
 
     check(fn, torch.randn(3))
     assert symexec.explain(fn, torch.randn(3)).graph_break_count == 0
+
+
+# -- pickle.dumps of plain data (gpytorch's memoize keys its cache by the pickled kwargs) ---------
+def test_pickle_dumps_of_plain_data_is_computed():
+    def fn(x, **kwargs):
+        key = pickle.dumps(kwargs)
+        return x + len(key), key, pickle.dumps((1, "a", [2.5, None], {"k": b"v"}), protocol=2)
+
+    check(fn, torch.randn(3), a=1, b="s")
+    assert symexec.explain(fn, torch.randn(3), a=1, b="s").graph_break_count == 0
+
+
+def test_pickle_dumps_of_other_values_breaks():
+    class Level(int):
+        def __reduce__(self):
+            return (int, (7,))
+
+    def fn(x, value):
+        return x + 1, pickle.dumps(value), pickle.dumps({1}), pickle.dumps(1, protocol=99)
+
+    check(fn, torch.randn(3), Level(3), expect_traced=False)

@@ -88,6 +88,22 @@ def test_dynamic_first_dimension_recompiles_once():
     assert backend.graph_count == 2
 
 
+def test_size_made_of_symbolic_sizes_stays_dynamic():
+    # torch.Size([n, 3]) of a symbolic n is a Size of it, not the value n had (linear_operator)
+    def fn(x):
+        shape = torch.Size([x.shape[0], 3])
+        return x.new_zeros(shape) + x, torch.Size((x.shape[0] * 2,)), x.expand(torch.Size([2, *x.shape]))
+
+    backend = CountingBackend()
+    compiled = symexec.compile(fn, backend=backend)
+    for size in (2, 3, 4, 7):
+        x = _t(size, 3)
+        expected, actual = fn(x), compiled(x)
+        assert actual[1] == expected[1] and type(actual[1]) is torch.Size
+        assert torch.equal(actual[0], expected[0]) and torch.equal(actual[2], expected[2])
+    assert backend.graph_count == 2
+
+
 def test_dynamic_shape_guards():
     def fn(a, b):
         return a.shape[0] * a * b
