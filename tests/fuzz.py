@@ -843,6 +843,22 @@ def fn(x, i, mode):
           st.sampled_from([0, 1, 2, 3])))
 
 
+template("enum_member", "an enum member passed in: which member (its value, its name), its class", """
+import enum
+class Color(enum.Enum):
+    RED = 1
+    GREEN = 2
+    def double(self):
+        return self.value * 2
+class Bits(enum.IntFlag):
+    A = 1
+    B = 2
+def fn(x, c):
+    if isinstance(c, Color):
+        return x * c.double(), c.name
+    return x * c.value - c, c.name, c is Bits.A
+""", args(X, refs("Color.RED", "Color.GREEN", "Bits.A", "Bits.B")))
+
 _ARRAYS = st.builds(A, st.sampled_from(["float64", "float32", "int64", "int32"]), st.sampled_from([(2, 3), (3, 2), (4,)]),
                     st.sampled_from(["c", "t", "off", "ro"]), st.sampled_from([0, 1]))
 

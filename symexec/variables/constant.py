@@ -124,7 +124,8 @@ class ConstantVariable(VariableTracker):
         static = class_static(tx, cls, name)
         if isinstance(value, enum.Enum) and name in ("name", "value") and \
                 static is enum.Enum.__dict__[name]:
-            return wrap_constant(getattr(value, name))
+            # (which member it is: guarded, as any use of a constant's value)
+            return wrap_constant(getattr(self.as_python_constant(), name))
         if isinstance(static, _BUILTIN_METHODS):
             return BoundMethodVariable(self, name)  # (call_method runs it on the value)
         return self.instance_attribute(tx, name)

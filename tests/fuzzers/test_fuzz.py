@@ -46,6 +46,8 @@ REPROS = {
     "default_removed_then_restored": ("defaults_changed", None, [
         fuzz.Call([fuzz.T()]), fuzz.Call([fuzz.T()]), fuzz.Mut("fn.__defaults__ = None"), fuzz.Call([fuzz.T()]),
         fuzz.Mut("fn.__defaults__ = (3,)"), fuzz.Call([fuzz.T()])]),
+    "enum_member_value_unguarded": ("enum_member", None, [
+        fuzz.Call([_X, fuzz.Ref("Color.RED")]), fuzz.Call([_X, fuzz.Ref("Color.GREEN")])]),
     "zero_after_inf": ("floats", None, [
         fuzz.Call([_X, 0.0]), fuzz.Call([_X, float("inf")]), fuzz.Call([_X, 0.0])]),
 }

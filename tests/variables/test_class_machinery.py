@@ -1132,3 +1132,16 @@ def test_class_of_a_super_object():
 
     check(fn, _t(4))
     assert symexec_graphs(fn, _t(4))[1].graph_count == 1
+
+
+def test_an_enum_member_passed_in_reading_its_value_and_name():
+    # A member is a constant of the trace: reading its value or name pins which member it is
+    # (the second member used to reuse the first's entry: x * 1 for GREEN).
+    def through_a_method(x, c):
+        return x * c.double()
+
+    def directly(x, c):
+        return x * c.value, c.name
+
+    for fn in (through_a_method, directly):
+        check_sequence(fn, [_t(4), Color.RED], [_t(4), Color.GREEN], [_t(4), Color.RED])
