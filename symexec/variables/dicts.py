@@ -47,6 +47,11 @@ class ConstDictVariable(VariableTracker):
         self.user_cls = user_cls
         self.default_factory = default_factory  # a defaultdict's
 
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        if name == "default_factory" and self.user_cls is collections.defaultdict and self.default_factory is not None:
+            return self.default_factory  # (a defaultdict's: what it was made with, or read from the input)
+        return super().var_getattr(tx, name)
+
     def python_type(self) -> type:
         return self.user_cls
 

@@ -318,3 +318,13 @@ def test_size_as_a_dict_key():
     check_sequence(fn, [_t(2, 3), cached], [_t(2, 3), cached], [_t(3, 2), cached])
     _, backend = symexec_graphs(fn, _t(2, 3), {torch.Size([2, 3]): _t(2, 3), (1, 2): 0})
     assert backend.graph_count == 1
+
+
+def test_default_factory_of_a_defaultdict_read():
+    # Made by the trace (with a factory, or by fromkeys: None) or passed in: no graph break.
+    def fn(x, given):
+        made = collections.defaultdict(list)
+        keys = collections.defaultdict.fromkeys("ab", 1)
+        return x + 1, made.default_factory, keys.default_factory, given.default_factory
+    check(fn, _t(), collections.defaultdict(int, {"a": 1}))
+    assert not symexec.explain(fn, _t(), collections.defaultdict(int)).break_reasons
