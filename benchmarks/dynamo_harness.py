@@ -230,8 +230,30 @@ def _set_graph_break() -> None:
     torch._dynamo.decorators.graph_break = fn
 
 
+# torch._dynamo.config options that have a symexec.config counterpart of the same meaning: in the
+# symexec run symexec reads them from torch._dynamo.config, so a test's
+# ``torch._dynamo.config.patch(capture_scalar_outputs=True)`` applies to symexec too.
+MIRRORED_OPTIONS = ("capture_scalar_outputs", "cache_size_limit")
+
+
+def _mirrored(name: str) -> property:
+    own = getattr(symexec.config, name)
+
+    def read(self: Any) -> Any:
+        return getattr(torch._dynamo.config, name) if MODE == "symexec" else own
+
+    return property(read)
+
+
+def _mirror_config() -> None:
+    """symexec.config reads the mirrored options from torch._dynamo.config (in the symexec run)."""
+    mirrored = type("MirroredConfig", (type(symexec.config),), {name: _mirrored(name) for name in MIRRORED_OPTIONS})
+    object.__setattr__(symexec.config, "__class__", mirrored)
+
+
 def install() -> None:
     """Replace torch's compiler entry points wherever the tests reach them."""
+    _mirror_config()
     torch.compile = SUBSTITUTES["compile"]
     for module in (torch._dynamo, torch._dynamo.eval_frame, torch._dynamo.testing, torch._dynamo.decorators):
         for name, fn in SUBSTITUTES.items():

@@ -17,7 +17,9 @@ Each test method (``make_test`` cases of test_functions.py included: they call t
 (b) as written, under torch.compile, its backend wrapped in a counter; (c) under symexec:
 ``torch.compile``, ``torch._dynamo.optimize``, ``optimize_assert``, ``run``, ``reset``,
 ``graph_break``, ``allow_in_graph``, ``mark_dynamic`` replaced by symexec's, with the same backend
-in the same counter. The tests' own assertions (``CompileCounter``, ``same(...)``) then judge
+in the same counter; the ``torch._dynamo.config`` options that have a ``symexec.config`` option
+of the same meaning (``capture_scalar_outputs``, ``cache_size_limit``) are read from
+``torch._dynamo.config`` in that run, so a test's ``config.patch(...)`` applies to both. The tests' own assertions (``CompileCounter``, ``same(...)``) then judge
 symexec. Cases that use an API symexec has no counterpart for (``torch._dynamo.explain``,
 ``export``, ``optimize`` as a context manager) are "n/a" under symexec.
 

@@ -111,7 +111,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         guards.function_match(fn, args, kwargs, weak=hold_weakly)
         if reason is not None and getattr(reason, "break_guards", None) is not None:
             reason.break_guards(guards)
-        trace = Trace(guards, policy)
+        trace = Trace(guards, policy, fullgraph=fullgraph)
         if not global_state.modes_transparent():  # a TorchFunctionMode or dispatch mode is active
             return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start,
                                    fullgraph=fullgraph, warn=True)

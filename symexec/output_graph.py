@@ -21,6 +21,7 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch._dispatch.python import enable_python_dispatcher
+from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, StatelessSymbolicContext, compute_unbacked_bindings,
                                                   free_unbacked_symbols, PendingUnbackedSymbolNotFound)
 from torch.utils._stats import simple_call_counter
@@ -378,6 +379,12 @@ class OutputGraph:
         for node in reversed(list(self.graph.nodes)):
             if not node.users and node.op in ("call_function", "call_method") and self._is_pure(node):
                 self.graph.erase_node(node)
+        if self._unbacked_made():
+            # What the trace assumed of data-dependent numbers (torch._check(n == 3), a size >= 0)
+            # lives in the ShapeEnv, which may have replaced the number by what it assumed:
+            # checked when the graph runs, as torch's own tracers do (before unused inputs go:
+            # a check may read one).
+            insert_deferred_runtime_asserts(graph_module(self.graph), self.shape_env, "symexec")
         used = []
         for graph_input in self.inputs:
             if graph_input.node.users:
@@ -396,6 +403,11 @@ class OutputGraph:
             examples.append(value)
         return gm, examples
 
+    def _unbacked_made(self) -> bool:
+        """Whether the trace made a data-dependent (unbacked) symbol."""
+        return bool(self.shape_env.unbacked_symint_counter or self.shape_env.unbacked_symfloat_counter)
+
+    @staticmethod
     @staticmethod
     def _is_pure(node: torch.fx.Node) -> bool:
         if node.meta.get("pure"):

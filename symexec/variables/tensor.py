@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
@@ -204,8 +205,8 @@ class TensorVariable(VariableTracker):
         raise AttributeMissing(f"AttributeError: 'Tensor' object has no attribute {name!r}")
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name in ("item", "tolist") and tx.config.capture_scalar_outputs and not args and not kwargs:
-            return record_call(tx, "call_method", name, [self], {})  # (a number the graph returns)
+        if name in ("item", "tolist") and not args and not kwargs and self.captures_scalars(tx):
+            return self.scalars(tx) if name == "tolist" else record_call(tx, "call_method", "item", [self], {})
         if name in NUMPY_CONVERSION:
             return NUMPY_CONVERSION[name](tx, self, args, kwargs)
         if name in _BREAKING_METHODS:
@@ -238,6 +239,21 @@ class TensorVariable(VariableTracker):
         if isinstance(result, TensorVariable) and result.example is self.example:
             return self  # an in-place method returns the same object, mutated: keep identity and source
         return result
+
+    def captures_scalars(self, tx: TracerContext) -> bool:
+        """Whether ``item()``/``tolist()`` stay in the graph as numbers known only at run time
+        (unbacked symbols), as under torch.compile: with ``capture_scalar_outputs``, or under
+        ``fullgraph`` (where torch.compile captures them too rather than fail)."""
+        return tx.config.capture_scalar_outputs or tx.trace.fullgraph
+
+    def scalars(self, tx: TracerContext) -> VariableTracker:
+        """``tolist()``: each element read with ``item()``, in nested lists by dimension."""
+        if self.example.dim() == 0:
+            return record_call(tx, "call_method", "item", [self], {})
+        if free_unbacked_symbols(self.example.size(0)):
+            raise Unsupported("Tensor.tolist() of a tensor whose length is known only at run time")
+        rows = self.unpack(tx)
+        return ListVariable([row.scalars(tx) for row in rows])  # type: ignore[attr-defined]
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         if self.example.dim() == 0:

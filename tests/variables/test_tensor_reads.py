@@ -1,0 +1,102 @@
+"""Reading values out of tensors: ``item()`` and ``tolist()`` as numbers known only at run time
+(unbacked symbols, with ``capture_scalar_outputs`` or under ``fullgraph``) and the checks on
+them, compared with eager and with torch.compile."""
+
+import pytest
+import torch
+import torch._dynamo
+
+import symexec
+from helpers import assert_same, assert_same_graphs_as_dynamo, check
+
+
+@pytest.fixture
+def capture(monkeypatch):
+    monkeypatch.setattr(symexec.config, "capture_scalar_outputs", True)
+    with torch._dynamo.config.patch(capture_scalar_outputs=True):
+        yield
+
+
+def _eager_raises(fn, *args):
+    with pytest.raises(RuntimeError):
+        fn(*args)
+
+
+def test_a_check_on_an_item_is_checked_when_the_graph_runs(capture):
+    # torch._check(z == 3) made the ShapeEnv replace z by 3: without the check in the graph a
+    # later call with 4 returned x + 4 where eager raises.
+    def fn(x, y):
+        z = y.item()
+        torch._check(z == 3)
+        return x + z
+
+    compiled = check(fn, torch.randn(4), torch.tensor([3]))
+    _eager_raises(fn, torch.randn(4), torch.tensor([4]))
+    with pytest.raises(RuntimeError):
+        compiled(torch.randn(4), torch.tensor([4]))
+
+
+def test_a_size_from_an_item_is_checked_when_the_graph_runs(capture):
+    def fn(x, n):
+        k = n.item()
+        torch._check(k >= 2)
+        torch._check(k <= x.shape[0])
+        return x[:k] * 2, torch.zeros(k)
+
+    compiled = check(fn, torch.randn(5), torch.tensor(3))
+    assert_same(fn(torch.randn(5).zero_(), torch.tensor(4)), compiled(torch.randn(5).zero_(), torch.tensor(4)))
+    _eager_raises(fn, torch.randn(5), torch.tensor(1))
+    with pytest.raises(RuntimeError):
+        compiled(torch.randn(5), torch.tensor(1))
+
+
+def test_tolist_of_an_integer_tensor_element_by_element(capture):
+    def fn(x):
+        out = []
+        for i in x.tolist():
+            out.append(i * 4)
+        return out
+
+    assert_same_graphs_as_dynamo(fn, torch.tensor([2, 1]))
+    assert_same_graphs_as_dynamo(fn, torch.tensor([[2, 1], [3, 4], [5, 6]]))
+    check(fn, torch.tensor([[[2, 1], [2, 1]], [[2, 1], [2, 1]]]))
+    check(fn, torch.tensor(42))
+
+
+def test_check_is_size_stays_in_the_graph(capture):
+    # torch._check_is_size is a node, as under torch.compile (inlined, its deprecation
+    # warning broke the graph)
+    def fn(x):
+        u = x.sum().item()
+        torch._check_is_size(u)
+        return torch.arange(u, dtype=torch.float32) * 2
+
+    check(fn, torch.tensor([1, 2, 3]))
+    ours, _ = assert_same_graphs_as_dynamo(fn, torch.tensor([1, 2, 3]))
+    assert ours.graph_count == 1
+
+
+def test_fullgraph_captures_item_and_tolist():
+    # Without capture_scalar_outputs torch.compile captures them under fullgraph=True rather
+    # than fail; so does symexec.
+    def fn(x, y):
+        a, b = y.tolist()
+        return x * x.sum().item() + a * b
+
+    args = (torch.randn(3), torch.tensor([2, 5]))
+    compiled = symexec.compile(fn, backend="eager", fullgraph=True)
+    assert_same(fn(*args), compiled(*args))
+    other = (torch.randn(3), torch.tensor([-1, 7]))
+    assert_same(fn(*other), compiled(*other))
+    assert len(symexec.cache_entries(compiled)) == 1
+
+
+def test_item_and_tolist_break_without_the_option():
+    def fn(x, y):
+        s = y.tolist()
+        return x * x.sum().item() + s[0]
+
+    args = (torch.randn(3), torch.tensor([2, 5]))
+    check(fn, *args)
+    ours, _ = assert_same_graphs_as_dynamo(fn, *args)
+    assert ours.graph_count == 2  # (none before tolist(), which reads an input)
