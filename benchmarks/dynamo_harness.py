@@ -70,9 +70,26 @@ class Stats:
 STATS = Stats()
 
 
+# Nodes that compute nothing, left out of both systems' op counts: torch.compile records torch's
+# API-usage logging call (``torch._C._log_api_usage_once``, run by a module's or a function's
+# Python code) and re-enters a grad or inference mode at the start of each function it resumes
+# after a break, where symexec sets the mode in the code around its graphs. Counted, a case
+# whose graphs compute the same looked like a capture gap.
+BOOKKEEPING = frozenset({torch._C._log_api_usage_once, torch._C._set_grad_enabled,
+                         torch.autograd.grad_mode._enter_inference_mode, torch.autograd.grad_mode._exit_inference_mode})
+
+
 def op_targets(gm: torch.fx.GraphModule) -> tuple[str, ...]:
     return tuple(node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
-                 for node in gm.graph.nodes if node.op in ("call_function", "call_method", "call_module"))
+                 for node in gm.graph.nodes if node.op in ("call_function", "call_method", "call_module")
+                 and not (node.op == "call_function" and _bookkeeping(node.target)))
+
+
+def _bookkeeping(target: Any) -> bool:
+    try:
+        return target in BOOKKEEPING
+    except TypeError:  # (an unhashable target)
+        return False
 
 
 class Counting:

@@ -365,7 +365,11 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     gm = compiled = None
     trace_seconds = time.perf_counter() - start
     compile_start = time.perf_counter()
-    if output.call_node_count() or outputs:
+    grad_mode = output.grad_mode_only() if not outputs else None
+    if grad_mode is not None:  # (a graph that only sets the grad mode: set here, as torch.compile drops it)
+        cg.call_const(torch._C._set_grad_enabled, lambda: [cg.load_const(grad_mode)])
+        cg.emit("POP_TOP")
+    elif output.call_node_count() or outputs:
         gm, examples = output.finish(list(outputs.values()))
         if not outputs and not output.call_node_count():
             gm = None  # (only pure nodes no value uses, dropped: no graph to compile, as under Dynamo)

@@ -370,6 +370,16 @@ class OutputGraph:
     def call_node_count(self) -> int:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
 
+    def grad_mode_only(self) -> bool | None:
+        """The grad mode a graph leaves set when all it does is set it (a ``with no_grad()``
+        entered before a break): no graph is needed for that, the caller's code sets it. None
+        when the graph does anything else."""
+        calls = [n for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+        if not calls or any(n.op != "call_function" or n.target is not torch._C._set_grad_enabled
+                            or len(n.args) != 1 or type(n.args[0]) is not bool for n in calls):
+            return None
+        return calls[-1].args[0]
+
     # -- the end ----------------------------------------------------------------------------
     def finish(self, outputs: list[Any]) -> tuple[torch.fx.GraphModule, list[Any]]:
         """Close the graph on ``outputs``; drop dead nodes and unused inputs; return it with its

@@ -138,7 +138,10 @@ class TensorVariable(VariableTracker):
             return record_call(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
         if name == "grad" and self.source is not None:
             return self.grad(tx)
-        if name in ("grad", "data", "_base", "grad_fn"):
+        if name == "data":
+            # the tensor's data without its autograd history: a node, as torch.compile records it
+            return record_call(tx, "call_function", torch._C._autograd._get_data_attr, [self], {})
+        if name in ("grad", "_base", "grad_fn"):
             raise Unsupported(f"reading tensor.{name}")
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethodVariable(self, name)

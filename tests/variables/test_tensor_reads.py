@@ -100,3 +100,29 @@ def test_item_and_tolist_break_without_the_option():
     check(fn, *args)
     ours, _ = assert_same_graphs_as_dynamo(fn, *args)
     assert ours.graph_count == 2  # (none before tolist(), which reads an input)
+
+
+# --- tensor.data -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_data_read_is_a_node(backend):
+    # (it broke the graph) the tensor without its autograd history, sharing its memory: a
+    # write through it changes the input
+    def fn(x, y):
+        z = x.data
+        z.mul_(2)
+        return x[y.data] + 1, z.requires_grad, z.shape
+
+    x = torch.rand(8, requires_grad=True)
+    check(fn, x, torch.ones(8, dtype=torch.int64), backend=backend)
+    ours, _ = assert_same_graphs_as_dynamo(fn, x, torch.ones(8, dtype=torch.int64))
+    assert ours.graph_count == 1
+
+
+def test_data_of_a_parameter_read_and_returned():
+    def fn(m, x):
+        w = m.weight.data
+        return x @ w.t(), w
+
+    check(fn, torch.nn.Linear(3, 2), torch.randn(4, 3))
