@@ -26,9 +26,17 @@ def set_grad_mode(tx: TracerContext, enabled: bool) -> None:
     state = tx.trace.torch
     if state.grad_enabled == enabled:
         return
-    tx.trace.graph.create_call("call_function", torch._C._set_grad_enabled, (enabled,), {}, example=False)
     torch._C._set_grad_enabled(enabled)
     state.grad_enabled = enabled
+    graph = tx.trace.graph.graph
+    last = next(reversed(graph.nodes), None)
+    if last is not None and last.op == "call_function" and last.target is torch._C._set_grad_enabled:
+        # switched again with nothing run in between: the earlier switch has no effect (and
+        # this one none either if it goes back to the mode before it), as torch.compile keeps it
+        graph.erase_node(last)
+        if enabled != last.args[0]:
+            return
+    tx.trace.graph.create_call("call_function", torch._C._set_grad_enabled, (enabled,), {}, example=False)
 
 
 class GradModeVariable(VariableTracker):

@@ -212,6 +212,27 @@ def test_grad_mode_context_managers(mode):
     fullgraph(fn, torch.randn(3, requires_grad=True))
 
 
+def test_grad_mode_switched_back_and_forth_with_nothing_between():
+    # switches with no operation between them collapse into the last one, as under
+    # torch.compile (the graph held five where torch.compile's holds three)
+    def fn(param, y):
+        prev = torch.is_grad_enabled()
+        try:
+            torch.set_grad_enabled(False)
+            torch.set_grad_enabled(True)
+            torch.set_grad_enabled(False)
+            param.add_(y)
+            with torch.enable_grad():
+                pass
+        finally:
+            torch.set_grad_enabled(prev)
+        return torch.is_grad_enabled(), param * 2
+
+    check(fn, torch.nn.Parameter(torch.randn(4)), torch.randn(4))  # (it changes param: not `fullgraph`)
+    ours, _ = assert_same_graphs_as_dynamo(fn, torch.nn.Parameter(torch.randn(4)), torch.randn(4))
+    assert ours.op_counts() == [4]
+
+
 def test_autocast_on_cpu():
     def fn(x, w):
         with torch.autocast("cpu", dtype=torch.bfloat16):
