@@ -62,6 +62,9 @@ class Stats:
         self.graphs = 0
         self.ops = 0
         self.signatures: list[tuple[str, ...]] = []  # each graph's op targets, in order
+        # each graph's input names and op targets: a recompile of one graph repeats it, two
+        # graphs with the same ops on different inputs (a callee's and its caller's) do not
+        self.keys: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         self.breaks: list[str] = []
         self.fallbacks: list[str] = []
         self.internal: list[str] = []
@@ -103,6 +106,7 @@ class Counting:
         STATS.graphs += 1
         STATS.ops += len(targets)
         STATS.signatures.append(targets)
+        STATS.keys.append((tuple(n.name for n in gm.graph.nodes if n.op == "placeholder"), targets))
         return self.inner(gm, example_inputs)
 
 
@@ -470,7 +474,7 @@ def run_case(module: types.ModuleType, case: str, mode: str, seconds: int) -> di
     status, kind, message, line = _outcome(result)
     return {"status": status, "kind": kind, "message": message, "line": line, "graphs": STATS.graphs,
             "ops": STATS.ops,
-            "distinct_ops": sum(map(len, set(STATS.signatures))), "graph_ops": [list(t[:40]) for t in STATS.signatures[:10]],
+            "distinct_ops": sum(len(targets) for _, targets in set(STATS.keys)), "graph_ops": [list(t[:40]) for t in STATS.signatures[:10]],
             "breaks": STATS.breaks[:20], "fallbacks": STATS.fallbacks[:20],
             "internal": STATS.internal[:10]}
 

@@ -31,7 +31,7 @@ graph text); symexec's internal errors (fallbacks with a warning) and its graph-
 The table gives per file: cases, torch.compile ok, symexec ok, symexec failures where
 torch.compile passes, wrong results, internal errors, op nodes captured (symexec/torch.compile:
 the op nodes of each system's distinct graphs, so a recompile of the same graph does not count
-twice; nodes that compute nothing are left out of both: torch's API-usage logging and the grad or
+twice: graphs are the same when their inputs' names and their ops are; nodes that compute nothing are left out of both: torch's API-usage logging and the grad or
 inference mode set at the start of a resumed function, ``dynamo_harness.BOOKKEEPING``), cases with fewer ops (< 95% of torch.compile's), with more graphs (every compile
 counts), and the share of the cases
 torch.compile runs correctly where symexec conforms (ok, ops >= 95%, graphs <= torch.compile's

@@ -23,6 +23,7 @@ from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, Source
 from .base import BoundMethodVariable, Registry, VariableTracker, as_proxy, only_asking
 from .constant import ConstantVariable, is_literal, wrap_constant
+from .ctx import set_grad_mode
 from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
 # Tensor attributes that are facts of the fake tensor: constants for the trace. For an input,
@@ -178,6 +179,8 @@ class TensorVariable(VariableTracker):
     def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """``x.grad = g`` on an input (``None``, or a tensor torch accepts), replayed after the
         graph; torch's own error for any other value is CPython's to raise."""
+        if name == "data" and value is not None:
+            return self.set_data(tx, value)
         if name != "grad" or self.source is None or value is None:
             super().store_attr(tx, name, value)
         if isinstance(value, TensorVariable) and not self.accepts_grad(tx, value):
@@ -185,6 +188,25 @@ class TensorVariable(VariableTracker):
         if not isinstance(value, TensorVariable) and not (value.is_python_constant() and value.as_python_constant() is None):
             raise Unsupported(f"assigning tensor.grad {value.describe()}")
         tx.trace.side_effects.store_attr(self, "grad", value)
+
+    def set_data(self, tx: TracerContext, value: VariableTracker) -> None:
+        """``x.data = y`` on an input, as torch.compile models it: ``x.set_(y)`` with grad
+        off (x takes y's memory and metadata, keeps its autograd identity), then x's version
+        counter put back (``.data =`` bumps none, ``set_`` one). A view, another dtype, device
+        or layout (torch changes x's dtype or refuses), a tensor of the trace: broken."""
+        if self.source is None:
+            raise Unsupported("setting tensor.data of a tensor made in the compiled function")
+        if not isinstance(value, TensorVariable):
+            raise Unsupported(f"setting tensor.data to {value.describe()}")
+        mine, theirs = self.example, value.example
+        if (mine.dtype, mine.device, mine.layout) != (theirs.dtype, theirs.device, theirs.layout) \
+                or mine.layout != torch.strided or mine._is_view() or type(mine) is not type(theirs):
+            raise Unsupported("setting tensor.data of a view, or to a tensor of another dtype, device or layout")
+        grad_enabled = tx.trace.torch.grad_enabled
+        set_grad_mode(tx, False)
+        node, _ = tx.trace.graph.create_call("call_function", torch.Tensor.set_, (self.node, value.node), {})
+        set_grad_mode(tx, grad_enabled)
+        tx.trace.graph.create_call("call_function", _lower_version, (node,), {})
 
     def accepts_grad(self, tx: TracerContext, grad: "TensorVariable") -> bool:
         """What torch checks of a new ``.grad``: another tensor, of this one's device, layout,
@@ -355,6 +377,12 @@ def is_symbolic(value: Any) -> bool:
     if isinstance(value, (tuple, list)):
         return any(is_symbolic(v) for v in value)
     return False
+
+
+def _lower_version(tensor: torch.Tensor) -> torch.Tensor:
+    """The version counter as it was before the ``set_`` of ``x.data = y`` (a graph node)."""
+    torch._C._autograd._unsafe_set_version_counter((tensor,), (max(tensor._version - 1, 0),))
+    return tensor
 
 
 def record_call(tx: TracerContext, op: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:

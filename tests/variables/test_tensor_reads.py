@@ -126,3 +126,47 @@ def test_data_of_a_parameter_read_and_returned():
         return x @ w.t(), w
 
     check(fn, torch.nn.Linear(3, 2), torch.randn(4, 3))
+
+
+def _set_data(x, y):
+    z = x
+    x.data = y
+    y.data = torch.zeros([0])
+    return x * 2, x is z, x._version, y._version, x.requires_grad, x.shape
+
+
+def test_data_assigned_on_inputs():
+    # (it broke the graph) x takes y's memory and metadata and keeps its autograd identity; no
+    # version counter moves. (AOTAutograd backends do not keep that: versions move, and
+    # symexec's aot_eager, which does not keep inference graphs' input mutations, refuses the
+    # set_ of an input, as torch's AOTAutograd does under torch.compile.)
+    check(_set_data, torch.ones(6), torch.arange(6.0))
+    check(_set_data, torch.ones(6, requires_grad=True), torch.arange(4.0, requires_grad=True))
+    ours, _ = assert_same_graphs_as_dynamo(_set_data, torch.ones(6), torch.arange(6.0))
+    assert ours.graph_count == 1
+
+
+def test_data_assigned_then_backward_through_the_input():
+    def fn(x, y):
+        z = x.sin()  # saved for backward: .data = does not count as a change of x
+        x.data = y
+        x.add_(1) if not x.requires_grad else None
+        return z
+
+    def run(f):
+        x, y = torch.ones(3, requires_grad=True), torch.full((3,), 2.0)
+        z = f(x, y)
+        z.sum().backward()
+        return z, x.grad, x._version, x
+
+    compiled = symexec.compile(fn, backend="eager")
+    assert_same(run(fn), run(compiled))
+
+
+def test_data_assigned_where_torch_changes_the_dtype_breaks():
+    def fn(x, y, w):
+        w.data = torch.ones(2)  # a tensor of the trace: breaks
+        x.data = y  # another dtype: breaks
+        return x + 1, x.dtype
+
+    check(fn, torch.ones(3), torch.ones(4, dtype=torch.float64), torch.zeros(5))
