@@ -139,6 +139,10 @@ class TensorVariable(VariableTracker):
             return record_call(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
         if name == "grad" and self.source is not None:
             return self.grad(tx)
+        if name in ("grad", "_grad") and not self.is_input_object(tx):
+            # a tensor the trace made has no gradient: only backward(), which breaks, fills one,
+            # and assigning one to a tensor of the trace breaks too
+            return ConstantVariable(None)
         if name == "data":
             # the tensor's data without its autograd history: a node, as torch.compile records it
             return record_call(tx, "call_function", torch._C._autograd._get_data_attr, [self], {})
@@ -149,6 +153,12 @@ class TensorVariable(VariableTracker):
         if hasattr(torch.Tensor, name):
             raise Unsupported(f"reading attribute {name!r} of a tensor")
         return self.python_attribute(tx, name)
+
+    def is_input_object(self, tx: TracerContext) -> bool:
+        """Whether this may be an input tensor object itself (reached through an operation that
+        returns its argument, ``torch.relu_(x)``): its fake tensor is an input's."""
+        return self.source is not None or any(
+            node.meta.get("example_value") is self.example for node in tx.trace.graph.graph.find_nodes(op="placeholder"))
 
     def real_value(self, tx: TracerContext) -> torch.Tensor:
         """The input tensor of this call (only for a tracker with a source)."""

@@ -170,3 +170,31 @@ def test_data_assigned_where_torch_changes_the_dtype_breaks():
         return x + 1, x.dtype
 
     check(fn, torch.ones(3), torch.ones(4, dtype=torch.float64), torch.zeros(5))
+
+
+# --- tensor.grad -------------------------------------------------------------------------------
+
+
+def test_grad_of_a_tensor_made_in_the_trace_is_none():
+    # (it broke the graph) only backward() fills it, and that breaks
+    def fn(a, b):
+        made = torch.ones(2, 2)
+        c = a + made
+        return [made.grad, c + 1, b.grad]
+
+    b = torch.ones(2, 2)
+    b.grad = torch.full((2, 2), 7.0)
+    check(fn, torch.ones(2, 2, requires_grad=True), b)
+    ours, _ = assert_same_graphs_as_dynamo(fn, torch.ones(2, 2, requires_grad=True), b)
+    assert ours.graph_count == 1
+
+
+def test_grad_of_an_input_returned_by_an_operation_is_read():
+    # torch.relu_(x) returns x itself: its grad is the input's, not None
+    def fn(x):
+        y = torch.relu_(x)
+        return y.grad, y._grad
+
+    x = torch.ones(3)
+    x.grad = torch.full((3,), 2.0)
+    check(fn, x)
