@@ -266,6 +266,8 @@ class TensorVariable(VariableTracker):
             # A dynamic size, numel or stride: recorded (size = l_a_.size(); getitem = size[0]).
         if not hasattr(torch.Tensor, name):
             raise Unsupported(f"tensors have no method {name!r}")
+        if name != "type":  # (x.type(float) is torch's ValueError)
+            args, kwargs = python_types_as_dtypes(args, kwargs, positional=name == "to")
         if name == "new" and len(args) == 1 and isinstance(args[0], SizeVariable):
             # The legacy constructor reads a Size as sizes (a tuple as data), and FX writes a
             # Size as a tuple: the empty tensor of that size, by name.
@@ -387,6 +389,26 @@ def is_symbolic(value: Any) -> bool:
     if isinstance(value, (tuple, list)):
         return any(is_symbolic(v) for v in value)
     return False
+
+
+# The dtype torch's argument parser reads a Python number type as (``x.to(float)``: float64).
+_PYTHON_TYPE_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
+def python_types_as_dtypes(args: list[VariableTracker], kwargs: dict[str, VariableTracker], *,
+                           positional: bool) -> tuple[list[VariableTracker], dict[str, VariableTracker]]:
+    """A Python number type given to one of torch's own operations as a dtype (``dtype=int``;
+    ``positional``: any argument, as ``Tensor.to`` takes it) as the dtype torch's parser makes of
+    it: the graph's code cannot spell the class."""
+    def convert(var: VariableTracker) -> VariableTracker:
+        value = var.as_python_constant() if var.is_python_constant() else None
+        return ConstantVariable(_PYTHON_TYPE_DTYPES[value]) if type(value) is type and value in _PYTHON_TYPE_DTYPES else var
+
+    if positional:
+        args = [convert(a) for a in args]
+    if "dtype" in kwargs:
+        kwargs = {**kwargs, "dtype": convert(kwargs["dtype"])}
+    return args, kwargs
 
 
 def _lower_version(tensor: torch.Tensor) -> torch.Tensor:

@@ -28,7 +28,7 @@ from .higher_order import WRAPPERS as HIGHER_ORDER_WRAPPERS
 from .classes import CLASS_DATA_ATTRS, PythonModuleVariable, UserDefinedClassVariable, construct
 from .new_modules import construct_torch_module
 from .lists import ListVariable, SizeVariable, TupleVariable
-from .tensor import SymNodeVariable, TensorVariable, record_call
+from .tensor import SymNodeVariable, TensorVariable, python_types_as_dtypes, record_call
 
 # Functions that change global state or leave the graph's world.
 _STATEFUL = frozenset({
@@ -188,6 +188,8 @@ class TorchVariable(VariableTracker):
             # object): traced into, as a user's function, with its code pinned.
             tx.guards.id_match(AttrSource(self.source or ConstSource.of(fn), "__code__"), fn.__code__)
             return UserFunctionVariable(fn, self.source).call_function(tx, args, kwargs)
+        if isinstance(fn, types.BuiltinFunctionType):  # (torch's own C function: its parser reads dtype=float)
+            args, kwargs = python_types_as_dtypes(args, kwargs, positional=False)
         # Even a call on constants is recorded: its fake result says whether it made a tensor
         # (a factory such as torch.ones) or a constant, whose node is then dropped.
         result = record_call(tx, "call_function", fn, args, kwargs)
