@@ -418,7 +418,6 @@ class OutputGraph:
         return bool(self.shape_env.unbacked_symint_counter or self.shape_env.unbacked_symfloat_counter)
 
     @staticmethod
-    @staticmethod
     def _is_pure(node: torch.fx.Node) -> bool:
         if node.meta.get("pure"):
             return True  # its maker knows it has no effect (an item of a node's tuple result)

@@ -191,6 +191,9 @@ class TensorVariable(VariableTracker):
         graph; torch's own error for any other value is CPython's to raise."""
         if name == "data" and value is not None:
             return self.set_data(tx, value)
+        if name == "requires_grad" and value is not None and value.is_python_constant() \
+                and value.as_python_constant() is self.example.requires_grad and self.example.is_leaf:
+            return None  # a leaf given the flag it has (torch.testing.make_tensor's): nothing changes
         if name != "grad" or self.source is None or value is None:
             super().store_attr(tx, name, value)
         if isinstance(value, TensorVariable) and not self.accepts_grad(tx, value):

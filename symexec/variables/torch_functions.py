@@ -188,7 +188,7 @@ class TorchVariable(VariableTracker):
             # object): traced into, as a user's function, with its code pinned.
             tx.guards.id_match(AttrSource(self.source or ConstSource.of(fn), "__code__"), fn.__code__)
             return UserFunctionVariable(fn, self.source).call_function(tx, args, kwargs)
-        if isinstance(fn, types.BuiltinFunctionType):  # (torch's own C function: its parser reads dtype=float)
+        if isinstance(fn, types.BuiltinFunctionType) and is_torch_object(fn):  # (torch's parser reads dtype=float)
             args, kwargs = python_types_as_dtypes(args, kwargs, positional=False)
         # Even a call on constants is recorded: its fake result says whether it made a tensor
         # (a factory such as torch.ones) or a constant, whose node is then dropped.

@@ -198,3 +198,20 @@ def test_grad_of_an_input_returned_by_an_operation_is_read():
     x = torch.ones(3)
     x.grad = torch.full((3,), 2.0)
     check(fn, x)
+
+
+def test_requires_grad_set_to_what_it_is():
+    # (torch.testing.make_tensor sets it on the tensor it made: it broke the graph) the same
+    # flag on a leaf changes nothing; a change, or any set on a non-leaf (torch's error), breaks
+    def fn(x, flag):
+        a = torch.empty(2, 3).uniform_(-1, 1)
+        a.requires_grad = False
+        x.requires_grad = True
+        y = x * 2
+        if flag:
+            y.requires_grad = True
+        return a.requires_grad, y
+
+    check(fn, torch.ones(3, requires_grad=True), False)
+    check(fn, torch.ones(3, requires_grad=True), True, expect_traced=False)
+    check(fn, torch.ones(3), False, expect_traced=False)
