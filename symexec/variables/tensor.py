@@ -245,6 +245,8 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name in ("item", "tolist") and not args and not kwargs and self.captures_scalars(tx):
             return self.scalars(tx) if name == "tolist" else record_call(tx, "call_method", "item", [self], {})
+        if name == "untyped_storage" and not args and not kwargs and self.source is not None:
+            return StorageVariable(self)
         if name in NUMPY_CONVERSION:
             return NUMPY_CONVERSION[name](tx, self, args, kwargs)
         if name in _BREAKING_METHODS:
@@ -308,6 +310,38 @@ class TensorVariable(VariableTracker):
             return f"TensorVariable({self.source.name}, not yet read)"  # type: ignore[union-attr]
         shape = tuple(self.example.shape)
         return f"TensorVariable({self.node.name}: {str(self.example.dtype).removeprefix('torch.')}{list(shape)})"
+
+
+class StorageVariable(VariableTracker):
+    """``x.untyped_storage()`` of an input tensor, for its size: ``size()`` and ``nbytes()``
+    read from the real storage and guarded (a view's storage is its base's, which no tensor
+    guard pins), while the trace has not changed it (its fake tensor's storage is as large).
+    Anything else, or keeping the storage, breaks."""
+
+    models = torch.UntypedStorage
+
+    def __init__(self, tensor: TensorVariable) -> None:
+        super().__init__()
+        self.tensor = tensor
+
+    def python_type(self) -> type:
+        return torch.UntypedStorage
+
+    def describe(self) -> str:
+        return f"the storage of {self.tensor.describe()}"
+
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name not in ("size", "nbytes") or args or kwargs:
+            raise Unsupported(f"calling {name}() of {self.describe()}")
+        size = self.tensor.input_fact(tx, f"untyped_storage().{name}()", f".untyped_storage().{name}()",
+                                      lambda t: t.untyped_storage().nbytes())
+        traced = self.tensor.example.untyped_storage().nbytes()
+        if is_symbolic(traced) or traced != size.as_python_constant():
+            raise Unsupported(f"the size of {self.describe()}, which the trace changed or made dynamic")
+        return size
+
+    def reconstruct(self, cg: Any) -> None:
+        raise Unsupported(f"keeping {self.describe()}")
 
 
 class SymNodeVariable(VariableTracker):

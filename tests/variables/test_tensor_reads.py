@@ -215,3 +215,47 @@ def test_requires_grad_set_to_what_it_is():
     check(fn, torch.ones(3, requires_grad=True), False)
     check(fn, torch.ones(3, requires_grad=True), True, expect_traced=False)
     check(fn, torch.ones(3), False, expect_traced=False)
+
+
+# --- x.untyped_storage() ----------------------------------------------------------------------
+
+
+def test_storage_size_of_an_input_is_read_and_guarded():
+    # (an operation returned a UntypedStorage: it broke the graph) FSDP's _same_storage_size; a
+    # view of a larger tensor has the same tensor guard and another storage size
+    def fn(x):
+        n = x.untyped_storage().size() // x.element_size()
+        return x + n, x.untyped_storage().nbytes()
+
+    check(fn, torch.zeros(100))
+    compiled = symexec.compile(fn, backend="eager")
+    base = torch.zeros(200)
+    for x in (torch.zeros(100), base[:100], torch.zeros(100)):  # (the helpers' copies are no views)
+        assert_same(fn(x), compiled(x))
+    assert len(symexec.cache_entries(compiled)) == 2
+
+
+def test_storage_kept_or_resized_in_the_trace_breaks():
+    def kept(x):
+        y = torch.sin(x + 1)
+        storage = x.untyped_storage()
+        return torch.cos(y), storage is x.untyped_storage(), storage.size()
+
+    check(kept, torch.randn(10), expect_traced=False)  # (runs as written: a storage is not rebuilt at a break)
+
+    def grown(x):
+        x.resize_(20)
+        x.zero_()  # (resize_ leaves the new memory as it was)
+        return x.untyped_storage().nbytes()
+
+    check(grown, torch.randn(10), expect_traced=False)  # (runs as written: the storage grew in the trace)
+
+
+def test_storage_identity_breaks():
+    # two views share one storage: `is` between storages cannot be told from the tensors
+    def fn(x, y):
+        return x + 1, x.untyped_storage() is y.untyped_storage(), x.untyped_storage() == y.untyped_storage()
+
+    base = torch.zeros(6)
+    for args in ((torch.zeros(3), torch.zeros(3)), (base[:3], base[3:])):  # (the helpers' copies are no views)
+        assert_same(fn(*args), symexec.compile(fn, backend="eager")(*args))
