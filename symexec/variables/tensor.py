@@ -273,6 +273,8 @@ class TensorVariable(VariableTracker):
             raise Unsupported(f"tensors have no method {name!r}")
         if name != "type":  # (x.type(float) is torch's ValueError)
             args, kwargs = python_types_as_dtypes(args, kwargs, positional=name == "to")
+        elif len(args) == 1 and not kwargs:
+            args = [self.legacy_type_as_dtype(args[0])]
         if name == "new" and len(args) == 1 and isinstance(args[0], SizeVariable):
             # The legacy constructor reads a Size as sizes (a tuple as data), and FX writes a
             # Size as a tuple: the empty tensor of that size, by name.
@@ -281,6 +283,15 @@ class TensorVariable(VariableTracker):
         if isinstance(result, TensorVariable) and result.example is self.example:
             return self  # an in-place method returns the same object, mutated: keep identity and source
         return result
+
+    def legacy_type_as_dtype(self, arg: VariableTracker) -> VariableTracker:
+        """``x.type(torch.HalfTensor)`` of a CPU tensor is ``x.type(torch.float16)`` (the graph's
+        code cannot spell the class); a CUDA or sparse class moves or converts it: kept, it breaks."""
+        cls = arg.as_python_constant() if arg.is_python_constant() else None
+        if type(cls) is not type(torch.FloatTensor) or cls.is_cuda or cls.is_sparse or self.example.device.type != "cpu" \
+                or self.example.layout != torch.strided:
+            return arg
+        return ConstantVariable(cls.dtype)
 
     def captures_scalars(self, tx: TracerContext) -> bool:
         """Whether ``item()``/``tolist()`` stay in the graph as numbers known only at run time

@@ -299,3 +299,14 @@ def test_type_with_a_python_type_is_torchs_error():
         return x.type(float)
 
     check(fn, _t(2), expect_traced=False)
+
+
+def test_type_with_a_legacy_tensor_class():
+    # (the class HalfTensor as an argument of a graph operation broke the graph)
+    def fn(a, b):
+        m = a.type(torch.HalfTensor)
+        return b.type(m.type()), a.type(torch.FloatTensor) is a, m, a.type(torch.LongTensor).type()
+
+    check(fn, _t(3), _t(3))
+    (_, ours), (_, theirs) = symexec_graphs(fn, _t(3), _t(3)), dynamo_graphs(fn, _t(3), _t(3))
+    assert ours.graph_count == theirs.graph_count == 1
