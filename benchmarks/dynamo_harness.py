@@ -62,6 +62,9 @@ class Stats:
         self.graphs = 0
         self.ops = 0
         self.signatures: list[tuple[str, ...]] = []  # each graph's op targets, in order
+        # each graph's input names and op targets: a recompile of one graph repeats it, two
+        # graphs with the same ops on different inputs (a callee's and its caller's) do not
+        self.keys: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         self.breaks: list[str] = []
         self.fallbacks: list[str] = []
         self.internal: list[str] = []
@@ -70,9 +73,26 @@ class Stats:
 STATS = Stats()
 
 
+# Nodes that compute nothing, left out of both systems' op counts: torch.compile records torch's
+# API-usage logging call (``torch._C._log_api_usage_once``, run by a module's or a function's
+# Python code) and re-enters a grad or inference mode at the start of each function it resumes
+# after a break, where symexec sets the mode in the code around its graphs. Counted, a case
+# whose graphs compute the same looked like a capture gap.
+BOOKKEEPING = frozenset({torch._C._log_api_usage_once, torch._C._set_grad_enabled,
+                         torch.autograd.grad_mode._enter_inference_mode, torch.autograd.grad_mode._exit_inference_mode})
+
+
 def op_targets(gm: torch.fx.GraphModule) -> tuple[str, ...]:
     return tuple(node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
-                 for node in gm.graph.nodes if node.op in ("call_function", "call_method", "call_module"))
+                 for node in gm.graph.nodes if node.op in ("call_function", "call_method", "call_module")
+                 and not (node.op == "call_function" and _bookkeeping(node.target)))
+
+
+def _bookkeeping(target: Any) -> bool:
+    try:
+        return target in BOOKKEEPING
+    except TypeError:  # (an unhashable target)
+        return False
 
 
 class Counting:
@@ -86,6 +106,7 @@ class Counting:
         STATS.graphs += 1
         STATS.ops += len(targets)
         STATS.signatures.append(targets)
+        STATS.keys.append((tuple(n.name for n in gm.graph.nodes if n.op == "placeholder"), targets))
         return self.inner(gm, example_inputs)
 
 
@@ -230,8 +251,30 @@ def _set_graph_break() -> None:
     torch._dynamo.decorators.graph_break = fn
 
 
+# torch._dynamo.config options that have a symexec.config counterpart of the same meaning: in the
+# symexec run symexec reads them from torch._dynamo.config, so a test's
+# ``torch._dynamo.config.patch(capture_scalar_outputs=True)`` applies to symexec too.
+MIRRORED_OPTIONS = ("capture_scalar_outputs", "cache_size_limit")
+
+
+def _mirrored(name: str) -> property:
+    own = getattr(symexec.config, name)
+
+    def read(self: Any) -> Any:
+        return getattr(torch._dynamo.config, name) if MODE == "symexec" else own
+
+    return property(read)
+
+
+def _mirror_config() -> None:
+    """symexec.config reads the mirrored options from torch._dynamo.config (in the symexec run)."""
+    mirrored = type("MirroredConfig", (type(symexec.config),), {name: _mirrored(name) for name in MIRRORED_OPTIONS})
+    object.__setattr__(symexec.config, "__class__", mirrored)
+
+
 def install() -> None:
     """Replace torch's compiler entry points wherever the tests reach them."""
+    _mirror_config()
     torch.compile = SUBSTITUTES["compile"]
     for module in (torch._dynamo, torch._dynamo.eval_frame, torch._dynamo.testing, torch._dynamo.decorators):
         for name, fn in SUBSTITUTES.items():
@@ -431,7 +474,7 @@ def run_case(module: types.ModuleType, case: str, mode: str, seconds: int) -> di
     status, kind, message, line = _outcome(result)
     return {"status": status, "kind": kind, "message": message, "line": line, "graphs": STATS.graphs,
             "ops": STATS.ops,
-            "distinct_ops": sum(map(len, set(STATS.signatures))), "graph_ops": [list(t[:40]) for t in STATS.signatures[:10]],
+            "distinct_ops": sum(len(targets) for _, targets in set(STATS.keys)), "graph_ops": [list(t[:40]) for t in STATS.signatures[:10]],
             "breaks": STATS.breaks[:20], "fallbacks": STATS.fallbacks[:20],
             "internal": STATS.internal[:10]}
 

@@ -17,7 +17,9 @@ Each test method (``make_test`` cases of test_functions.py included: they call t
 (b) as written, under torch.compile, its backend wrapped in a counter; (c) under symexec:
 ``torch.compile``, ``torch._dynamo.optimize``, ``optimize_assert``, ``run``, ``reset``,
 ``graph_break``, ``allow_in_graph``, ``mark_dynamic`` replaced by symexec's, with the same backend
-in the same counter. The tests' own assertions (``CompileCounter``, ``same(...)``) then judge
+in the same counter; the ``torch._dynamo.config`` options that have a ``symexec.config`` option
+of the same meaning (``capture_scalar_outputs``, ``cache_size_limit``) are read from
+``torch._dynamo.config`` in that run, so a test's ``config.patch(...)`` applies to both. The tests' own assertions (``CompileCounter``, ``same(...)``) then judge
 symexec. Cases that use an API symexec has no counterpart for (``torch._dynamo.explain``,
 ``export``, ``optimize`` as a context manager) are "n/a" under symexec.
 
@@ -29,7 +31,8 @@ graph text); symexec's internal errors (fallbacks with a warning) and its graph-
 The table gives per file: cases, torch.compile ok, symexec ok, symexec failures where
 torch.compile passes, wrong results, internal errors, op nodes captured (symexec/torch.compile:
 the op nodes of each system's distinct graphs, so a recompile of the same graph does not count
-twice), cases with fewer ops (< 95% of torch.compile's), with more graphs (every compile
+twice: graphs are the same when their inputs' names and their ops are; nodes that compute nothing are left out of both: torch's API-usage logging and the grad or
+inference mode set at the start of a resumed function, ``dynamo_harness.BOOKKEEPING``), cases with fewer ops (< 95% of torch.compile's), with more graphs (every compile
 counts), and the share of the cases
 torch.compile runs correctly where symexec conforms (ok, ops >= 95%, graphs <= torch.compile's
 unless torch.compile made none: a frame it skipped whole is not a bar to capturing it).

@@ -111,7 +111,7 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
         guards.function_match(fn, args, kwargs, weak=hold_weakly)
         if reason is not None and getattr(reason, "break_guards", None) is not None:
             reason.break_guards(guards)
-        trace = Trace(guards, policy)
+        trace = Trace(guards, policy, fullgraph=fullgraph)
         if not global_state.modes_transparent():  # a TorchFunctionMode or dispatch mode is active
             return _fallback_entry(fn, guards, "called under a torch function or dispatch mode", start,
                                    fullgraph=fullgraph, warn=True)
@@ -365,7 +365,11 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
     gm = compiled = None
     trace_seconds = time.perf_counter() - start
     compile_start = time.perf_counter()
-    if output.call_node_count() or outputs:
+    grad_mode = output.grad_mode_only() if not outputs else None
+    if grad_mode is not None:  # (a graph that only sets the grad mode: set here, as torch.compile drops it)
+        cg.call_const(torch._C._set_grad_enabled, lambda: [cg.load_const(grad_mode)])
+        cg.emit("POP_TOP")
+    elif output.call_node_count() or outputs:
         gm, examples = output.finish(list(outputs.values()))
         if not outputs and not output.call_node_count():
             gm = None  # (only pure nodes no value uses, dropped: no graph to compile, as under Dynamo)

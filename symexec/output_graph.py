@@ -21,6 +21,7 @@ import torch
 import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch._dispatch.python import enable_python_dispatcher
+from torch.fx.passes.runtime_assert import insert_deferred_runtime_asserts
 from torch.fx.experimental.symbolic_shapes import (DimDynamic, ShapeEnv, StatelessSymbolicContext, compute_unbacked_bindings,
                                                   free_unbacked_symbols, PendingUnbackedSymbolNotFound)
 from torch.utils._stats import simple_call_counter
@@ -369,6 +370,16 @@ class OutputGraph:
     def call_node_count(self) -> int:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
 
+    def grad_mode_only(self) -> bool | None:
+        """The grad mode a graph leaves set when all it does is set it (a ``with no_grad()``
+        entered before a break): no graph is needed for that, the caller's code sets it. None
+        when the graph does anything else."""
+        calls = [n for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+        if not calls or any(n.op != "call_function" or n.target is not torch._C._set_grad_enabled
+                            or len(n.args) != 1 or type(n.args[0]) is not bool for n in calls):
+            return None
+        return calls[-1].args[0]
+
     # -- the end ----------------------------------------------------------------------------
     def finish(self, outputs: list[Any]) -> tuple[torch.fx.GraphModule, list[Any]]:
         """Close the graph on ``outputs``; drop dead nodes and unused inputs; return it with its
@@ -378,6 +389,12 @@ class OutputGraph:
         for node in reversed(list(self.graph.nodes)):
             if not node.users and node.op in ("call_function", "call_method") and self._is_pure(node):
                 self.graph.erase_node(node)
+        if self._unbacked_made():
+            # What the trace assumed of data-dependent numbers (torch._check(n == 3), a size >= 0)
+            # lives in the ShapeEnv, which may have replaced the number by what it assumed:
+            # checked when the graph runs, as torch's own tracers do (before unused inputs go:
+            # a check may read one).
+            insert_deferred_runtime_asserts(graph_module(self.graph), self.shape_env, "symexec")
         used = []
         for graph_input in self.inputs:
             if graph_input.node.users:
@@ -395,6 +412,10 @@ class OutputGraph:
                 raise Unsupported("an input tensor died while tracing")
             examples.append(value)
         return gm, examples
+
+    def _unbacked_made(self) -> bool:
+        """Whether the trace made a data-dependent (unbacked) symbol."""
+        return bool(self.shape_env.unbacked_symint_counter or self.shape_env.unbacked_symfloat_counter)
 
     @staticmethod
     def _is_pure(node: torch.fx.Node) -> bool:

@@ -84,9 +84,13 @@ class Trace:
     torch: TorchState
     translators: list[Frame]
     location: tuple[str, int | None, str]
+    fullgraph: bool
 
-    def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None) -> None:
+    def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None, *, fullgraph: bool = False) -> None:
         self.guards = guards
+        # compiled with fullgraph=True: a break is an error, so what may stay in the graph does
+        # (Tensor.item() as a number known only at run time, as torch.compile does)
+        self.fullgraph = fullgraph
         self.torch = TorchState()
         self.memos = Memos()
         self.side_effects = SideEffects()

@@ -26,9 +26,17 @@ def set_grad_mode(tx: TracerContext, enabled: bool) -> None:
     state = tx.trace.torch
     if state.grad_enabled == enabled:
         return
-    tx.trace.graph.create_call("call_function", torch._C._set_grad_enabled, (enabled,), {}, example=False)
     torch._C._set_grad_enabled(enabled)
     state.grad_enabled = enabled
+    graph = tx.trace.graph.graph
+    last = next(reversed(graph.nodes), None)
+    if last is not None and last.op == "call_function" and last.target is torch._C._set_grad_enabled:
+        # switched again with nothing run in between: the earlier switch has no effect (and
+        # this one none either if it goes back to the mode before it), as torch.compile keeps it
+        graph.erase_node(last)
+        if enabled != last.args[0]:
+            return
+    tx.trace.graph.create_call("call_function", torch._C._set_grad_enabled, (enabled,), {}, example=False)
 
 
 class GradModeVariable(VariableTracker):
@@ -65,8 +73,47 @@ class GradModeVariable(VariableTracker):
         set_grad_mode(tx, self.target)
         return GradModeExitVariable(prev), ConstantVariable(None)
 
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """``torch.no_grad()(fn)``, the decorator: ``fn`` run in the mode at each call. A
+        generator function (torch steps its generator in the mode) or anything but a Python
+        function, or ``set_grad_enabled`` (whose mode is set when it is made), breaks."""
+        code = getattr(args[0], "code", None) if len(args) == 1 and not kwargs else None
+        if self.prev is not None or not isinstance(code, types.CodeType) or args[0].python_type() is not types.FunctionType \
+                or code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            raise Unsupported(f"decorating {args[0].describe() if args else 'nothing'} with {self.describe()}")
+        return GradModeFunctionVariable(self, args[0])
+
     def reconstruct(self, cg: Any) -> None:
         raise Unsupported(f"keeping a {self.describe()} object across a graph break")
+
+
+class GradModeFunctionVariable(VariableTracker):
+    """A Python function decorated by ``torch.no_grad()`` or ``torch.enable_grad()`` inside the
+    trace: each call runs it in that mode and restores the mode after, as torch's wrapper does."""
+
+    models = types.FunctionType  # (torch's functools.wraps wrapper of the function)
+
+    def __init__(self, mode: GradModeVariable, fn: VariableTracker) -> None:
+        super().__init__()
+        self.mode, self.fn = mode, fn
+
+    def python_type(self) -> type:
+        return types.FunctionType
+
+    def describe(self) -> str:
+        return f"{self.fn.describe()} decorated by {self.mode.describe()}"
+
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        prev = tx.trace.torch.grad_enabled
+        set_grad_mode(tx, self.mode.target)
+        try:
+            return self.fn.call_function(tx, args, kwargs)
+        finally:
+            set_grad_mode(tx, prev)
+
+    def reconstruct(self, cg: Any) -> None:
+        """Decorated again by the generated code (``torch.no_grad()(fn)``): torch's wrapper."""
+        cg.call_const(self.mode.cls(), lambda: [cg.reconstruct(self.fn)])
 
 
 # What an autocast object holds of its arguments, in ``_enter_autocast``'s order.

@@ -28,7 +28,7 @@ from .lists import BaseListVariable, ListVariable, RangeVariable, SizeVariable, 
 from .classes import COMPUTED_ALIAS_TYPES, UserDefinedClassVariable
 from .ndarray import NdarrayVariable, array_operator, getitem as array_getitem, setitem as array_setitem
 from .sets import SetVariable
-from .tensor import SymNodeVariable, record_call
+from .tensor import StorageVariable, SymNodeVariable, record_call
 from .base import class_static
 from .user_objects import InstanceDictVariable, ObjectVariableBase
 from .user_operators import DUNDERS, user_operator
@@ -246,6 +246,8 @@ def _bool(tx: TracerContext, a: VariableTracker | None = None) -> VariableTracke
 
 def identical(a: VariableTracker, b: VariableTracker, tx: TracerContext | None = None) -> bool:
     """``a is b`` for trackers: the same tracker, the same source, or constants that are."""
+    if isinstance(a, StorageVariable) or isinstance(b, StorageVariable):
+        raise Unsupported("`is` on a tensor's storage (views share one; the trace may replace it)")
     if a is b or (a.source is not None and a.source == b.source):
         return True
     real = _real_identity(a, b, tx)

@@ -16,12 +16,14 @@ from typing import Any
 
 import torch
 import torch.fx
+from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, Source
 from .base import BoundMethodVariable, Registry, VariableTracker, as_proxy, only_asking
 from .constant import ConstantVariable, is_literal, wrap_constant
+from .ctx import set_grad_mode
 from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
 
 # Tensor attributes that are facts of the fake tensor: constants for the trace. For an input,
@@ -137,13 +139,26 @@ class TensorVariable(VariableTracker):
             return record_call(tx, "call_function", getattr, [self, ConstantVariable(name)], {})
         if name == "grad" and self.source is not None:
             return self.grad(tx)
-        if name in ("grad", "data", "_base", "grad_fn"):
+        if name in ("grad", "_grad") and not self.is_input_object(tx):
+            # a tensor the trace made has no gradient: only backward(), which breaks, fills one,
+            # and assigning one to a tensor of the trace breaks too
+            return ConstantVariable(None)
+        if name == "data":
+            # the tensor's data without its autograd history: a node, as torch.compile records it
+            return record_call(tx, "call_function", torch._C._autograd._get_data_attr, [self], {})
+        if name in ("grad", "_base", "grad_fn"):
             raise Unsupported(f"reading tensor.{name}")
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethodVariable(self, name)
         if hasattr(torch.Tensor, name):
             raise Unsupported(f"reading attribute {name!r} of a tensor")
         return self.python_attribute(tx, name)
+
+    def is_input_object(self, tx: TracerContext) -> bool:
+        """Whether this may be an input tensor object itself (reached through an operation that
+        returns its argument, ``torch.relu_(x)``): its fake tensor is an input's."""
+        return self.source is not None or any(
+            node.meta.get("example_value") is self.example for node in tx.trace.graph.graph.find_nodes(op="placeholder"))
 
     def real_value(self, tx: TracerContext) -> torch.Tensor:
         """The input tensor of this call (only for a tracker with a source)."""
@@ -174,6 +189,11 @@ class TensorVariable(VariableTracker):
     def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
         """``x.grad = g`` on an input (``None``, or a tensor torch accepts), replayed after the
         graph; torch's own error for any other value is CPython's to raise."""
+        if name == "data" and value is not None:
+            return self.set_data(tx, value)
+        if name == "requires_grad" and value is not None and value.is_python_constant() \
+                and value.as_python_constant() is self.example.requires_grad and self.example.is_leaf:
+            return None  # a leaf given the flag it has (torch.testing.make_tensor's): nothing changes
         if name != "grad" or self.source is None or value is None:
             super().store_attr(tx, name, value)
         if isinstance(value, TensorVariable) and not self.accepts_grad(tx, value):
@@ -181,6 +201,25 @@ class TensorVariable(VariableTracker):
         if not isinstance(value, TensorVariable) and not (value.is_python_constant() and value.as_python_constant() is None):
             raise Unsupported(f"assigning tensor.grad {value.describe()}")
         tx.trace.side_effects.store_attr(self, "grad", value)
+
+    def set_data(self, tx: TracerContext, value: VariableTracker) -> None:
+        """``x.data = y`` on an input, as torch.compile models it: ``x.set_(y)`` with grad
+        off (x takes y's memory and metadata, keeps its autograd identity), then x's version
+        counter put back (``.data =`` bumps none, ``set_`` one). A view, another dtype, device
+        or layout (torch changes x's dtype or refuses), a tensor of the trace: broken."""
+        if self.source is None:
+            raise Unsupported("setting tensor.data of a tensor made in the compiled function")
+        if not isinstance(value, TensorVariable):
+            raise Unsupported(f"setting tensor.data to {value.describe()}")
+        mine, theirs = self.example, value.example
+        if (mine.dtype, mine.device, mine.layout) != (theirs.dtype, theirs.device, theirs.layout) \
+                or mine.layout != torch.strided or mine._is_view() or type(mine) is not type(theirs):
+            raise Unsupported("setting tensor.data of a view, or to a tensor of another dtype, device or layout")
+        grad_enabled = tx.trace.torch.grad_enabled
+        set_grad_mode(tx, False)
+        node, _ = tx.trace.graph.create_call("call_function", torch.Tensor.set_, (self.node, value.node), {})
+        set_grad_mode(tx, grad_enabled)
+        tx.trace.graph.create_call("call_function", _lower_version, (node,), {})
 
     def accepts_grad(self, tx: TracerContext, grad: "TensorVariable") -> bool:
         """What torch checks of a new ``.grad``: another tensor, of this one's device, layout,
@@ -204,8 +243,10 @@ class TensorVariable(VariableTracker):
         raise AttributeMissing(f"AttributeError: 'Tensor' object has no attribute {name!r}")
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name in ("item", "tolist") and tx.config.capture_scalar_outputs and not args and not kwargs:
-            return record_call(tx, "call_method", name, [self], {})  # (a number the graph returns)
+        if name in ("item", "tolist") and not args and not kwargs and self.captures_scalars(tx):
+            return self.scalars(tx) if name == "tolist" else record_call(tx, "call_method", "item", [self], {})
+        if name == "untyped_storage" and not args and not kwargs and self.source is not None:
+            return StorageVariable(self)
         if name in NUMPY_CONVERSION:
             return NUMPY_CONVERSION[name](tx, self, args, kwargs)
         if name in _BREAKING_METHODS:
@@ -230,6 +271,10 @@ class TensorVariable(VariableTracker):
             # A dynamic size, numel or stride: recorded (size = l_a_.size(); getitem = size[0]).
         if not hasattr(torch.Tensor, name):
             raise Unsupported(f"tensors have no method {name!r}")
+        if name != "type":  # (x.type(float) is torch's ValueError)
+            args, kwargs = python_types_as_dtypes(args, kwargs, positional=name == "to")
+        elif len(args) == 1 and not kwargs:
+            args = [self.legacy_type_as_dtype(args[0])]
         if name == "new" and len(args) == 1 and isinstance(args[0], SizeVariable):
             # The legacy constructor reads a Size as sizes (a tuple as data), and FX writes a
             # Size as a tuple: the empty tensor of that size, by name.
@@ -238,6 +283,30 @@ class TensorVariable(VariableTracker):
         if isinstance(result, TensorVariable) and result.example is self.example:
             return self  # an in-place method returns the same object, mutated: keep identity and source
         return result
+
+    def legacy_type_as_dtype(self, arg: VariableTracker) -> VariableTracker:
+        """``x.type(torch.HalfTensor)`` of a CPU tensor is ``x.type(torch.float16)`` (the graph's
+        code cannot spell the class); a CUDA or sparse class moves or converts it: kept, it breaks."""
+        cls = arg.as_python_constant() if arg.is_python_constant() else None
+        if type(cls) is not type(torch.FloatTensor) or cls.is_cuda or cls.is_sparse or self.example.device.type != "cpu" \
+                or self.example.layout != torch.strided:
+            return arg
+        return ConstantVariable(cls.dtype)
+
+    def captures_scalars(self, tx: TracerContext) -> bool:
+        """Whether ``item()``/``tolist()`` stay in the graph as numbers known only at run time
+        (unbacked symbols), as under torch.compile: with ``capture_scalar_outputs``, or under
+        ``fullgraph`` (where torch.compile captures them too rather than fail)."""
+        return tx.config.capture_scalar_outputs or tx.trace.fullgraph
+
+    def scalars(self, tx: TracerContext) -> VariableTracker:
+        """``tolist()``: each element read with ``item()``, in nested lists by dimension."""
+        if self.example.dim() == 0:
+            return record_call(tx, "call_method", "item", [self], {})
+        if free_unbacked_symbols(self.example.size(0)):
+            raise Unsupported("Tensor.tolist() of a tensor whose length is known only at run time")
+        rows = self.unpack(tx)
+        return ListVariable([row.scalars(tx) for row in rows])  # type: ignore[attr-defined]
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         if self.example.dim() == 0:
@@ -252,6 +321,38 @@ class TensorVariable(VariableTracker):
             return f"TensorVariable({self.source.name}, not yet read)"  # type: ignore[union-attr]
         shape = tuple(self.example.shape)
         return f"TensorVariable({self.node.name}: {str(self.example.dtype).removeprefix('torch.')}{list(shape)})"
+
+
+class StorageVariable(VariableTracker):
+    """``x.untyped_storage()`` of an input tensor, for its size: ``size()`` and ``nbytes()``
+    read from the real storage and guarded (a view's storage is its base's, which no tensor
+    guard pins), while the trace has not changed it (its fake tensor's storage is as large).
+    Anything else, or keeping the storage, breaks."""
+
+    models = torch.UntypedStorage
+
+    def __init__(self, tensor: TensorVariable) -> None:
+        super().__init__()
+        self.tensor = tensor
+
+    def python_type(self) -> type:
+        return torch.UntypedStorage
+
+    def describe(self) -> str:
+        return f"the storage of {self.tensor.describe()}"
+
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name not in ("size", "nbytes") or args or kwargs:
+            raise Unsupported(f"calling {name}() of {self.describe()}")
+        size = self.tensor.input_fact(tx, f"untyped_storage().{name}()", f".untyped_storage().{name}()",
+                                      lambda t: t.untyped_storage().nbytes())
+        traced = self.tensor.example.untyped_storage().nbytes()
+        if is_symbolic(traced) or traced != size.as_python_constant():
+            raise Unsupported(f"the size of {self.describe()}, which the trace changed or made dynamic")
+        return size
+
+    def reconstruct(self, cg: Any) -> None:
+        raise Unsupported(f"keeping {self.describe()}")
 
 
 class SymNodeVariable(VariableTracker):
@@ -336,6 +437,32 @@ def is_symbolic(value: Any) -> bool:
     if isinstance(value, (tuple, list)):
         return any(is_symbolic(v) for v in value)
     return False
+
+
+# The dtype torch's argument parser reads a Python number type as (``x.to(float)``: float64).
+_PYTHON_TYPE_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
+def python_types_as_dtypes(args: list[VariableTracker], kwargs: dict[str, VariableTracker], *,
+                           positional: bool) -> tuple[list[VariableTracker], dict[str, VariableTracker]]:
+    """A Python number type given to one of torch's own operations as a dtype (``dtype=int``;
+    ``positional``: any argument, as ``Tensor.to`` takes it) as the dtype torch's parser makes of
+    it: the graph's code cannot spell the class."""
+    def convert(var: VariableTracker) -> VariableTracker:
+        value = var.as_python_constant() if var.is_python_constant() else None
+        return ConstantVariable(_PYTHON_TYPE_DTYPES[value]) if type(value) is type and value in _PYTHON_TYPE_DTYPES else var
+
+    if positional:
+        args = [convert(a) for a in args]
+    if "dtype" in kwargs:
+        kwargs = {**kwargs, "dtype": convert(kwargs["dtype"])}
+    return args, kwargs
+
+
+def _lower_version(tensor: torch.Tensor) -> torch.Tensor:
+    """The version counter as it was before the ``set_`` of ``x.data = y`` (a graph node)."""
+    torch._C._autograd._unsafe_set_version_counter((tensor,), (max(tensor._version - 1, 0),))
+    return tensor
 
 
 def record_call(tx: TracerContext, op: str, target: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:

@@ -28,7 +28,7 @@ from .higher_order import WRAPPERS as HIGHER_ORDER_WRAPPERS
 from .classes import CLASS_DATA_ATTRS, PythonModuleVariable, UserDefinedClassVariable, construct
 from .new_modules import construct_torch_module
 from .lists import ListVariable, SizeVariable, TupleVariable
-from .tensor import SymNodeVariable, TensorVariable, record_call
+from .tensor import SymNodeVariable, TensorVariable, python_types_as_dtypes, record_call
 
 # Functions that change global state or leave the graph's world.
 _STATEFUL = frozenset({
@@ -48,6 +48,12 @@ _VALUE_CLASSES = (torch.Size, torch.device, torch.finfo, torch.iinfo)
 _UNSUPPORTED_CLASSES = (torch.inference_mode,)
 
 
+# Private functions of torch that are nodes all the same, reached by their name from torch:
+# torch._check_is_size (a check on a data-dependent size, which torch.compile records as a node;
+# inlined, its deprecation wrapper's warnings.warn broke the graph).
+_PRIVATE_OPERATIONS = frozenset(getattr(torch, name) for name in ("_check_is_size",) if hasattr(torch, name))
+
+
 # The namespaces of torch's operations, whose functions may live in a private module.
 _OPERATOR_NAMESPACES = frozenset({"torch", "torch.nn.functional", "torch.linalg", "torch.fft", "torch.special",
                                   "torch.masked", "torch.sparse"})
@@ -60,7 +66,7 @@ def is_torch_operation(fn: Any) -> bool:
     function there (a lambda or helper of ``torch.testing._internal``, a private module's
     function, ``F._canonical_mask``) is inlined like a user's: a node must be something the
     graph can call by name and that is a real operation."""
-    if not isinstance(fn, types.FunctionType):
+    if not isinstance(fn, types.FunctionType) or fn in _PRIVATE_OPERATIONS:
         return True
     wrapped = getattr(fn, "__wrapped__", None)
     if wrapped is not None and getattr(wrapped, "__name__", None) == fn.__name__ and is_torch_object(wrapped):
@@ -182,6 +188,8 @@ class TorchVariable(VariableTracker):
             # object): traced into, as a user's function, with its code pinned.
             tx.guards.id_match(AttrSource(self.source or ConstSource.of(fn), "__code__"), fn.__code__)
             return UserFunctionVariable(fn, self.source).call_function(tx, args, kwargs)
+        if isinstance(fn, types.BuiltinFunctionType) and is_torch_object(fn):  # (torch's parser reads dtype=float)
+            args, kwargs = python_types_as_dtypes(args, kwargs, positional=False)
         # Even a call on constants is recorded: its fake result says whether it made a tensor
         # (a factory such as torch.ones) or a constant, whose node is then dropped.
         result = record_call(tx, "call_function", fn, args, kwargs)

@@ -162,6 +162,20 @@ def test_break_inside_with_no_grad():
     check(fn, torch.ones(2, requires_grad=True))
 
 
+def test_a_graph_that_only_enters_no_grad_is_dropped():
+    # (the graph before the break held only the grad-mode switch: one graph more than
+    # torch.compile) the code sets the mode instead
+    def fn(x):
+        with torch.no_grad():
+            symexec.graph_break()
+            return x + 1, torch.is_grad_enabled()
+
+    check(fn, torch.ones(2, requires_grad=True))
+    backend = CountingBackend()
+    symexec.compile(fn, backend=backend)(torch.ones(2, requires_grad=True))
+    assert backend.graph_count == 1
+
+
 def test_user_exception_after_break_propagates():
     def fn(x, n):
         y = x + 1

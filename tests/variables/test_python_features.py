@@ -214,6 +214,27 @@ def test_grad_mode_context_managers(mode):
     fullgraph(fn, torch.randn(3, requires_grad=True))
 
 
+def test_grad_mode_switched_back_and_forth_with_nothing_between():
+    # switches with no operation between them collapse into the last one, as under
+    # torch.compile (the graph held five where torch.compile's holds three)
+    def fn(param, y):
+        prev = torch.is_grad_enabled()
+        try:
+            torch.set_grad_enabled(False)
+            torch.set_grad_enabled(True)
+            torch.set_grad_enabled(False)
+            param.add_(y)
+            with torch.enable_grad():
+                pass
+        finally:
+            torch.set_grad_enabled(prev)
+        return torch.is_grad_enabled(), param * 2
+
+    check(fn, torch.nn.Parameter(torch.randn(4)), torch.randn(4))  # (it changes param: not `fullgraph`)
+    ours, _ = assert_same_graphs_as_dynamo(fn, torch.nn.Parameter(torch.randn(4)), torch.randn(4))
+    assert ours.op_counts() == [4]
+
+
 def test_autocast_on_cpu():
     def fn(x, w):
         with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -629,3 +650,56 @@ def test_weak_reference_passed_in_called():
     del other
     gc.collect()
     torch.testing.assert_close(compiled(ref, weight, y), fn(ref, weight, y))
+
+
+def test_no_grad_as_a_decorator_inside_the_function():
+    # (calling no_grad() broke the graph) the decorated function runs in the mode at each call
+    def fn(x):
+        @torch.no_grad()
+        def augment(x):
+            return (x + 1) * 2, torch.is_grad_enabled()
+
+        @torch.enable_grad()
+        def back(x):
+            return x * 3, torch.is_grad_enabled()
+
+        with torch.no_grad():
+            b = back(x)
+        return augment(x), b, torch.is_grad_enabled(), x * 3
+
+    check(fn, torch.ones(3, requires_grad=True))
+    ours, _ = assert_same_graphs_as_dynamo(fn, torch.ones(3, requires_grad=True))
+    assert ours.graph_count == 1
+
+
+def test_no_grad_decorated_function_that_breaks():
+    # (the decorated function is rebuilt by the generated code at the break: torch's wrapper)
+    def fn(x):
+        @torch.no_grad()
+        def inner(x):
+            y = x * 2
+            print("inside", torch.is_grad_enabled())
+            return y
+
+        r = inner(x)
+        return r, torch.is_grad_enabled(), x + 1
+
+    check(fn, torch.ones(3, requires_grad=True))
+
+
+def test_no_grad_decorated_function_that_raises():
+    def fn(x, fail):
+        @torch.no_grad()
+        def inner(x):
+            if fail:
+                raise ValueError("no")
+            return x * 2
+
+        try:
+            r = inner(x)
+        except ValueError:
+            r = x - 1
+        return r, torch.is_grad_enabled(), x + 1
+
+    check(fn, torch.ones(3, requires_grad=True), False)
+    check(fn, torch.ones(3, requires_grad=True), True)

@@ -280,3 +280,33 @@ def test_arange_between_tensor_values():
     _, ours = symexec_graphs(fn, boxes)
     _, theirs = dynamo_graphs(fn, boxes)
     assert ours.graph_count <= theirs.graph_count
+
+
+def test_python_number_types_as_dtypes():
+    # (the class bool as an argument of a graph operation broke the graph) torch's parser reads
+    # bool/int/float/complex as torch.bool/int64/float64/complex128
+    def fn(x):
+        return ((x * 5).to(bool).to(float).to(int) + 8, torch.zeros(2, dtype=float), x.sum(dtype=int),
+                x.new_ones(2, dtype=bool), x.to(x.device, complex))
+
+    check(fn, _t(5))
+    (_, ours), (_, theirs) = symexec_graphs(fn, _t(5)), dynamo_graphs(fn, _t(5))
+    assert ours.graph_count == theirs.graph_count == 1
+
+
+def test_type_with_a_python_type_is_torchs_error():
+    def fn(x):
+        return x.type(float)
+
+    check(fn, _t(2), expect_traced=False)
+
+
+def test_type_with_a_legacy_tensor_class():
+    # (the class HalfTensor as an argument of a graph operation broke the graph)
+    def fn(a, b):
+        m = a.type(torch.HalfTensor)
+        return b.type(m.type()), a.type(torch.FloatTensor) is a, m, a.type(torch.LongTensor).type()
+
+    check(fn, _t(3), _t(3))
+    (_, ours), (_, theirs) = symexec_graphs(fn, _t(3), _t(3)), dynamo_graphs(fn, _t(3), _t(3))
+    assert ours.graph_count == theirs.graph_count == 1
