@@ -68,6 +68,7 @@ class Stats:
         self.breaks: list[str] = []
         self.fallbacks: list[str] = []
         self.internal: list[str] = []
+        self.soft_counts: list[str] = []  # count assertions that failed and were let pass (soft_counts)
 
 
 STATS = Stats()
@@ -85,7 +86,48 @@ BOOKKEEPING = frozenset({torch._C._log_api_usage_once, torch._C._set_grad_enable
 def op_targets(gm: torch.fx.GraphModule) -> tuple[str, ...]:
     return tuple(node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
                  for node in gm.graph.nodes if node.op in ("call_function", "call_method", "call_module")
-                 and not (node.op == "call_function" and _bookkeeping(node.target)))
+                 and not (node.op == "call_function" and _bookkeeping(node.target)) and not _identity(node))
+
+
+def _identity(node: torch.fx.Node) -> bool:
+    """An op node whose result is its one tensor input, as it was: the input itself from an op that
+    changes nothing (``torch.as_tensor(t)``, ``t.contiguous()`` of a contiguous ``t``), or a view with
+    the input's dtype, sizes, strides and offset (``x.view_as(x)``, torch.compile's stand-in for
+    ``Tensor.numpy()``; ``.real`` of a real array). It computes nothing and is left out of both
+    systems' counts. An in-place op (``add_``, ``operator.iadd``, an ``out=``) returns its input too,
+    changed: it counts."""
+    if node.op not in ("call_function", "call_method") or "out" in node.kwargs:
+        return False
+    name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
+    if name.endswith("_") or (getattr(node.target, "__module__", None) in ("operator", "_operator")
+                              and name.startswith("i") and name not in ("index", "is_", "is_not", "inv", "invert")):
+        return False
+    out = node.meta.get("example_value", node.meta.get("val"))
+    inputs = _tensor_inputs(node)
+    if not isinstance(out, torch.Tensor) or len(inputs) != 1:
+        return False
+    given = inputs[0]
+    if out is given:
+        return True
+    try:
+        return (out.dtype == given.dtype and out.shape == given.shape and out.stride() == given.stride()
+                and out.storage_offset() == given.storage_offset() and torch._C._is_alias_of(out, given))
+    except Exception:  # noqa: BLE001 - a tensor without storage (a subclass, sparse): counted
+        return False
+
+
+def _tensor_inputs(node: torch.fx.Node) -> list[torch.Tensor]:
+    found: list[torch.Tensor] = []
+
+    def visit(arg: Any) -> Any:
+        if isinstance(arg, torch.fx.Node):
+            value = arg.meta.get("example_value", arg.meta.get("val"))
+            if isinstance(value, torch.Tensor) and not any(value is seen for seen in found):
+                found.append(value)
+        return arg
+
+    torch.fx.node.map_arg((node.args, node.kwargs), visit)
+    return found
 
 
 def _bookkeeping(target: Any) -> bool:
@@ -437,6 +479,42 @@ class _Result(unittest.TestResult):
         super().addSubTest(test, subtest, err)
 
 
+# A test's assertions about how torch.compile compiled (its counter's frame_count, op_count, the
+# graph's text) are its expectation of Dynamo's breaks and recompiles, not of results. Under
+# symexec (and eagerly) such an assertion that fails is recorded and lets the test go on, so its
+# later assertions about values still judge symexec; the graphs and ops each system compiled are
+# compared by the report instead (more graphs, fewer ops). Only an assertion whose line reads as a
+# count and whose arguments are plain numbers, strings or None is soft: one about a tensor is
+# about a value.
+_SOFT_ASSERTS = ("assertEqual", "assertEquals", "assertNotEqual", "assertTrue", "assertFalse", "assertGreater",
+                 "assertGreaterEqual", "assertLess", "assertLessEqual", "assertExpectedInline", "assertIs",
+                 "assertIsNot", "assertIn", "assertNotIn")
+_COUNT_VALUE = (int, float, str, type(None))
+
+
+def _soften(test: unittest.TestCase) -> None:
+    for name in _SOFT_ASSERTS:
+        bound = getattr(test, name, None)
+        if bound is not None:
+            setattr(test, name, _soft(bound))
+
+
+def _soft(bound: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return bound(*args, **kwargs)
+        except AssertionError:
+            caller = sys._getframe(1)
+            filename = caller.f_code.co_filename
+            line = linecache.getline(filename, caller.f_lineno).strip()
+            in_test = "/dynamo/test_" in filename or filename.endswith("_dynamo/testing.py")
+            if in_test and _COUNT_LINE.search(line) and all(isinstance(a, _COUNT_VALUE) for a in args):
+                STATS.soft_counts.append(line[:200])
+                return None
+            raise
+    return call
+
+
 def run_case(module: types.ModuleType, case: str, mode: str, seconds: int) -> dict:
     global MODE, STATS
     MODE = mode
@@ -460,7 +538,10 @@ def run_case(module: types.ModuleType, case: str, mode: str, seconds: int) -> di
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            unittest.TestSuite([cls(method)]).run(result)
+            test = cls(method)
+            if mode != "dynamo":
+                _soften(test)
+            unittest.TestSuite([test]).run(result)
     except CaseTimeout as e:  # in a fixture, outside the test's own handling
         result._last_exc = (type(e), e, e.__traceback__)
         result.errors.append((None, "CaseTimeout"))
@@ -476,7 +557,7 @@ def run_case(module: types.ModuleType, case: str, mode: str, seconds: int) -> di
             "ops": STATS.ops,
             "distinct_ops": sum(len(targets) for _, targets in set(STATS.keys)), "graph_ops": [list(t[:40]) for t in STATS.signatures[:10]],
             "breaks": STATS.breaks[:20], "fallbacks": STATS.fallbacks[:20],
-            "internal": STATS.internal[:10]}
+            "internal": STATS.internal[:10], "soft_counts": STATS.soft_counts[:10]}
 
 
 def worker(directory: str, seconds: int) -> None:

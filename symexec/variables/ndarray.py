@@ -342,6 +342,9 @@ def call_ufunc(tx: TracerContext, ufunc: Any, args: list[VariableTracker], kwarg
     dtypes, its result in NumPy's output dtype (a NumPy scalar when 0-d). ``asked``: what the
     user called, when it is not the ufunc itself (``a ** 2`` is ``np.square(a)`` for NumPy,
     whose dtype may differ from ``np.power``'s)."""
+    out = kwargs.get("out")
+    if out is not None and set(kwargs) == {"out"}:
+        return _into(tx, ufunc, out, call_ufunc(tx, ufunc, args, {}, asked))
     entry = UFUNCS.get(ufunc.__name__)
     if entry is None or kwargs or ufunc.nout != 1 or len(args) != ufunc.nin:
         raise Unsupported(f"numpy.{ufunc.__name__} with these arguments is not translated to torch",
@@ -380,6 +383,20 @@ def call_ufunc(tx: TracerContext, ufunc: Any, args: list[VariableTracker], kwarg
         nan = record_call(tx, "call_function", torch.isnan, [first], {})
         out = record_call(tx, "call_function", torch.where, [nan, first, out], {})
     return wrap_array(cast(tx, out, out_dtype), scalar=scalar)  # type: ignore[arg-type]
+
+
+def _into(tx: TracerContext, ufunc: Any, out: VariableTracker, value: VariableTracker) -> VariableTracker:
+    """``ufunc(..., out=out)``: the result written into ``out`` (broadcast to its shape), which is
+    returned (``np.sin(x, out=o) is o``). Only where the result already has ``out``'s dtype: with
+    another, NumPy may pick another loop."""
+    if type(out) is TupleVariable and len(out.items) == 1:
+        out = out.items[0]
+    if not isinstance(out, NdarrayVariable) or out.scalar or not isinstance(value, NdarrayVariable):
+        raise Unsupported(f"numpy.{ufunc.__name__} with out={out.describe()}")
+    if value.dtype != out.dtype:
+        raise Unsupported(f"numpy.{ufunc.__name__} into an array of {out.dtype} from {value.dtype}")
+    record_call(tx, "call_method", "copy_", [writable(out).tensor, value.tensor], {})
+    return out
 
 
 # torch's elementwise functions that have boolean kernels (NumPy's boolean loops of the others

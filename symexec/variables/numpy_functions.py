@@ -239,6 +239,7 @@ def _filled(np_fn: Any, torch_fn: Any) -> Callable[..., VariableTracker]:
     return filled
 
 
+numpy_function(numpy.empty)(_filled(numpy.empty, torch.empty))  # (any values: eager's are whatever memory held)
 numpy_function(numpy.zeros)(_filled(numpy.zeros, torch.zeros))
 numpy_function(numpy.ones)(_filled(numpy.ones, torch.ones))
 
@@ -271,6 +272,8 @@ def _like(np_fn: Any, fill: Any) -> Callable[..., VariableTracker]:
             dtype = values[0]
         oracle = dtype_oracle(np_fn, [array, *([fill_var] if np_fn is numpy.full_like else [])],
                               {"dtype": dtype} if dtype is not None else {})
+        if np_fn is numpy.empty_like:
+            return _result(tx, _record(tx, torch.empty_like, array.tensor, dtype=torch_dtype(oracle.dtype)), oracle)
         value = _value(fill_var) if np_fn is numpy.full_like else fill
         if isinstance(value, numpy.generic):
             value = value.item()
@@ -281,6 +284,7 @@ def _like(np_fn: Any, fill: Any) -> Callable[..., VariableTracker]:
 numpy_function(numpy.zeros_like)(_like(numpy.zeros_like, 0))
 numpy_function(numpy.ones_like)(_like(numpy.ones_like, 1))
 numpy_function(numpy.full_like)(_like(numpy.full_like, None))
+numpy_function(numpy.empty_like)(_like(numpy.empty_like, None))
 
 
 @numpy_function(numpy.arange)
@@ -331,6 +335,8 @@ def _array_of(copies: bool) -> Callable[..., VariableTracker]:
         array = _array(tx, obj, tensors=True)
         made = array is not obj  # (from constants: new already)
         converted = cast(tx, array.tensor, numpy.dtype(_value(dtype)) if dtype is not None else array.dtype)
+        if array.scalar:  # (of a NumPy scalar: a new 0-d array, sharing no memory)
+            return wrap_array(_record(tx, torch.clone, converted) if converted is array.tensor else converted)
         if converted is array.tensor:
             if not copies or made:
                 return array
@@ -525,6 +531,84 @@ def _round(tx: TracerContext, a: VariableTracker, decimals: VariableTracker | No
     return wrap_array(_record(tx, torch.round, array.tensor, decimals=places), scalar=array.scalar)
 
 
+@numpy_function(numpy.nan_to_num)
+def _nan_to_num(tx: TracerContext, x: VariableTracker, copy: VariableTracker | None = None, nan: VariableTracker | None = None,
+                posinf: VariableTracker | None = None, neginf: VariableTracker | None = None) -> VariableTracker:
+    """nan as ``nan`` (0.0), infinities as ``posinf``/``neginf`` (the dtype's extremes); of a
+    complex array, in its real and imaginary parts (torch's too); ``copy=False`` in place."""
+    array = _array(tx, x)
+    values = [_number(v) if v is not None else None for v in (nan, posinf, neginf)]
+    if values[0] is None:
+        values[0] = 0.0
+    if any(isinstance(v, VariableTracker) for v in values):
+        raise Unsupported("numpy.nan_to_num with replacements known only at run time")
+    if array.dtype.kind not in "fc":  # (integers and booleans: unchanged, a copy unless copy=False)
+        return array if copy is not None and not _value(copy) else wrap_array(_record(tx, torch.clone, array.tensor),
+                                                                              array.scalar)
+    if array.dtype.kind == "c":  # (torch's has no complex kernel: the parts one by one)
+        parts = [_record(tx, torch.nan_to_num, _record(tx, part, array.tensor), *values) for part in (torch.real, torch.imag)]
+        fixed = _record(tx, torch.complex, *parts)
+    else:
+        fixed = _record(tx, torch.nan_to_num, array.tensor, *values)
+    if copy is not None and not _value(copy):
+        if array.scalar:
+            raise Unsupported("numpy.nan_to_num of a NumPy scalar with copy=False")
+        _record(tx, "copy_", writable(array).tensor, fixed)
+        return array
+    return wrap_array(fixed, array.scalar)
+
+
+def _fft_shift(np_fn: Any, torch_fn: Any) -> None:
+    def shift(tx: TracerContext, x: VariableTracker, axes: VariableTracker | None = None) -> VariableTracker:
+        array = _array(tx, x)
+        dims = _value(axes)
+        return wrap_array(_record(tx, torch_fn, array.tensor, dim=tuple(range(array.ndim)) if dims is None else dims))
+    numpy_function(np_fn)(shift)
+
+
+_fft_shift(numpy.fft.fftshift, torch.fft.fftshift)
+_fft_shift(numpy.fft.ifftshift, torch.fft.ifftshift)
+
+
+def _fft(np_fn: Any, torch_fn: Any, many: bool) -> None:
+    """NumPy's transforms in the dtype NumPy gives (complex128 of integers and float64, complex64
+    of float32): integers become float64 first (torch would take float32)."""
+    def transform(tx: TracerContext, a: VariableTracker, *given: VariableTracker, norm: VariableTracker | None = None,
+                  out: VariableTracker | None = None, **rest: VariableTracker) -> VariableTracker:
+        # (positional: n and axis of the 1-d transforms, s and axes of the others)
+        names = ("s", "axes") if many else ("n", "axis")
+        if len(given) > 2:
+            raise Unsupported(f"numpy.fft.{np_fn.__name__} with these arguments")
+        chosen = dict(zip(names, given))
+        chosen.update({k: rest.pop(k) for k in names if k in rest})
+        _not_modelled(np_fn.__name__, out=out, **rest)
+        array = _array(tx, a)
+        asked = {"norm": norm} if norm is not None else {}
+        if not many:  # (the dtype does not depend on n; irfft of one element has none by default)
+            asked["n"] = ConstantVariable(2)
+        oracle = dtype_oracle(np_fn, [array], asked)
+        tensor = cast(tx, array.tensor, numpy.dtype(numpy.float64)) if array.dtype.kind in "iub" else array.tensor
+        options = {"norm": _value(norm)} if norm is not None else {}
+        size, axes = _value(chosen.get(names[0])), _value(chosen.get(names[1]))
+        if many:
+            options.update({"s": size, "dim": (-2, -1) if axes is None and np_fn.__name__.endswith("2") else axes})
+        else:
+            options.update({"n": size, "dim": -1 if axes is None else axes})
+        result = _record(tx, torch_fn, tensor, **options)
+        if result.example.is_conj():  # (torch's inverse transforms may give a conjugated view)
+            result = _record(tx, torch.resolve_conj, result)
+        return _result(tx, result, oracle)
+    numpy_function(np_fn)(transform)
+
+
+for _np_fn, _torch_fn, _many in (
+        (numpy.fft.fft, torch.fft.fft, False), (numpy.fft.ifft, torch.fft.ifft, False),
+        (numpy.fft.rfft, torch.fft.rfft, False), (numpy.fft.irfft, torch.fft.irfft, False),
+        (numpy.fft.fft2, torch.fft.fft2, True), (numpy.fft.ifft2, torch.fft.ifft2, True),
+        (numpy.fft.fftn, torch.fft.fftn, True), (numpy.fft.ifftn, torch.fft.ifftn, True)):
+    _fft(_np_fn, _torch_fn, _many)
+
+
 @numpy_function(numpy.isclose)
 def _isclose(tx: TracerContext, a: VariableTracker, b: VariableTracker, rtol: VariableTracker | None = None,
              atol: VariableTracker | None = None, equal_nan: VariableTracker | None = None) -> VariableTracker:
@@ -656,8 +740,20 @@ def _len(tx: TracerContext, a: VariableTracker) -> VariableTracker:
     return array.tensor.call_method(tx, "size", [ConstantVariable(0)], {})
 
 
-for _name, _reason in (("item", "reads a value into Python"), ("tolist", "reads values into Python"),
-                       ("tobytes", "reads the bytes into Python"), ("__bool__", "data-dependent control flow"),
+def _read_into_python(name: str, reason: str) -> Callable[..., VariableTracker]:
+    """``a.item()`` / ``a.tolist()``: Python numbers, as the tensor's give them; numbers known only
+    at run time where the trace captures them (``capture_scalar_outputs``, fullgraph), else a break."""
+    def read(tx: TracerContext, a: VariableTracker, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
+        array = _array(tx, a)
+        if args or kwargs or not array.tensor.captures_scalars(tx):
+            raise Unsupported(f"ndarray.{name}() {reason}", hint="the graph breaks; CPython runs it")
+        return array.tensor.call_method(tx, name, [], {})
+    return read
+
+
+METHODS["item"] = _read_into_python("item", "reads a value into Python")
+METHODS["tolist"] = _read_into_python("tolist", "reads values into Python")
+for _name, _reason in (("tobytes", "reads the bytes into Python"), ("__bool__", "data-dependent control flow"),
                        ("__float__", "reads a value into Python"), ("__int__", "reads a value into Python"),
                        ("__index__", "reads a value into Python"), ("nonzero", "its size depends on the values")):
     METHODS[_name] = (lambda reason, name: lambda tx, *args, **kwargs: (_ for _ in ()).throw(

@@ -12,7 +12,7 @@ import torch
 
 import symexec
 from symexec.variables.ndarray import UFUNCS
-from tests.helpers import assert_same, check, dynamo_graphs, symexec_graphs
+from tests.helpers import assert_same, check, copy_args, dynamo_graphs, symexec_graphs
 
 
 def _arange(*shape, dtype=np.float64):
@@ -330,3 +330,100 @@ def test_arrays_live_across_a_graph_break_keep_their_memory():
         v *= 3
         return t, s, a is not None, arr.sum()
     check(fn, torch.arange(4.0), _arange(5))
+
+
+# -- conversions, transforms, replacements, out= (PyTorch's Dynamo tests' NumPy cases) -----------------
+def check_whole(fn, *args, **options):
+    """``check``, and the function captured whole: under fullgraph=True it compiles and agrees."""
+    check(fn, *args, **options)
+    assert_same(fn(*copy_args(list(args))), symexec.compile(fn, fullgraph=True)(*copy_args(list(args))))
+
+
+def test_asarray_of_a_numpy_scalar_is_a_new_0d_array():
+    # np.asarray(np.float32(...)) is a 0-d array torch.from_numpy takes (it was kept a NumPy
+    # scalar, and torch.from_numpy of it broke the graph as if eager raised)
+    def fn(x):
+        total = np.sum(np.mean(x.numpy(), 1))
+        array = np.asarray(total)
+        return torch.from_numpy(array), np.array(total), array.shape, type(array)
+    check_whole(fn, torch.randn(3, 4))
+
+
+def test_asarray_of_a_scalar_read_from_an_array_shares_no_memory():
+    def fn(a):
+        item = a[1]
+        b = np.asarray(item)
+        b += 5
+        return a, b, item
+    check_whole(fn, _arange(3))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.fft.fftshift(a), lambda a: np.fft.ifftshift(a, axes=0), lambda a: np.fft.fft(a),
+    lambda a: np.fft.rfft(a, 8), lambda a: np.fft.ifft(a, axis=0, norm="ortho"), lambda a: np.fft.fft2(a),
+    lambda a: np.fft.fftn(a, axes=(1,)), lambda a: np.fft.irfft(np.fft.rfft(a)), lambda a: np.fft.ifft2(a, None, (0, 1)),
+], ids=["fftshift", "ifftshift", "fft", "rfft_n", "ifft_ortho", "fft2", "fftn_axes", "irfft", "ifft2_positional"])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.float32])
+def test_fft_in_numpys_dtypes(fn, dtype):
+    # integers transform as float64 (torch would take float32), float32 as complex64; torch's
+    # conjugated views of inverse transforms are resolved before they become arrays
+    check_whole(fn, _arange(3, 4, dtype=dtype))
+
+
+_NON_FINITE = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0])
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.nan_to_num(a), lambda a: np.nan_to_num(a, nan=2.0, posinf=9.0, neginf=-9.0),
+    lambda a: (np.nan_to_num(a, copy=False), a), lambda a: np.nan_to_num(a)[1:] is a,
+], ids=["default", "replacements", "in_place", "new"])
+@pytest.mark.parametrize("array", [_NON_FINITE, _NON_FINITE.astype(np.float32),
+                                   (_NON_FINITE + 1j * _NON_FINITE[::-1]).astype(np.complex64), np.arange(3)],
+                         ids=["float64", "float32", "complex64", "int64"])
+def test_nan_to_num(fn, array):
+    # complex arrays part by part (torch's nan_to_num has no complex kernel); integers unchanged
+    check_whole(fn, array.copy(), captured=array.dtype.kind != "i")
+
+
+def test_ufunc_into_out_returns_out():
+    def fn():
+        x = np.arange(5)
+        out = np.empty((x.shape[0], x.shape[0]))
+        result = np.sin(x, out=out)
+        return result is out, result, np.add(x, 1, out=np.zeros(5, dtype=np.int64))
+    check_whole(fn)
+
+
+def test_ufunc_into_an_input_reads_before_it_writes():
+    def fn(a):
+        np.add(a[1:], a[:-1], out=a[:-1])
+        return a
+    check_whole(fn, _arange(6))
+
+
+def test_ufunc_into_another_dtype_breaks():
+    def fn(a):
+        out = np.zeros(3, dtype=np.float32)
+        np.sin(a, out=out)
+        return out
+    check(fn, _arange(3), expect_traced=False, captured=False)
+
+
+def test_empty_arrays_have_the_shape_and_dtype_asked():
+    def fn(a):
+        e = np.empty((2, 3), dtype=np.int32)
+        f = np.empty_like(a)
+        e.fill(1)
+        f[:] = 2
+        return e, f
+    check_whole(fn, _arange(4))
+
+
+def test_item_and_tolist_of_arrays_under_fullgraph_are_numbers_known_at_run_time():
+    # under fullgraph (or capture_scalar_outputs) as torch.compile captures them; otherwise a break
+    def fn(a):
+        return a.tolist(), a.sum().item(), a[0].item() + 1
+    compiled = symexec.compile(fn, fullgraph=True)
+    for n in (3, 5):
+        assert_same(fn(_arange(n, dtype=np.int64)), compiled(_arange(n, dtype=np.int64)))
+    check(fn, _arange(2, 2), expect_traced=False, captured=False)
