@@ -320,6 +320,17 @@ class CompiledModule(torch.nn.Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self(*args, **kwargs)
 
+    @property
+    def training(self) -> bool:  # type: ignore[override]
+        """The original module's flag (``mod.eval()`` is seen here; ``train()`` here sets it there)."""
+        return self._modules["_orig_mod"].training
+
+    @training.setter
+    def training(self, mode: bool) -> None:
+        modules = self.__dict__.get("_modules")
+        if modules is not None and "_orig_mod" in modules:  # (Module.__init__ sets it before there is one)
+            modules["_orig_mod"].training = mode
+
     def __getattr__(self, name: str) -> Any:
         try:
             return super().__getattr__(name)

@@ -57,6 +57,22 @@ def test_compile_nn_module_instance():
     assert torch.allclose(compiled(x), model(x))
 
 
+def test_compiled_module_training_is_the_modules():
+    # `training` was the wrapper's own flag: after mod.eval() the compiled module still said True
+    # (torch.compile's module reads and sets the original's)
+    mod = torch.nn.Linear(3, 3).eval()
+    compiled = symexec.compile(mod)
+    assert compiled.training is False
+    compiled.train()
+    assert compiled.training is True and mod.training is True
+    mod.eval()
+    assert compiled.training is False
+    compiled.training = True
+    assert mod.training is True
+    x = _t(2, 3)
+    assert torch.equal(compiled(x), mod(x))
+
+
 def test_compile_bound_method():
     torch.manual_seed(0)
     model = Model()
