@@ -57,7 +57,7 @@ from .tensor import tensor_method
 # what is registered does not depend on which module happened to import which.
 from . import (enums, functorch, generators, iteration, itertools_objects, native_methods, new_modules,  # noqa: F401
                number_builtins, operators, pytree, user_operators)
-from .torch_functions import TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
+from .torch_functions import ScriptFunctionVariable, TorchModuleVariable, TorchVariable, is_torch_object, is_torch_operation
 
 Wrapper = Callable[["VariableBuilder", Any, "Source | None"], VariableTracker]
 WRAPPERS: dict[type, Wrapper] = Registry("builder.WRAPPERS")  # (a type wrapped two ways is refused)
@@ -397,6 +397,14 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
     var = UserFunctionVariable(value, source)
     var.identity_pinned = pinned
     return var
+
+
+@wraps(torch.jit.ScriptFunction)
+def _wrap_script_function(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    if source is None or not isinstance(getattr(value, "_torchdynamo_inline", None), types.FunctionType):
+        return _wrap_object(b, value, source)
+    b.guards.id_match(source, value)  # (its Python original is fixed when it is scripted)
+    return ScriptFunctionVariable(value, source)
 
 
 def _pin_function(b: VariableBuilder, fn: types.FunctionType, source: Source) -> bool:

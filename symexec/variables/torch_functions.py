@@ -360,3 +360,51 @@ class TorchModuleVariable(PythonModuleVariable):
 
     def __repr__(self) -> str:
         return f"TorchModuleVariable({self.module.__name__})"
+
+
+# TorchScript's types of the parameters an argument is passed to as it is, by what the trace
+# holds: a tensor for a Tensor, a constant of these Python types for a number or a str.
+_SCRIPT_CONSTANTS = {"float": (float, int), "int": (int,), "bool": (bool,), "str": (str,)}
+
+
+class ScriptFunctionVariable(VariableTracker):
+    """A ``torch.jit.script``ed function: the Python function it was made from traced (torch
+    keeps it as ``_torchdynamo_inline`` for compilers, and torch.compile traces it too), where
+    every argument is one TorchScript takes as it is: a tensor for a ``Tensor`` parameter, a
+    number or str of the annotated type. Not modelled: an argument TorchScript converts or
+    refuses (a tensor for a float, True for an int, a list): the graph breaks and CPython calls
+    the scripted function."""
+
+    models = torch.jit.ScriptFunction
+
+    def __init__(self, fn: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.fn = fn
+
+    def python_type(self) -> type:
+        return type(self.fn)
+
+    def describe(self) -> str:
+        return f"the scripted function {self.fn.name}"
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.load_const(self.fn)
+
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        params = self.fn.schema.arguments
+        given = [*zip(params, args), *((p, kwargs[p.name]) for p in params if p.name in kwargs)]
+        if len(args) > len(params) or set(kwargs) - {p.name for p in params}:
+            raise Unsupported(f"calling {self.describe()} with arguments its schema does not take")
+        for param, var in given:
+            kind = str(param.type)
+            if kind == "Tensor":
+                taken = isinstance(var, TensorVariable)
+            else:
+                taken = kind in _SCRIPT_CONSTANTS and var.is_python_constant() and \
+                    type(var.as_python_constant()) in _SCRIPT_CONSTANTS[kind]
+            if not taken:
+                raise Unsupported(f"{self.describe()} given {var.describe()} for its {kind} parameter "
+                                  f"{param.name!r} (TorchScript converts or refuses it)", hint="CPython calls it")
+        original = self.fn._torchdynamo_inline
+        source = AttrSource(self.source, "_torchdynamo_inline") if self.source is not None else ConstSource.of(original)
+        return UserFunctionVariable(original, source).call_function(tx, args, kwargs)
