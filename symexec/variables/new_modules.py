@@ -19,6 +19,7 @@ generated code hands out, as for any module.
 
 from __future__ import annotations
 
+import inspect
 
 import torch
 
@@ -57,6 +58,12 @@ def construct_user_module(tx: TracerContext, cls: type, args: list[VariableTrack
         raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
     if class_static(tx, cls, "__new__") is not object.__new__:
         raise Unsupported(f"constructing {cls.__qualname__}, which has its own __new__")
+    for protocol in _COPY_PROTOCOL:
+        if class_static(tx, cls, protocol) is not inspect.getattr_static(torch.nn.Module, protocol, None):
+            # generated code hands out a copy.deepcopy of the trace's module per call, which
+            # would go through the class's own copying (a __getstate__ that keeps part of it)
+            raise Unsupported(f"constructing {cls.__qualname__}, which defines its own {protocol}",
+                              hint="the graph breaks; CPython constructs it")
     if class_static(tx, cls, "__abstractmethods__"):  # (object.__new__ raises CPython's TypeError)
         raise Unsupported(f"TypeError: can't instantiate the abstract class {cls.__qualname__}")
     module = object.__new__(cls)
@@ -66,6 +73,9 @@ def construct_user_module(tx: TracerContext, cls: type, args: list[VariableTrack
     if "_parameters" not in vars(module):
         raise Unsupported(f"constructing {cls.__qualname__}, whose __init__ does not call nn.Module.__init__")
     return var
+
+
+_COPY_PROTOCOL = ("__copy__", "__deepcopy__", "__reduce_ex__", "__reduce__", "__getstate__", "__setstate__")
 
 
 class NewModuleVariable(NNModuleVariable):

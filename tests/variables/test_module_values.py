@@ -348,3 +348,32 @@ def test_a_class_property_wins_over_the_instance_dict_of_a_module():
     check(lambda x: m(x), torch.ones(3))
     check_sequence(lambda x: m(x), [torch.ones(3)], lambda: setattr(_ShadowedProperty, "shift", 0.25),
                    [torch.ones(3)], lambda: m.__dict__.update(shift=3.0), [torch.ones(3)])
+
+
+# -- 7. modules made by the trace and handed out ---------------------------------------------------
+class _OwnState(torch.nn.Module):
+    """A module whose own __getstate__/__setstate__ keep part of it (torch.jit's export idiom)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = 3
+
+    def __getstate__(self):
+        return (3, self.training)
+
+    def __setstate__(self, state):
+        self.a, self.training = state
+
+    def forward(self, x):
+        return x + self.a
+
+
+def test_a_module_made_in_the_trace_with_its_own_state_protocol_is_not_copied_through_it():
+    """Generated code hands out a copy.deepcopy of a module the trace made: through these
+    __getstate__/__setstate__ the copy had no _modules (its call raised AttributeError where eager
+    returned x + 3). The construction breaks: CPython makes it."""
+    def fn(x):
+        m = _OwnState()
+        symexec.graph_break()
+        return m(x), sorted(vars(m))
+    check(fn, torch.ones(2), expect_traced=False)
