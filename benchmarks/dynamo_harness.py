@@ -17,6 +17,7 @@ import importlib.util
 import json
 import linecache
 import logging
+import operator
 import os
 import re
 import signal
@@ -68,6 +69,7 @@ class Stats:
         self.breaks: list[str] = []
         self.fallbacks: list[str] = []
         self.internal: list[str] = []
+        self.aten_keys: list[tuple[tuple[str, ...], tuple[str, ...] | None]] = []  # as keys, in core ATen
         self.soft_counts: list[str] = []  # count assertions that failed and were let pass (soft_counts)
 
 
@@ -152,8 +154,32 @@ class Counting:
         STATS.graphs += 1
         STATS.ops += len(targets)
         STATS.signatures.append(targets)
-        STATS.keys.append((tuple(n.name for n in gm.graph.nodes if n.op == "placeholder"), targets))
+        names = tuple(n.name for n in gm.graph.nodes if n.op == "placeholder")
+        STATS.keys.append((names, targets))
+        STATS.aten_keys.append((names, aten_ops(gm, example_inputs)))
         return self.inner(gm, example_inputs)
+
+
+def aten_ops(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[str, ...] | None:
+    """The graph's op nodes once decomposed to core ATen (``make_fx`` on fake tensors, torch's
+    core decompositions), those that compute nothing left out as above: one measure for both
+    systems whatever each records a computation as (``addcdiv`` or its ``div``, ``mul``, ``add``;
+    ``_foreach_lerp_`` or its pieces). None where the graph cannot be traced so (data-dependent
+    sizes): the case is then compared by its graphs' own nodes."""
+    from torch._decomp import core_aten_decompositions  # noqa: PLC0415
+    from torch.fx.experimental.proxy_tensor import make_fx  # noqa: PLC0415
+    if any(isinstance(i, torch._subclasses.FakeTensor) for i in example_inputs):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            traced = make_fx(gm, decomposition_table=core_aten_decompositions(), tracing_mode="fake",
+                             _allow_non_fake_inputs=True)(*example_inputs)
+    except Exception:  # noqa: BLE001 - not decomposable: compared by the graph's own nodes
+        return None
+    return tuple(str(node.target) for node in traced.graph.nodes
+                 if node.op == "call_function" and node.target is not operator.getitem
+                 and not _bookkeeping(node.target) and not _identity(node))
 
 
 def _counted(backend: Any, mode: Any = None, options: Any = None, dynamic: Any = None) -> Counting:
@@ -561,7 +587,15 @@ def run_case(module: types.ModuleType, case: str, mode: str, seconds: int) -> di
             "ops": STATS.ops,
             "distinct_ops": sum(len(targets) for _, targets in set(STATS.keys)), "graph_ops": [list(t[:40]) for t in STATS.signatures[:10]],
             "breaks": STATS.breaks[:20], "fallbacks": STATS.fallbacks[:20],
-            "internal": STATS.internal[:10], "soft_counts": STATS.soft_counts[:10]}
+            "internal": STATS.internal[:10], "soft_counts": STATS.soft_counts[:10], **_aten_counts()}
+
+
+def _aten_counts() -> dict[str, int | None]:
+    """The case's op counts in core ATen (None where a graph could not be decomposed)."""
+    if any(ops is None for _, ops in STATS.aten_keys):
+        return {"aten_ops": None, "aten_distinct_ops": None}
+    return {"aten_ops": sum(len(ops) for _, ops in STATS.aten_keys),
+            "aten_distinct_ops": sum(len(ops) for _, ops in set(STATS.aten_keys))}
 
 
 def worker(directory: str, seconds: int) -> None:

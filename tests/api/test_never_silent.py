@@ -327,12 +327,12 @@ def test_keyboard_interrupt_keeps_the_callers_grad_mode():
 def slow(x):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         with torch.no_grad():
-            for _ in range(3000):  # several seconds of tracing
+            for _ in range(20000):  # seconds of tracing, even warm (3000 took 0.3 s late in the suite)
                 x = torch.mm(x, x) + 1
     return x
 
 
-def _interrupt_until(stop, first=0.3, every=0.1):
+def _interrupt_until(stop, first=0.1, every=0.1):
     """Ctrl-C, again and again until ``stop`` is set: CPython swallows one that lands in a
     weakref callback or a ``__del__`` (as it would in eager code), the next one is delivered."""
     if not stop.wait(first):
