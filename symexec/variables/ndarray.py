@@ -537,11 +537,18 @@ def setitem(tx: TracerContext, array: NdarrayVariable, index: VariableTracker, v
 # -- conversions between tensors and arrays ------------------------------------------------------
 def tensor_numpy(tx: TracerContext, tensor: TensorVariable, args: list[VariableTracker],
                  kwargs: dict[str, VariableTracker]) -> VariableTracker:
-    """``t.numpy()``: the array over ``t``'s memory (``force=True``, which may copy, breaks)."""
+    """``t.numpy()``: the array over ``t``'s memory. ``force=True`` as torch does it:
+    ``t.detach().cpu().resolve_conj().resolve_neg()`` first (over the same memory unless a
+    conjugate or negative bit makes a copy; another device breaks)."""
     force = kwargs.get("force", args[0] if args else None)
     if len(args) > 1 or set(kwargs) - {"force"} or force is not None and not (
-            force.is_python_constant() and force.as_python_constant() is False):
-        raise Unsupported("Tensor.numpy() with force=True or other arguments")
+            force.is_python_constant() and isinstance(force.as_python_constant(), bool)):
+        raise Unsupported("Tensor.numpy() with arguments it does not take")
+    if force is not None and force.as_python_constant() and tensor.example.device.type == "cpu":
+        for needed, method in ((tensor.example.requires_grad, "detach"), (tensor.example.is_conj(), "resolve_conj"),
+                               (tensor.example.is_neg(), "resolve_neg")):
+            if needed:
+                tensor = record_call(tx, "call_method", method, [tensor], {})  # type: ignore[assignment]
     fake = tensor.example
     if fake.requires_grad or fake.device.type != "cpu" or fake.dtype not in NUMPY_DTYPES or fake.is_conj() or \
             fake.is_neg() or type(fake) is not torch._subclasses.fake_tensor.FakeTensor and tensor.cls is not torch.Tensor:

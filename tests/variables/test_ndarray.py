@@ -427,3 +427,15 @@ def test_item_and_tolist_of_arrays_under_fullgraph_are_numbers_known_at_run_time
     for n in (3, 5):
         assert_same(fn(_arange(n, dtype=np.int64)), compiled(_arange(n, dtype=np.int64)))
     check(fn, _arange(2, 2), expect_traced=False, captured=False)
+
+
+def test_numpy_force_detaches_and_shares_memory():
+    # torch's force=True: detach (and resolve conjugate/negative bits) first; the array is
+    # still over the tensor's memory (a write through it is seen in the tensor)
+    def fn(x):
+        a = x.numpy(force=True)
+        a[0] = 5.0
+        return a * 2, x.detach().clone()
+    check_whole(fn, torch.randn(3, requires_grad=True))
+    check_whole(lambda x: x.conj().numpy(force=True) + 1, torch.randn(3, dtype=torch.complex64))
+    check_whole(lambda x: x.numpy(force=False) + 1, torch.randn(3))
