@@ -36,9 +36,10 @@ torch.compile passes, wrong results, internal errors, op nodes captured (symexec
 the op nodes of each system's distinct graphs, so a recompile of the same graph does not count
 twice: graphs are the same when their inputs' names and their ops are; nodes that compute nothing are left out of both: torch's API-usage logging and the grad or
 inference mode set at the start of a resumed function, ``dynamo_harness.BOOKKEEPING``, and ops
-whose result is their input as it was; counted in core ATen, ``make_fx`` with torch's core
-decompositions, where every graph of both systems decomposes, so that ``addcdiv`` and its ``div``,
-``mul``, ``add`` count alike), cases with fewer ops (< 95% of torch.compile's, in
+whose result is their input as it was; counted twice: as the graphs' nodes and in core ATen,
+``make_fx`` with torch's core decompositions, where every graph of both systems decomposes; fewer
+ops is fewer in both, as one computation recorded two ways differs in one: ``addcdiv`` against its
+``div``, ``mul``, ``add``; torch.compile's NumPy wrappers against their casts), cases with fewer ops (< 95% of torch.compile's, in
 distinct graphs or, with no more graphs than torch.compile, in all), with more graphs (every compile
 counts), and the share of the cases
 torch.compile runs correctly where symexec conforms (ok, ops >= 95%, graphs <= torch.compile's
@@ -195,13 +196,31 @@ def tc_ok(r: dict) -> bool:
     return r["dynamo"]["status"] == "pass"
 
 
-def measure(r: dict) -> tuple[int, int, int, int]:
-    """(symexec's ops in distinct graphs, in all; torch.compile's): in core ATen where every graph
-    of both systems decomposed, else the graphs' own op nodes."""
+def measures(r: dict) -> list[tuple[int, int, int, int]]:
+    """(symexec's ops in distinct graphs, in all; torch.compile's), as the graphs' own op nodes,
+    and in core ATen where every graph of both systems decomposed. One computation recorded two
+    ways differs in one of them: ``addcdiv`` is one node where torch.compile records three, but
+    the same three in core ATen; torch.compile's NumPy wrappers are one node each, but cast and
+    broadcast in core ATen. A capture gap (a break, code run as it is) is fewer ops in both."""
     d, s = r["dynamo"], r["symexec"]
+    found = [(s["distinct_ops"], s["ops"], d["distinct_ops"], d["ops"])]
     if s.get("aten_ops") is not None and d.get("aten_ops") is not None:
-        return s["aten_distinct_ops"], s["aten_ops"], d["aten_distinct_ops"], d["aten_ops"]
-    return s["distinct_ops"], s["ops"], d["distinct_ops"], d["ops"]
+        found.append((s["aten_distinct_ops"], s["aten_ops"], d["aten_distinct_ops"], d["aten_ops"]))
+    return found
+
+
+def _fewer(r: dict, m: tuple[int, int, int, int]) -> bool:
+    s_distinct, s_all, d_distinct, d_all = m
+    # (distinct graphs leave a recompile of the same graph out; where torch.compile's recompile
+    # takes a size as a new input, its graph is distinct and symexec's is not: with no more
+    # graphs, all the ops compiled compare too)
+    return s_distinct < 0.95 * d_distinct and not (r["symexec"]["graphs"] <= r["dynamo"]["graphs"] and s_all >= 0.95 * d_all)
+
+
+def measure(r: dict) -> tuple[int, int, int, int]:
+    """The measure the case is judged by: the first that does not find fewer ops, else the nodes'."""
+    found = measures(r)
+    return next((m for m in found if not _fewer(r, m)), found[0])
 
 
 def verdict(r: dict) -> str:
@@ -220,11 +239,7 @@ def verdict(r: dict) -> str:
         if s["kind"] == "assertion":
             return "wrong result"
         return "fails"
-    s_distinct, s_all, d_distinct, d_all = measure(r)
-    if s_distinct < 0.95 * d_distinct and not (s["graphs"] <= d["graphs"] and s_all >= 0.95 * d_all):
-        # (distinct graphs leave a recompile of the same graph out; where torch.compile's recompile
-        # takes a size as a new input, its graph is distinct and symexec's is not: with no more
-        # graphs, all the ops compiled compare too)
+    if _fewer(r, measure(r)):
         return "fewer ops"
     if s["graphs"] > d["graphs"] and d["graphs"] > 0:
         # (torch.compile capturing nothing, having skipped the frame, is not a bar: symexec's
@@ -289,8 +304,8 @@ def table(results: list[dict], files: list[str]) -> list[str]:
         good = [r for r in rs if tc_ok(r)]
         verdicts = collections.Counter(verdict(r) for r in good)
         judged = [r for r in good if verdict(r) not in ("n/a", "internals", "as eager")]
-        ops_s = sum(measure(r)[0] for r in judged)
-        ops_t = sum(measure(r)[2] for r in judged)
+        ops_s = sum(r["symexec"]["distinct_ops"] for r in judged)  # (the graphs' own nodes)
+        ops_t = sum(r["dynamo"]["distinct_ops"] for r in judged)
         conform = sum(verdict(r) == "ok" for r in judged)
         rows.append((file, len(rs), len(good), sum(r["symexec"]["status"] == "pass" for r in rs),
                      verdicts["fails"] + verdicts["wrong result"], verdicts["wrong result"],
