@@ -10,6 +10,7 @@
 
 import _thread
 import gc
+import signal
 import threading
 import time
 import warnings
@@ -358,14 +359,22 @@ def test_real_keyboard_interrupt_during_a_slow_trace():
     x = torch.randn(2, 2)
     stop = threading.Event()
     sender = threading.Thread(target=_interrupt_until, args=(stop,))
+    # (Ctrl-C as Python's own handler raises it, whatever a library or the runner installed)
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     began = time.perf_counter()
     sender.start()
+    interrupted = False
     try:
-        with pytest.raises(KeyboardInterrupt):
-            compiled(x)
+        compiled(x)
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
         _stop_interrupting(stop, sender)
-    assert time.perf_counter() - began < 30
+        signal.signal(signal.SIGINT, handler)
+    took = time.perf_counter() - began
+    assert interrupted, (f"the call returned after {took:.2f} s, not interrupted (SIGINT handler {handler!r}; "
+                         f"entries: {[(e.fallback_reason, str(e.break_reason)[:200]) for e in symexec.cache_entries(compiled)]})")
+    assert took < 30
     assert_torch_state_intact()
     assert not symexec.cache_entries(compiled)
     assert_compiles_cleanly()
