@@ -14,15 +14,18 @@ import inspect
 import types
 from typing import Any, Callable
 
+import torch
+
 from ..torch_api import disable_reason, disabled_by_torch, disabled_by_user
 from ..context import TracerContext
-from ..exc import AttributeMissing, Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, GlobalSource, Source
-from .base import VariableTracker
+from .base import VariableTracker, class_static
 from .object_protocol import DESCRIPTORS
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .dicts import ConstDictVariable
 from .lists import TupleVariable
+from .tensor import SymNodeVariable, TensorVariable
 
 _FUNCTION_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__defaults__",
                              "__kwdefaults__", "__wrapped__", "__globals__", "__annotations__"})
@@ -582,15 +585,30 @@ class UserMethodVariable(VariableTracker):
 
 
 class LruCacheVariable(VariableTracker):
-    """A ``functools.lru_cache``/``functools.cache`` wrapper, called with constants.
+    """A ``functools.lru_cache``/``functools.cache`` wrapper called while tracing.
 
-    Its cache is state the trace cannot see into, so a call is traced only where skipping the
-    cache cannot change the answer: the wrapped function is inlined, must change nothing
-    (no side effect, no graph operation) and return a constant; then the real wrapper is called
-    once with those arguments, as eager's first call would, and must give the same value (a
-    stale entry made before a global changed breaks the graph instead). Later hits of the
-    entry skip the wrapper: only its ``cache_info()`` counts differ from eager's, as under
-    torch.compile, which inlines ``__wrapped__`` without these checks."""
+    Its cache is state the trace cannot see into. A call is traced as a call of the wrapped
+    function, checked to be one whose cached answer equals what the function computes now:
+
+    - the arguments must be what the cache can key (eager's TypeError for a list, a dict, a
+      set); objects hashed and compared by identity, constants and symbolic numbers (whose
+      values are ints, floats, bools) are; a tensor is not modelled (the cache would answer
+      from the tensor's first call, whatever its data is now);
+    - the wrapped function, inlined, must change nothing that existed before the call (no side
+      effect, no tensor operation: symbolic arithmetic only); then skipping the cache skips
+      only its own bookkeeping: which entries it holds and its ``cache_info()`` counts;
+    - with constant arguments and a constant answer, the real wrapper is also called once,
+      as eager's first call would, and must give the same value (a stale entry made before a
+      global changed breaks the graph instead); later hits of the entry skip the wrapper;
+    - otherwise (symbolic sizes, objects made by the trace, an answer that is an object made by
+      the trace) the traced answer is the call's, as under torch.compile, which inlines
+      ``__wrapped__``. The answer must hold no tensor. What differs from eager then is only
+      the identity of a mutable answer (a hit returns the object stored at the miss, the trace
+      a new equal one): visible to code that compares answers with ``is`` or mutates what the
+      cache returned, which changes the answer of every later hit for eager callers too. A
+      cache made stale by a global that changed since its entry was filled is not detected
+      for values that are not known while tracing: the entry's guards are on the globals as
+      they are now."""
 
     models = functools._lru_cache_wrapper
 
@@ -605,38 +623,92 @@ class LruCacheVariable(VariableTracker):
         return f"lru_cache wrapper of {getattr(self.value, '__qualname__', '?')}"
 
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        try:
-            const_args = [a.as_python_constant() for a in args]
-            const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
-        except Unsupported:
-            raise Unsupported(f"calling the {self.describe()} with values not known while tracing") from None
-        if isinstance(self.wrapped, UserFunctionVariable) and is_marked_constant(self.wrapped.fn):
+        for arg in [*args, *kwargs.values()]:
+            _check_cache_key(tx, arg, self.describe())
+        constants = all(a.is_python_constant() for a in [*args, *kwargs.values()])
+        if constants and isinstance(self.wrapped, UserFunctionVariable) and is_marked_constant(self.wrapped.fn):
             return call_marked_constant(self.value, args, kwargs)  # (through the cache, as eager calls it)
-        before = _state_fingerprint(tx)
-        result = self.wrapped.call_function(tx, args, kwargs)
-        if _state_fingerprint(tx) != before or not result.is_python_constant():
-            raise Unsupported(f"the {self.describe()} changes state or returns a value that is not a constant: "
-                              f"its cache decides what a call does")
-        traced = result.as_python_constant()
+        effects, first = tx.trace.side_effects, VariableTracker().serial  # (what the call makes comes after)
+        version, watching, effects.changed = effects.version, effects.changed, []
+        tensor_ops = tx.trace.graph.tensor_op_count()
         try:
-            real = self.value(*const_args, **const_kwargs)
+            result = self.wrapped.call_function(tx, args, kwargs)
+            changed = effects.changed
+        finally:
+            effects.changed = watching if watching is None else watching + effects.changed
+        if effects.version - version != len(changed) or not all(made_after(c, first) for c in changed) \
+                or tx.trace.graph.tensor_op_count() != tensor_ops:
+            raise Unsupported(f"the {self.describe()} changes state: its cache decides whether its code runs")
+        if constants and result.is_python_constant():
+            self._check_cached(args, kwargs, result.as_python_constant())
+        elif _holds_tensor(result):
+            raise Unsupported(f"the {self.describe()} returns a tensor: a hit returns the one stored")
+        return result
+
+    def _check_cached(self, args: list[VariableTracker], kwargs: dict[str, VariableTracker], traced: Any) -> None:
+        """The real wrapper's answer for these constants equals the traced one."""
+        try:
+            real = self.value(*[a.as_python_constant() for a in args],
+                              **{k: v.as_python_constant() for k, v in kwargs.items()})
         except Exception as e:  # (its code, traced, did not raise: the cache is not what it computes)
             raise Unsupported(f"the {self.describe()} raises {type(e).__name__} when called for real") from e
         if type(real) is not type(traced) or repr(real) != repr(traced):  # (repr: nan and -0.0 too)
             raise Unsupported(f"the cache of the {self.describe()} holds a value its code no longer computes")
-        return result
 
     def __repr__(self) -> str:
         return f"LruCacheVariable({getattr(self.value, '__qualname__', '?')})"
 
 
-def _state_fingerprint(tx: TracerContext) -> tuple:
-    """What a pure call leaves unchanged: the graph's operations and every recorded side effect."""
-    effects = tx.trace.side_effects
-    contents = [(key, [id(v) for v in (var.items.values() if isinstance(var.items, dict) else var.items)])
-                for key, var in effects.containers.items()]
-    return (tx.trace.graph.call_node_count(), contents, [(k, id(v[2])) for k, v in effects.attributes.items()],
-            [(k, id(v)) for k, v in effects.globals.items()], [(k, id(v[1])) for k, v in effects.cells.items()])
+_UNHASHABLE = (list, dict, set, bytearray)
+
+
+def _check_cache_key(tx: TracerContext, arg: VariableTracker, what: str) -> None:
+    """``arg`` can be part of an lru_cache key, as eager hashes it: constants, symbolic numbers,
+    tuples of those, objects hashed and compared by identity. An unhashable one raises eager's
+    TypeError; anything else (a tensor, an object with its own ``__hash__``) breaks."""
+    if isinstance(arg, SymNodeVariable):
+        return  # (an int, float or bool when it runs)
+    if arg.is_python_constant():
+        try:
+            hash(arg.as_python_constant())
+        except TypeError as e:  # (a slice before 3.12)
+            raise TracedException(e) from e
+        return
+    kind = arg.python_type()
+    if kind in _UNHASHABLE:
+        raise TracedException(TypeError(f"unhashable type: '{kind.__name__}'"))
+    if isinstance(arg, TupleVariable) and issubclass(kind, tuple) and class_static(tx, kind, "__hash__") is \
+            tuple.__dict__["__hash__"] and class_static(tx, kind, "__eq__") is tuple.__dict__["__eq__"]:
+        for item in arg.items:
+            _check_cache_key(tx, item, what)
+        return
+    if not issubclass(kind, torch.Tensor) and class_static(tx, kind, "__hash__") in _IDENTITY_HASH \
+            and class_static(tx, kind, "__eq__") in _IDENTITY_EQ:
+        return
+    raise Unsupported(f"calling the {what} with {arg.describe()}, whose hash the trace does not model")
+
+
+_IDENTITY_HASH = (object.__dict__["__hash__"], type.__dict__.get("__hash__", object.__dict__["__hash__"]))
+_IDENTITY_EQ = (object.__dict__["__eq__"], type.__dict__.get("__eq__", object.__dict__["__eq__"]))
+
+
+def _holds_tensor(var: VariableTracker) -> bool:
+    seen, todo = set(), [var]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, TensorVariable):
+            return True
+        todo.extend(item.subvalues())
+    return False
+
+
+def made_after(var: Any, first: int) -> bool:
+    """A tracker of an object the trace made after tracker ``first`` (a pre-existing object
+    has a source, wherever its tracker was made)."""
+    return isinstance(var, VariableTracker) and var.source is None and var.serial >= first
 
 
 # -- how functions found on a class bind (object_protocol.class_attribute) ---------------------
