@@ -207,11 +207,25 @@ def _of_a_plain_object(b: VariableBuilder, source: Source) -> bool:
 def _may_be_dynamic(source: Source) -> bool:
     """Ints that automatic dynamic may make symbolic: arguments and items of arguments (the
     next items of a loop's iterator handed to a continuation among them: its index changes every
-    turn), not attributes of objects (a module's config ints stay specialised, as in
-    torch.compile)."""
-    while isinstance(source, (GetItemSource, IteratorItemSource)):
-        source = source.base
-    return isinstance(source, (LocalSource, GlobalSource, ClosureSource))
+    turn), and what those hold in the closure cells of a function among them (a continuation's
+    closure, made before the break, holding sizes); not attributes of objects (a module's config
+    ints stay specialised, as in torch.compile)."""
+    while True:
+        while isinstance(source, (GetItemSource, IteratorItemSource)):
+            source = source.base
+        cell = _closure_cell_of(source)
+        if cell is None:
+            return isinstance(source, (LocalSource, GlobalSource, ClosureSource))
+        source = cell
+
+
+def _closure_cell_of(source: Source) -> Source | None:
+    """``f`` where ``source`` is ``f.__closure__[i].cell_contents``; else None."""
+    if isinstance(source, AttrSource) and source.member == "cell_contents" and isinstance(source.base, GetItemSource):
+        closure = source.base.base
+        if isinstance(closure, AttrSource) and closure.member == "__closure__":
+            return closure.base
+    return None
 
 
 @wraps(torch.Tensor)
