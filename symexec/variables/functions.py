@@ -622,6 +622,11 @@ class LruCacheVariable(VariableTracker):
     def describe(self) -> str:
         return f"lru_cache wrapper of {getattr(self.value, '__qualname__', '?')}"
 
+    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        if name == "__wrapped__":  # (read from the wrapper's __dict__ when it was wrapped: guarded there)
+            return self.wrapped
+        return super().var_getattr(tx, name)
+
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         for arg in [*args, *kwargs.values()]:
             _check_cache_key(tx, arg, self.describe())
