@@ -20,11 +20,11 @@ from ..torch_api import disable_reason, disabled_by_torch, disabled_by_user
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, GlobalSource, Source
-from .base import VariableTracker, class_static
+from .base import Identity, VariableTracker, class_static
 from .object_protocol import DESCRIPTORS
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .dicts import ConstDictVariable
-from .lists import TupleVariable
+from .lists import ListVariable, TupleVariable
 from .tensor import SymNodeVariable, TensorVariable
 
 _FUNCTION_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__defaults__",
@@ -597,18 +597,21 @@ class LruCacheVariable(VariableTracker):
     - the wrapped function, inlined, must change nothing that existed before the call (no side
       effect, no tensor operation: symbolic arithmetic only); then skipping the cache skips
       only its own bookkeeping: which entries it holds and its ``cache_info()`` counts;
-    - with constant arguments and a constant answer, the real wrapper is also called once,
-      as eager's first call would, and must give the same value (a stale entry made before a
-      global changed breaks the graph instead); later hits of the entry skip the wrapper;
-    - otherwise (symbolic sizes, objects made by the trace, an answer that is an object made by
-      the trace) the traced answer is the call's, as under torch.compile, which inlines
+    - the real wrapper is also called once with the values of this call, as eager's call
+      would, where the trace knows them (constants, what its symbolic sizes are now; not an
+      object the trace made), and must answer what the traced code computed for them (a stale
+      entry, made before a global changed, breaks the graph instead); later calls that reuse
+      the entry skip the wrapper;
+    - with constant arguments and a constant answer, the answer is that constant; otherwise
+      (symbolic sizes, objects made by the trace, an answer that is an object made by the
+      trace) the traced answer is the call's, as under torch.compile, which inlines
       ``__wrapped__``. The answer must hold no tensor. What differs from eager then is only
       the identity of a mutable answer (a hit returns the object stored at the miss, the trace
       a new equal one): visible to code that compares answers with ``is`` or mutates what the
-      cache returned, which changes the answer of every later hit for eager callers too. A
-      cache made stale by a global that changed since its entry was filled is not detected
-      for values that are not known while tracing: the entry's guards are on the globals as
-      they are now."""
+      cache returned, which changes the answer of every later hit for eager callers too. An
+      entry made stale by a global that changed after it was filled, for other values of the
+      symbolic sizes than this call's, is not detected: the trace's guards are on the globals
+      as they are now."""
 
     models = functools._lru_cache_wrapper
 
@@ -645,16 +648,24 @@ class LruCacheVariable(VariableTracker):
                 or tx.trace.graph.tensor_op_count() != tensor_ops:
             raise Unsupported(f"the {self.describe()} changes state: its cache decides whether its code runs")
         if constants and result.is_python_constant():
-            self._check_cached(args, kwargs, result.as_python_constant())
-        elif _holds_tensor(result):
+            self._check_cached([a.as_python_constant() for a in args],
+                               {k: v.as_python_constant() for k, v in kwargs.items()}, result.as_python_constant())
+            return result
+        if _holds_tensor(result):
             raise Unsupported(f"the {self.describe()} returns a tensor: a hit returns the one stored")
+        try:  # (the values of this call, where each is known: its sizes' values)
+            at_hints = ([_value_at_hints(a) for a in args], {k: _value_at_hints(v) for k, v in kwargs.items()},
+                        _value_at_hints(result))
+        except _NoValue:
+            return result
+        self._check_cached(*at_hints)
         return result
 
-    def _check_cached(self, args: list[VariableTracker], kwargs: dict[str, VariableTracker], traced: Any) -> None:
-        """The real wrapper's answer for these constants equals the traced one."""
+    def _check_cached(self, args: list[Any], kwargs: dict[str, Any], traced: Any) -> None:
+        """The real wrapper's answer for these values (constants, or what the symbolic ones are
+        in this call) equals the traced one: called once, as eager's call would."""
         try:
-            real = self.value(*[a.as_python_constant() for a in args],
-                              **{k: v.as_python_constant() for k, v in kwargs.items()})
+            real = self.value(*args, **kwargs)
         except Exception as e:  # (its code, traced, did not raise: the cache is not what it computes)
             raise Unsupported(f"the {self.describe()} raises {type(e).__name__} when called for real") from e
         if type(real) is not type(traced) or repr(real) != repr(traced):  # (repr: nan and -0.0 too)
@@ -695,6 +706,28 @@ def _check_cache_key(tx: TracerContext, arg: VariableTracker, what: str) -> None
 
 _IDENTITY_HASH = (object.__dict__["__hash__"], type.__dict__.get("__hash__", object.__dict__["__hash__"]))
 _IDENTITY_EQ = (object.__dict__["__eq__"], type.__dict__.get("__eq__", object.__dict__["__eq__"]))
+
+
+class _NoValue(Exception):
+    """A tracker whose value in this call the trace cannot tell (an object it made)."""
+
+
+def _value_at_hints(var: VariableTracker) -> Any:
+    """What ``var`` is in this call: a constant, a symbolic number's value here, a list, tuple
+    or dict of those; raises ``_NoValue`` for anything else."""
+    if isinstance(var, SymNodeVariable):
+        hint = var.example.node.hint
+        if hint is None:
+            raise _NoValue
+        return hint
+    if var.is_python_constant():
+        return var.as_python_constant()
+    kind = var.python_type()
+    if isinstance(var, (TupleVariable, ListVariable)) and kind in (tuple, torch.Size, list):
+        return kind(_value_at_hints(item) for item in var.items)
+    if isinstance(var, ConstDictVariable) and kind is dict and not any(isinstance(k, Identity) for k in var.items):
+        return {k: _value_at_hints(v) for k, v in var.items.items()}
+    raise _NoValue
 
 
 def _holds_tensor(var: VariableTracker) -> bool:

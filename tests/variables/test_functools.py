@@ -349,3 +349,28 @@ def test_lru_cache_returning_a_tensor_breaks():
         return x + _positions(x.shape[0])
     check_sequence(fn, [torch.randn(3)], [torch.randn(4)], [torch.randn(5)])
     assert symexec.explain(fn, torch.randn(6)).graph_break_count >= 1
+
+
+_FACTOR = {"k": 2}
+
+
+@functools.lru_cache(maxsize=None)
+def _factored(n):
+    return [n * _FACTOR["k"], n]
+
+
+def test_lru_cache_stale_at_this_calls_sizes_answers_as_eager():
+    # The cache holds answers computed before the global changed: eager returns them. The real
+    # wrapper is asked for this call's sizes while tracing: a stale answer breaks the graph.
+    def fn(x):
+        scale, _ = _factored(x.shape[0])
+        return x * scale
+    _factored.cache_clear()
+    try:
+        for n in (3, 4, 5, 6):
+            _factored(n)
+        _FACTOR["k"] = 3
+        check_sequence(fn, [torch.randn(3)], [torch.randn(4)], [torch.randn(5)], [torch.randn(6)])
+    finally:
+        _FACTOR["k"] = 2
+        _factored.cache_clear()
