@@ -37,7 +37,8 @@ from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
 from .deques import wrap_deque
 from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base, wrap_tensor_keyed_dict
 from .higher_order import HigherOrderOpVariable
-from .functions import GraphBreakVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
+from .functions import GraphBreakVariable, UserFunctionVariable, UserMethodVariable
+from .lru_cache import LruCacheVariable
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .model_output import is_model_output_class, wrap_model_output
 from .classes import PythonModuleVariable, UserDefinedClassVariable
