@@ -374,3 +374,29 @@ def test_lru_cache_stale_at_this_calls_sizes_answers_as_eager():
     finally:
         _FACTOR["k"] = 2
         _factored.cache_clear()
+
+
+@functools.lru_cache
+def _sin_of_product(x, y, _=None):
+    return torch.sin(x * y)
+
+
+_WEIGHT = torch.ones(3)
+
+
+def test_lru_cache_of_tensors_answers_from_the_cache():
+    # Keyed by the tensors' identity: a hit returns the result of the first call, whatever was
+    # done to the tensor since (torch.compile traces __wrapped__ and recomputes). The call runs
+    # for real.
+    def fn(a):
+        return a + _sin_of_product(_WEIGHT, 2, None)
+
+    def change_weight():
+        _WEIGHT.mul_(3)
+
+    _sin_of_product.cache_clear()
+    try:
+        check_sequence(fn, [torch.randn(3)], change_weight, [torch.randn(3)], [torch.randn(3)])
+    finally:
+        _WEIGHT.fill_(1)
+        _sin_of_product.cache_clear()
