@@ -350,8 +350,12 @@ def _size_key(value: Any) -> bool:
 
 
 def _identity_object(value: Any) -> bool:
-    """An object that is equal only to itself (a class, a module, a TypeVar): a dict key the
+    """An object that is equal only to itself (a class, a module, a function, a TypeVar; a
+    builtin function of a module, such as ``len`` or ``torch.add``: equal to another only if both
+    are the same C function of the same module, made once when the module is): a dict key the
     keys' guard compares by identity."""
+    if type(value) is types.BuiltinFunctionType:
+        return value.__self__ is None or type(value.__self__) is types.ModuleType
     return type(value).__hash__ is object.__hash__ and type(value).__eq__ is object.__eq__
 
 

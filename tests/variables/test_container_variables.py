@@ -659,3 +659,27 @@ def test_dict_keyed_by_classes_changed_between_calls_is_seen():
                        [_t(3), registry], empty_backends, [_t(3), registry], new_backend, [_t(3), registry])
     finally:
         _BACKENDS.clear()
+
+
+_HANDLED = {torch.add: "add", len: 2, collections.Counter: 1}
+
+
+def test_dict_keyed_by_builtin_functions_of_modules():
+    # (a __torch_function__ table: {torch.add: handler}); a key added between calls is seen.
+    import math
+    import operator
+
+    def fn(x):
+        return (x * _HANDLED[len] + _HANDLED.get(math.sqrt, 0) + _HANDLED.get(operator.mul, 5),
+                _HANDLED.get(torch.add), torch.mul in _HANDLED, len in _HANDLED)
+
+    def add_mul():
+        _HANDLED[operator.mul] = 7
+
+    check(fn, _t(2))
+    ours, theirs = symexec_graphs(fn, _t(2))[1], dynamo_graphs(fn, _t(2))[1]
+    assert ours.graph_count == theirs.graph_count == 1
+    try:
+        check_sequence(fn, [_t(2)], add_mul, [_t(2)])
+    finally:
+        _HANDLED.pop(operator.mul, None)

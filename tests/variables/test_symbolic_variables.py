@@ -224,3 +224,10 @@ def test_membership_of_a_symbolic_size_in_a_list_does_not_specialise():
     compiled = check_sequence(fn, [_t(4), 2], [_t(6), 3], [_t(8), 4])
     assert len(symexec.cache_entries(compiled)) == 2  # static, then dynamic: no size kept as a value
     check_sequence(fn, [_t(4), 2], [_t(6), 3], [_t(5), -1], [_t(7), 4], [_t(8), -1])
+
+
+def test_membership_of_symbolic_sizes_among_other_types():
+    def fn(x, n):
+        m = x.shape[0]
+        return x + ("a" in [m]) + (None in [n, m]) + (1.5 in [m]) + (m in [None, "x", 3]) + (n in (m, 2)) + (m in [n])
+    check_sequence(fn, [_t(4), 2], [_t(5), 3], [_t(6), 6], [_t(3), 7])
