@@ -624,6 +624,39 @@ def test_an_imported_module_replaced_in_sys_modules_is_seen(package):
         restore()
 
 
+def test_imports_inside_as_torch_compiles_tests_write_them():
+    def top_package(x):
+        import torch.fx
+        assert not isinstance(x, torch.fx.Proxy)
+        return torch.sin(x)
+
+    def from_torch(x, y):
+        import torch
+        from torch import sub
+        return sub(torch.add(x, y), y)
+
+    def missing_caught(x):
+        try:
+            import symexec_surely_no_such_module  # noqa: F401
+            return None
+        except ImportError:
+            pass
+        return x.sin()
+
+    def missing(x):
+        import symexec_surely_no_such_module  # noqa: F401
+        return x + 1
+
+    check(top_package, torch.randn(3))
+    _one_graph(top_package, torch.randn(3))
+    check(from_torch, torch.randn(3), torch.randn(3))
+    _one_graph(from_torch, torch.randn(3), torch.randn(3))
+    # symexec captures nothing here: the import fails at the break inside the try block on
+    # every call (a finder may find the module later: not guardable), as under torch.compile
+    check(missing_caught, torch.randn(3), expect_traced=False, captured=False)
+    check(missing, torch.randn(3), expect_traced=False, captured=False)
+
+
 def test_deepcopy_of_a_module_does_not_retrace():
     def fn(x, m):
         m2 = copy.deepcopy(m)
