@@ -119,7 +119,7 @@ def _check_cache_key(tx: TracerContext, arg: VariableTracker, what: str) -> None
     TypeError; anything else (a tensor, an object with its own ``__hash__``) breaks."""
     if isinstance(arg, SymNodeVariable):
         return  # (an int, float or bool when it runs)
-    if arg.is_python_constant() and _builtin_constant(arg.as_python_constant()):
+    if arg.is_python_constant():  # (hashed now, as the real wrapper hashes it: dtypes, devices, enums)
         try:
             hash(arg.as_python_constant())
         except TypeError as e:  # (a slice before 3.12)
@@ -137,13 +137,6 @@ def _check_cache_key(tx: TracerContext, arg: VariableTracker, what: str) -> None
             and class_static(tx, kind, "__eq__") in _IDENTITY_EQ:
         return
     raise Unsupported(f"calling the {what} with {arg.describe()}, whose hash the trace does not model")
-
-
-def _builtin_constant(value: Any) -> bool:
-    """A constant of builtin types only (no subclass's ``__hash__`` runs when it is hashed)."""
-    if type(value) in (tuple, frozenset):
-        return all(_builtin_constant(v) for v in value)
-    return type(value).__module__ == "builtins"
 
 
 # (a class's own: type defines neither; found on object)

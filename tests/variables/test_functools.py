@@ -2,6 +2,7 @@
 the frame, ``reduce``, ``partial`` corners, ``cmp_to_key``, ``total_ordering``,
 ``cached_property`` and ``singledispatch`` (a function made with annotations)."""
 
+import enum
 import functools
 import operator
 
@@ -400,3 +401,20 @@ def test_lru_cache_of_tensors_answers_from_the_cache():
     finally:
         _WEIGHT.fill_(1)
         _sin_of_product.cache_clear()
+
+
+class _Color(enum.Enum):
+    RED = 1
+
+
+@functools.lru_cache
+def _element_size(dtype, device, color):
+    return {torch.float32: 4, torch.float16: 2}[dtype] * color.value
+
+
+def test_lru_cache_called_with_dtypes_devices_and_enum_members():
+    def fn(x):
+        return x * _element_size(x.dtype, x.device, _Color.RED)
+    check(fn, torch.randn(3))
+    _, ours = symexec_graphs(fn, torch.randn(3))
+    assert ours.graph_count == 1 and symexec.explain(fn, torch.randn(3)).graph_break_count == 0
