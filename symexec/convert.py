@@ -151,6 +151,8 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                 _try_shape_guards(trace.graph)
                 e.reason += f"; in a loop, so {fn.__qualname__} runs as its code, what it calls compiled"
                 e.in_loop = True
+                if e.break_guards is not None:  # (the entry is for the world the break is in)
+                    e.break_guards(guards)
                 return _fallback_entry(fn, guards, str(e), start, with_compiled_callees(fn, compile_fn),
                                        loop_break=_without_tracebacks(e))
             if attempt == 0 and e.break_point is not None:

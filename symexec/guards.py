@@ -506,6 +506,13 @@ class GuardSet:
                     f"{self._const([v for _, v in pairs])}")
         self._grow(("module attributes", id(module)), (name, value), GuardKind.ID_MATCH, render)
 
+    def module_imported(self, name: str, module: types.ModuleType) -> None:
+        """An import inside the function found ``module`` in ``sys.modules`` under ``name`` (it
+        ran no code): next time it must find that one there too, else CPython imports anew (or
+        binds another module)."""
+        self.add(GuardKind.ID_MATCH, f"sys.modules[{display(name)}] is {display(module.__name__)}",
+                 f"{self._const(sys.modules)}.get({self._const(name)}) is {self._const(module)}")
+
     def module_not_imported(self, name: str) -> None:
         """A module the function imports is not imported yet (the entry that leaves the import
         to CPython is for that first time only: once imported, the call is traced anew)."""

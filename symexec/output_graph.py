@@ -370,6 +370,12 @@ class OutputGraph:
     def call_node_count(self) -> int:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
 
+    def tensor_op_count(self) -> int:
+        """The operations recorded so far that are not symbolic arithmetic (whose results are
+        symbolic numbers)."""
+        return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module")
+                   and not isinstance(n.meta.get("example_value"), (torch.SymInt, torch.SymFloat, torch.SymBool)))
+
     def grad_mode_only(self) -> bool | None:
         """The grad mode a graph leaves set when all it does is set it (a ``with no_grad()``
         entered before a break): no graph is needed for that, the caller's code sets it. None

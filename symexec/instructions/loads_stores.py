@@ -110,8 +110,10 @@ def DELETE_GLOBAL(tx: HandlerContext, inst: Any) -> None:
 
 @instruction("IMPORT_NAME", pops=2, pushes=1)
 def IMPORT_NAME(tx: HandlerContext, inst: Any, level: Any, fromlist: Any) -> Any:
-    # A module imported inside the function: the one imported for real (import runs code
-    # only the first time, and the trace must not be the first time: eager would run it too).
+    # A module imported inside the function: the one imported for real, a read of sys.modules
+    # (guarded). A first import runs the module's code: the graph breaks there, CPython imports
+    # at the break, and the entry is for that first time only (its guard: not imported yet), so
+    # that the next call is traced with the module imported.
     name = _absolute_name(tx, inst.arg, level.as_python_constant())
     module = sys.modules.get(name)
     if module is None and (name == "torch" or name.startswith("torch.")):
@@ -120,12 +122,18 @@ def IMPORT_NAME(tx: HandlerContext, inst: Any, level: Any, fromlist: Any) -> Any
         raise Unsupported(f"importing {name!r}, not imported yet, inside a compiled function",
                           hint="CPython imports it at the break; the next call is traced with it imported",
                           break_guards=lambda guards: guards.module_not_imported(name))
+    tx.guards.module_imported(name, module)
     names = fromlist.as_python_constant()
     if not names:  # `import a.b` binds a
-        module = sys.modules[name.partition(".")[0]]
+        top = name.partition(".")[0]
+        module = sys.modules[top]
+        tx.guards.module_imported(top, module)
     elif hasattr(module, "__path__") and not all(n != "*" and n in vars(module) for n in names):
         # `from pkg import sub`: a submodule not imported yet is imported (its code run).
-        raise Unsupported(f"from {name} import {', '.join(names)}: not all of them are attributes of the package yet")
+        missing = [f"{name}.{n}" for n in names if n not in vars(module)]
+        raise Unsupported(f"from {name} import {', '.join(names)}: not all of them are attributes of the package yet",
+                          hint="CPython imports them at the break; the next call is traced with them imported",
+                          break_guards=lambda guards: [guards.module_not_imported(m) for m in missing])
     return tx.wrap(module, ConstSource.of(module))
 
 

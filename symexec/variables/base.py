@@ -363,3 +363,9 @@ def subclass_check(tx: TracerContext, cls: type, of: Any) -> bool:
     answer = issubclass(cls, of)
     tx.guards.subclass_answer(cls, of, answer)
     return answer
+
+
+def made_after(var: Any, first: int) -> bool:
+    """A tracker of an object the trace made after tracker ``first`` (a pre-existing object
+    has a source, wherever its tracker was made)."""
+    return isinstance(var, VariableTracker) and var.source is None and var.serial >= first

@@ -37,7 +37,8 @@ from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
 from .deques import wrap_deque
 from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base, wrap_tensor_keyed_dict
 from .higher_order import HigherOrderOpVariable
-from .functions import GraphBreakVariable, LruCacheVariable, UserFunctionVariable, UserMethodVariable
+from .functions import GraphBreakVariable, UserFunctionVariable, UserMethodVariable
+from .lru_cache import LruCacheVariable
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .model_output import is_model_output_class, wrap_model_output
 from .classes import PythonModuleVariable, UserDefinedClassVariable
@@ -207,11 +208,25 @@ def _of_a_plain_object(b: VariableBuilder, source: Source) -> bool:
 def _may_be_dynamic(source: Source) -> bool:
     """Ints that automatic dynamic may make symbolic: arguments and items of arguments (the
     next items of a loop's iterator handed to a continuation among them: its index changes every
-    turn), not attributes of objects (a module's config ints stay specialised, as in
-    torch.compile)."""
-    while isinstance(source, (GetItemSource, IteratorItemSource)):
-        source = source.base
-    return isinstance(source, (LocalSource, GlobalSource, ClosureSource))
+    turn), and what those hold in the closure cells of a function among them (a continuation's
+    closure, made before the break, holding sizes); not attributes of objects (a module's config
+    ints stay specialised, as in torch.compile)."""
+    while True:
+        while isinstance(source, (GetItemSource, IteratorItemSource)):
+            source = source.base
+        cell = _closure_cell_of(source)
+        if cell is None:
+            return isinstance(source, (LocalSource, GlobalSource, ClosureSource))
+        source = cell
+
+
+def _closure_cell_of(source: Source) -> Source | None:
+    """``f`` where ``source`` is ``f.__closure__[i].cell_contents``; else None."""
+    if isinstance(source, AttrSource) and source.member == "cell_contents" and isinstance(source.base, GetItemSource):
+        closure = source.base.base
+        if isinstance(closure, AttrSource) and closure.member == "__closure__":
+            return closure.base
+    return None
 
 
 @wraps(torch.Tensor)
@@ -335,8 +350,12 @@ def _size_key(value: Any) -> bool:
 
 
 def _identity_object(value: Any) -> bool:
-    """An object that is equal only to itself (a class, a module, a TypeVar): a dict key the
+    """An object that is equal only to itself (a class, a module, a function, a TypeVar; a
+    builtin function of a module, such as ``len`` or ``torch.add``: equal to another only if both
+    are the same C function of the same module, made once when the module is): a dict key the
     keys' guard compares by identity."""
+    if type(value) is types.BuiltinFunctionType:
+        return value.__self__ is None or type(value.__self__) is types.ModuleType
     return type(value).__hash__ is object.__hash__ and type(value).__eq__ is object.__eq__
 
 

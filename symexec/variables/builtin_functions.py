@@ -36,6 +36,7 @@ from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
 from .base import Registry, class_static, subclass_check
 from .user_objects import ObjectVariableBase, SuperVariable, checked_len
+from .native_methods import CONTAINER_CLASSES, NativeDescriptorVariable
 from .object_protocol import HANDLERS, Handler  # noqa: F401 - (the families register in it through here)
 
 # (builtin class, name) -> one instance of that class method (``dict.fromkeys``), a key of HANDLERS.
@@ -159,6 +160,10 @@ class BuiltinVariable(VariableTracker):
             static = class_static(tx, self.fn, name)  # (a builtin class's: it cannot change)
             if type(static) is types.MethodDescriptorType and static.__objclass__ is self.fn:
                 return BuiltinVariable(static)  # ``str.count``
+        if self.fn in CONTAINER_CLASSES:
+            static = class_static(tx, self.fn, name)  # (a builtin class's: it cannot change)
+            if type(static) in (types.MethodDescriptorType, types.WrapperDescriptorType) and static.__objclass__ is self.fn:
+                return NativeDescriptorVariable(static)  # ``set.difference``, called with a set
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg: Any) -> None:

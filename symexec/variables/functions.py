@@ -581,64 +581,6 @@ class UserMethodVariable(VariableTracker):
         return f"UserMethodVariable({self.fn!r})"
 
 
-class LruCacheVariable(VariableTracker):
-    """A ``functools.lru_cache``/``functools.cache`` wrapper, called with constants.
-
-    Its cache is state the trace cannot see into, so a call is traced only where skipping the
-    cache cannot change the answer: the wrapped function is inlined, must change nothing
-    (no side effect, no graph operation) and return a constant; then the real wrapper is called
-    once with those arguments, as eager's first call would, and must give the same value (a
-    stale entry made before a global changed breaks the graph instead). Later hits of the
-    entry skip the wrapper: only its ``cache_info()`` counts differ from eager's, as under
-    torch.compile, which inlines ``__wrapped__`` without these checks."""
-
-    models = functools._lru_cache_wrapper
-
-    def __init__(self, value: Any, wrapped: VariableTracker, source: Source | None = None) -> None:
-        super().__init__(source)
-        self.value, self.wrapped = value, wrapped
-
-    def python_type(self) -> type:
-        return type(self.value)
-
-    def describe(self) -> str:
-        return f"lru_cache wrapper of {getattr(self.value, '__qualname__', '?')}"
-
-    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        try:
-            const_args = [a.as_python_constant() for a in args]
-            const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
-        except Unsupported:
-            raise Unsupported(f"calling the {self.describe()} with values not known while tracing") from None
-        if isinstance(self.wrapped, UserFunctionVariable) and is_marked_constant(self.wrapped.fn):
-            return call_marked_constant(self.value, args, kwargs)  # (through the cache, as eager calls it)
-        before = _state_fingerprint(tx)
-        result = self.wrapped.call_function(tx, args, kwargs)
-        if _state_fingerprint(tx) != before or not result.is_python_constant():
-            raise Unsupported(f"the {self.describe()} changes state or returns a value that is not a constant: "
-                              f"its cache decides what a call does")
-        traced = result.as_python_constant()
-        try:
-            real = self.value(*const_args, **const_kwargs)
-        except Exception as e:  # (its code, traced, did not raise: the cache is not what it computes)
-            raise Unsupported(f"the {self.describe()} raises {type(e).__name__} when called for real") from e
-        if type(real) is not type(traced) or repr(real) != repr(traced):  # (repr: nan and -0.0 too)
-            raise Unsupported(f"the cache of the {self.describe()} holds a value its code no longer computes")
-        return result
-
-    def __repr__(self) -> str:
-        return f"LruCacheVariable({getattr(self.value, '__qualname__', '?')})"
-
-
-def _state_fingerprint(tx: TracerContext) -> tuple:
-    """What a pure call leaves unchanged: the graph's operations and every recorded side effect."""
-    effects = tx.trace.side_effects
-    contents = [(key, [id(v) for v in (var.items.values() if isinstance(var.items, dict) else var.items)])
-                for key, var in effects.containers.items()]
-    return (tx.trace.graph.call_node_count(), contents, [(k, id(v[2])) for k, v in effects.attributes.items()],
-            [(k, id(v)) for k, v in effects.globals.items()], [(k, id(v[1])) for k, v in effects.cells.items()])
-
-
 # -- how functions found on a class bind (object_protocol.class_attribute) ---------------------
 
 def _class_function(fn: types.FunctionType) -> UserFunctionVariable:

@@ -49,7 +49,7 @@ from ..callees import HIGHER_ORDER_WRAPPERS
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..source import Source
-from .base import VariableTracker
+from .base import VariableTracker, made_after
 from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
 from .pytree import _flatten, _unflatten
@@ -142,7 +142,7 @@ def _trace_body(tx: TracerContext, fn: VariableTracker, examples: list[Any], wha
             nodes = tuple(leaf.as_proxy() for leaf in leaves)
             graph.output(nodes[0] if single else nodes)
             changed = effects.changed
-            if effects.version - version != len(changed) or not all(_made_after(c, first) for c in changed):
+            if effects.version - version != len(changed) or not all(made_after(c, first) for c in changed):
                 raise Unsupported(f"{what} changes objects outside it", hint="torch raises; CPython runs the call")
             if any(fake._version for fake in fakes):
                 raise Unsupported(f"{what} mutates an input in place", hint="torch raises; CPython runs the call")
@@ -166,12 +166,6 @@ def _check_reads_and_results(graph: torch.fx.Graph, free: list[torch.fx.Node], l
     read = [node.meta["example_value"] for node in (*graph.find_nodes(op="placeholder"), *free)]
     if any(_aliases(leaf.example, read) for leaf in leaves):
         raise Unsupported(f"{what} returns one of its inputs or a view of one", hint="torch raises; CPython runs the call")
-
-
-def _made_after(var: Any, first: int) -> bool:
-    """A tracker of an object the trace made after tracker ``first`` (a pre-existing object
-    has a source, wherever its tracker was made)."""
-    return isinstance(var, VariableTracker) and var.source is None and var.serial >= first
 
 
 def _placeholder(tx: TracerContext, graph: torch.fx.Graph, name: str, example: Any) -> VariableTracker:

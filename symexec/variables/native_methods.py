@@ -38,11 +38,16 @@ class NativeMethodVariable(VariableTracker):
 
 # The builtin classes whose methods the trackers model natively (``native_call_method``).
 NATIVE_OWNERS = (object, dict, collections.OrderedDict, list)
+# Builtin containers whose methods, read from the class (``set.difference(a, b)``), are the
+# method of an instance of exactly that class: its tracker's own (``call_method``).
+CONTAINER_CLASSES = (set, frozenset, list, tuple, dict)
 
 
 class NativeDescriptorVariable(VariableTracker):
     """A builtin class's method read from the class (``object.__setattr__``, which a frozen
-    dataclass's ``__init__`` calls): called with an instance, it is that instance's native method."""
+    dataclass's ``__init__`` calls; ``set.difference(a, b)``): called with an instance, it is
+    that instance's native method. An instance of a subclass of a container class that has no
+    native method table, or of another class (CPython's TypeError), is not modelled."""
 
     models = (types.WrapperDescriptorType, types.MethodDescriptorType)
 
@@ -54,10 +59,12 @@ class NativeDescriptorVariable(VariableTracker):
         return type(self.descriptor)
 
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        owner = self.descriptor.__objclass__
+        owner, name = self.descriptor.__objclass__, self.descriptor.__name__
+        if owner in CONTAINER_CLASSES and args and args[0].python_type() is owner:
+            return args[0].call_method(tx, name, args[1:], kwargs)  # (exactly the class: its own method)
         if owner not in NATIVE_OWNERS or not args or not issubclass(args[0].python_type(), owner):
-            raise Unsupported(f"calling {owner.__name__}.{self.descriptor.__name__} without a {owner.__name__}")
-        return NativeMethodVariable(args[0], self.descriptor.__name__).call_function(tx, args[1:], kwargs)
+            raise Unsupported(f"calling {owner.__name__}.{name} without a {owner.__name__}")
+        return NativeMethodVariable(args[0], name).call_function(tx, args[1:], kwargs)
 
 
 def _bind_native_descriptor(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,

@@ -30,6 +30,7 @@ from .ndarray import NdarrayVariable, array_operator, getitem as array_getitem, 
 from .sets import SetVariable
 from .tensor import StorageVariable, SymNodeVariable, record_call
 from .base import class_static
+from .object_protocol import call_operator
 from .user_objects import InstanceDictVariable, ObjectVariableBase
 from .user_operators import DUNDERS, user_operator
 
@@ -336,6 +337,10 @@ def _contains(tx: TracerContext, container: VariableTracker, item: VariableTrack
                 return ConstantVariable(True)
             if is_tensor(candidate) or is_tensor(item):
                 raise Unsupported("`in` compares a tensor by value: data-dependent")
+            if isinstance(candidate, SymNodeVariable) or isinstance(item, SymNodeVariable):
+                if call_operator(tx, operator.eq, candidate, item).truth(tx):  # (a condition, not a value)
+                    return ConstantVariable(True)
+                continue
             if candidate.as_python_constant() == item.as_python_constant():
                 return ConstantVariable(True)
         return ConstantVariable(False)

@@ -358,22 +358,6 @@ class Reached:
 
 
 REACHED = {
-    # einops 0.8.2 with torch >= 2.8 registers nothing with allow_in_graph (its
-    # allow_ops_in_compiled_graph returns early): torch.compile traces into einops too, and runs
-    # einops' lru_cache'd recipe helpers as their __wrapped__ (an allowlist in torch's
-    # decorators.py), after running rearrange once at einops' import (registering the torch
-    # backend). symexec traces into them (str.count/isalnum/isidentifier read from the class are
-    # computed now) and breaks on the lru_cache wrappers called with symbolic sizes (the real
-    # cache cannot be asked; running __wrapped__ instead would skip the cache's effects), dict.get on
-    # _type2backend, a dict keyed by classes (only literal- and tensor-keyed dicts are
-    # modelled), and `from . import _torch_specific` on the first call. (Its own data-dependent
-    # `if self.initted` breaks both.) vector_quantize's 22nd graph (21 before the merges) is
-    # its `quantize = repeated_embed.gather(...)`: the continuation after `repeat` is traced
-    # now (it ran as its code before), one op more, and it breaks again at
-    # `map(lambda t: rearrange(...), ...)` unpacked (rearrange's dict keyed by a class).
-    "vector_quantize": Reached((22, 17, 4), 39, "einops: lru_cache, dict keyed by a class"),
-    "rotary_attention": Reached((8, 12, 3), 42, "einops: lru_cache, dict keyed by a class; "
-                                                  "`from . import _torch_specific` mid-trace"),
     # LinearOperator's _args setter, sorted(kwargs.items()) of modules, memoize's pickle.dumps of
     # its kwargs and torch.Size of symbolic sizes are traced now; the break left is gpytorch's
     # settings context manager setting a class attribute (`cls._state = state` in __enter__),

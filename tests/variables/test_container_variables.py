@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import symexec
-from helpers import check, dynamo_graphs, symexec_graphs
+from helpers import check, check_sequence, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -534,3 +534,152 @@ def test_a_global_list_that_contains_itself():
         return y, SELF_CONTAINING[0] is SELF_CONTAINING, len(SELF_CONTAINING[1]), SELF_CONTAINING[2]
 
     check(fn, _t(2))
+
+
+# --- methods of builtin containers read from the class --------------------------------------
+
+
+def test_container_methods_read_from_the_class():
+    # set.difference(a, b) (einops' recipe checks), list.append(l, v), dict.get(d, k): the
+    # instance's own method.
+    def fn(x):
+        left, right = {"a", "b"}, {"b", "c"}
+        items = [1]
+        list.append(items, 2)
+        table = {"k": 3}
+        return (x + len(set.symmetric_difference(left, right)) + len(set.difference(left, right))
+                + dict.get(table, "k") + tuple.count((1, 1, 2), 1) + len(frozenset.union(frozenset({1}), {2})),
+                sorted(set.union(left, right)), items, list.__len__(items))
+    check(fn, _t(3))
+    ours, theirs = symexec_graphs(fn, _t(3))[1], dynamo_graphs(fn, _t(3))[1]
+    assert ours.graph_count == theirs.graph_count == 1
+
+
+def test_container_method_read_from_the_class_called_with_another_type():
+    def fn(x):
+        try:
+            return set.difference(frozenset({1}), {1})
+        except TypeError as e:
+            return x + 1, str(e)
+    check(fn, _t(3), expect_traced=False)
+
+
+# --- dicts keyed by classes, modules and functions (hashed and compared by identity) ---------
+
+
+class _Base:
+    pass
+
+
+class _Derived(_Base):
+    pass
+
+
+def _key_function():
+    pass
+
+
+_BY_CLASS = {_Base: 2.0, torch.Tensor: 3.0, int: 4.0}
+_BY_OBJECT = {_Derived: "d", _key_function: 5, collections: 6, torch: 7}
+
+
+def test_dict_keyed_by_classes_read_with_get_getitem_and_in():
+    def fn(x):
+        return (x * _BY_CLASS.get(type(x), 1.0) + _BY_CLASS[_Base] + _BY_CLASS.get(float, 0.5),
+                float in _BY_CLASS, int in _BY_CLASS, _Derived in _BY_CLASS)
+    check(fn, _t(3))
+    ours, theirs = symexec_graphs(fn, _t(3))[1], dynamo_graphs(fn, _t(3))[1]
+    assert ours.graph_count <= theirs.graph_count == 1
+
+
+def test_dict_keyed_by_functions_and_modules():
+    def fn(x):
+        return (x + _BY_OBJECT.get(_key_function, 0) + _BY_OBJECT[torch] + _BY_OBJECT.get(collections),
+                _BY_OBJECT[_Derived], _Base in _BY_OBJECT, fn in _BY_OBJECT)
+    check(fn, _t(3))
+    ours, theirs = symexec_graphs(fn, _t(3))[1], dynamo_graphs(fn, _t(3))[1]
+    assert ours.graph_count <= theirs.graph_count
+
+
+def test_dict_keyed_by_classes_built_in_the_trace():
+    def fn(x):
+        table = {_Base: 1, _Derived: 2, type(x): 3}
+        table[int] = 4
+        return x * table[type(x)] + table.get(_Derived) + len(table), list(table.values()), int in table
+    check(fn, _t(3))
+    ours, theirs = symexec_graphs(fn, _t(3))[1], dynamo_graphs(fn, _t(3))[1]
+    assert ours.graph_count == theirs.graph_count == 1
+
+
+class _Registry:
+    def __init__(self):
+        self.by_class = {_Base: 1.5}
+
+
+_BACKENDS = {}
+
+
+class _Backend:
+    def __init__(self, scale):
+        self.scale = scale
+
+
+def _backend_of(x):
+    """A cache of backends by the input's class (einops' get_backend): filled on a miss."""
+    found = _BACKENDS.get(type(x), None)
+    if found is not None:
+        return found
+    found = _BACKENDS[type(x)] = _Backend(len(_BACKENDS) + 2)
+    return found
+
+
+def test_dict_keyed_by_classes_changed_between_calls_is_seen():
+    # The trace relies on the keys (guarded) and on the values it read (guarded by their
+    # trackers): a class added, a value replaced or the cache emptied between calls is seen.
+    registry = _Registry()
+
+    def fn(x, registry):
+        return x * registry.by_class.get(_Derived, 1.0) + registry.by_class[_Base] + x * _backend_of(x).scale
+
+    def add_derived():
+        registry.by_class[_Derived] = 4.0
+
+    def replace_base():
+        registry.by_class[_Base] = -1.0
+
+    def empty_backends():
+        _BACKENDS.clear()
+
+    def new_backend():
+        _BACKENDS[torch.Tensor] = _Backend(10)
+
+    _BACKENDS.clear()
+    try:
+        check_sequence(fn, [_t(3), registry], [_t(3), registry], add_derived, [_t(3), registry], replace_base,
+                       [_t(3), registry], empty_backends, [_t(3), registry], new_backend, [_t(3), registry])
+    finally:
+        _BACKENDS.clear()
+
+
+_HANDLED = {torch.add: "add", len: 2, collections.Counter: 1}
+
+
+def test_dict_keyed_by_builtin_functions_of_modules():
+    # (a __torch_function__ table: {torch.add: handler}); a key added between calls is seen.
+    import math
+    import operator
+
+    def fn(x):
+        return (x * _HANDLED[len] + _HANDLED.get(math.sqrt, 0) + _HANDLED.get(operator.mul, 5),
+                _HANDLED.get(torch.add), torch.mul in _HANDLED, len in _HANDLED)
+
+    def add_mul():
+        _HANDLED[operator.mul] = 7
+
+    check(fn, _t(2))
+    ours, theirs = symexec_graphs(fn, _t(2))[1], dynamo_graphs(fn, _t(2))[1]
+    assert ours.graph_count == theirs.graph_count == 1
+    try:
+        check_sequence(fn, [_t(2)], add_mul, [_t(2)])
+    finally:
+        _HANDLED.pop(operator.mul, None)

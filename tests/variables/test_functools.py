@@ -2,6 +2,7 @@
 the frame, ``reduce``, ``partial`` corners, ``cmp_to_key``, ``total_ordering``,
 ``cached_property`` and ``singledispatch`` (a function made with annotations)."""
 
+import enum
 import functools
 import operator
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 import symexec
-from helpers import assert_same_graphs_as_dynamo, check, check_sequence, symexec_graphs
+from helpers import assert_same_graphs_as_dynamo, check, check_sequence, run_both, symexec_graphs
 
 _LOG = []
 
@@ -196,3 +197,224 @@ def test_methodcaller_of_tensors_made_in_the_trace():
 
     caller, _ = symexec.compile(returned, fullgraph=True)(torch.ones(2), torch.full((2,), 3.0))
     assert torch.equal(caller(torch.ones(2)), torch.full((2,), 3.0))
+
+
+# -- lru_cache wrappers called with values not known while tracing ----------------------------
+# (symbolic sizes, objects hashed by identity, objects the trace made): traced as the wrapped
+# function when it changes nothing and returns no tensor, as torch.compile traces __wrapped__.
+
+
+@functools.lru_cache(maxsize=16)
+def _plan(shape, heads):
+    """A reshape plan from a shape (einops' _reconstruct_from_shape, in small)."""
+    batch, length, width = shape
+    return [batch, length, heads, width // heads], list(range(4))
+
+
+def _split_heads(x):
+    target, order = _plan(x.shape, 2)
+    return x.reshape(target).permute(order[0], order[2], order[1], order[3])
+
+
+def _sizes(*lengths):
+    return [(torch.randn(2, n, 8),) for n in lengths]
+
+
+def test_lru_cache_called_with_symbolic_sizes_is_traced_through():
+    _plan.cache_clear()
+    compiled, ours, theirs = run_both(_split_heads, _sizes(4, 6, 9))
+    assert ours.graph_count <= theirs.graph_count == 2  # static, then dynamic and reused
+    assert symexec.explain(_split_heads, torch.randn(2, 5, 8)).graph_break_count == 0
+    check(_split_heads, torch.randn(2, 7, 8))
+
+
+def test_lru_cache_under_dynamic_true_keeps_one_graph():
+    compiled, ours, theirs = run_both(_split_heads, _sizes(4, 6), dynamic=True)
+    assert ours.graph_count == theirs.graph_count == 1
+
+
+class _Recipe:
+    """A plain object: hashed and compared by identity (a cache keyed by it)."""
+
+    def __init__(self, heads):
+        self.heads = heads
+
+
+@functools.lru_cache(maxsize=None)
+def _recipe(heads):
+    return _Recipe(heads)
+
+
+@functools.lru_cache(maxsize=None)
+def _apply_plan(recipe, shape):
+    return shape[0], shape[1] * recipe.heads, shape[2] // recipe.heads
+
+
+def test_lru_cache_keyed_by_an_object_the_trace_made():
+    # _recipe(2) returns an object made by the traced code; _apply_plan is keyed by it and by
+    # a symbolic shape: both are traced through, in one graph.
+    def fn(x):
+        return x.reshape(_apply_plan(_recipe(2), x.shape))
+    check(fn, torch.randn(2, 4, 8))
+    compiled, ours, theirs = run_both(fn, _sizes(4, 6, 10))
+    assert ours.graph_count <= theirs.graph_count
+
+
+_GLOBAL_RECIPE = _Recipe(4)
+
+
+def test_lru_cache_keyed_by_an_object_passed_in():
+    def fn(x, recipe):
+        return x.reshape(_apply_plan(recipe, x.shape))
+    check_sequence(fn, [torch.randn(2, 4, 8), _GLOBAL_RECIPE], [torch.randn(2, 6, 8), _GLOBAL_RECIPE],
+                   [torch.randn(2, 6, 8), _Recipe(2)])
+
+
+@functools.lru_cache(maxsize=None)
+def _total(values):
+    return sum(values)
+
+
+def test_lru_cache_with_an_unhashable_argument_raises_as_eager():
+    # The cache hashes its arguments first: a list raises TypeError (einops catches it and
+    # calls the uncached function); torch.compile traces __wrapped__ and does not raise.
+    def fn(x):
+        try:
+            return x * _total([x.shape[0], 1]), "cached"
+        except TypeError as e:
+            return x * _total.__wrapped__([x.shape[0], 1]), str(e)
+    check(fn, torch.randn(3))
+    check_sequence(fn, [torch.randn(3)], [torch.randn(5)], [torch.randn(7)])
+
+
+class _OwnHash:
+    """Hashed by value: its __hash__ and __eq__ run when the cache looks it up."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __hash__(self):
+        return hash(self.n)
+
+    def __eq__(self, other):
+        return isinstance(other, _OwnHash) and other.n == self.n
+
+
+@functools.lru_cache(maxsize=None)
+def _scaled(key, n):
+    return key.n * n
+
+
+def test_lru_cache_with_an_object_of_its_own_hash_breaks():
+    def fn(x, key):
+        return x * _scaled(key, x.shape[0])
+    check_sequence(fn, [torch.randn(3), _OwnHash(2)], [torch.randn(4), _OwnHash(2)], [torch.randn(5), _OwnHash(3)])
+    assert symexec.explain(fn, torch.randn(3), _OwnHash(2)).graph_break_count >= 1
+
+
+_SEEN = []
+
+
+@functools.lru_cache(maxsize=None)
+def _noted(n):
+    _SEEN.append(n)
+    return n + 1
+
+
+def test_lru_cache_of_an_impure_function_with_symbolic_sizes_breaks():
+    # On a hit eager skips the body (nothing appended): the call cannot be traced through.
+    def fn(x):
+        return x * _noted(x.shape[0]), len(_SEEN)
+    _noted.cache_clear()
+    _SEEN.clear()
+    compiled = symexec.compile(fn)
+    for n in (3, 4, 5, 4, 3):
+        expected = x_out = None
+        x = torch.randn(n)
+        x_out, seen = compiled(x)
+        assert torch.equal(x_out, x * (n + 1))
+    assert _SEEN == [3, 4, 5]  # each size once, as in eager
+    _noted.cache_clear()
+    _SEEN.clear()
+
+
+@functools.lru_cache(maxsize=None)
+def _positions(n):
+    return torch.arange(n)
+
+
+def test_lru_cache_returning_a_tensor_breaks():
+    # A hit returns the tensor stored at the miss (the same object, whatever was done to it):
+    # not traced through.
+    def fn(x):
+        return x + _positions(x.shape[0])
+    check_sequence(fn, [torch.randn(3)], [torch.randn(4)], [torch.randn(5)])
+    assert symexec.explain(fn, torch.randn(6)).graph_break_count >= 1
+
+
+_FACTOR = {"k": 2}
+
+
+@functools.lru_cache(maxsize=None)
+def _factored(n):
+    return [n * _FACTOR["k"], n]
+
+
+def test_lru_cache_stale_at_this_calls_sizes_answers_as_eager():
+    # The cache holds answers computed before the global changed: eager returns them. The real
+    # wrapper is asked for this call's sizes while tracing: a stale answer breaks the graph.
+    def fn(x):
+        scale, _ = _factored(x.shape[0])
+        return x * scale
+    _factored.cache_clear()
+    try:
+        for n in (3, 4, 5, 6):
+            _factored(n)
+        _FACTOR["k"] = 3
+        check_sequence(fn, [torch.randn(3)], [torch.randn(4)], [torch.randn(5)], [torch.randn(6)])
+    finally:
+        _FACTOR["k"] = 2
+        _factored.cache_clear()
+
+
+@functools.lru_cache
+def _sin_of_product(x, y, _=None):
+    return torch.sin(x * y)
+
+
+_WEIGHT = torch.ones(3)
+
+
+def test_lru_cache_of_tensors_answers_from_the_cache():
+    # Keyed by the tensors' identity: a hit returns the result of the first call, whatever was
+    # done to the tensor since (torch.compile traces __wrapped__ and recomputes). The call runs
+    # for real.
+    def fn(a):
+        return a + _sin_of_product(_WEIGHT, 2, None)
+
+    def change_weight():
+        _WEIGHT.mul_(3)
+
+    _sin_of_product.cache_clear()
+    try:
+        check_sequence(fn, [torch.randn(3)], change_weight, [torch.randn(3)], [torch.randn(3)])
+    finally:
+        _WEIGHT.fill_(1)
+        _sin_of_product.cache_clear()
+
+
+class _Color(enum.Enum):
+    RED = 1
+
+
+@functools.lru_cache
+def _element_size(dtype, device, color):
+    return {torch.float32: 4, torch.float16: 2}[dtype] * color.value
+
+
+def test_lru_cache_called_with_dtypes_devices_and_enum_members():
+    def fn(x):
+        return x * _element_size(x.dtype, x.device, _Color.RED)
+    check(fn, torch.randn(3))
+    _, ours = symexec_graphs(fn, torch.randn(3))
+    assert ours.graph_count == 1 and symexec.explain(fn, torch.randn(3)).graph_break_count == 0

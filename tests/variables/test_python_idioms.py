@@ -17,7 +17,7 @@ import torch
 import torch.utils._pytree as pytree
 
 import symexec
-from helpers import (assert_same, assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, lazy_property,
+from helpers import (CountingBackend, assert_same, assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, lazy_property,
                      symexec_graphs)
 
 
@@ -547,7 +547,18 @@ def package(tmp_path, monkeypatch):
         "    return x + lazy.VALUE\n"
         "def absolute(x):\n"
         "    from idiom_pkg import lazy\n"
-        "    return x + lazy.VALUE\n")
+        "    return x + lazy.VALUE\n"
+        "def _scaled(x):\n"
+        "    from . import lazy\n"
+        "    return x * lazy.VALUE\n"
+        "def looped(x):\n"
+        "    y = x.sin()\n"
+        "    for i in range(2):\n"
+        "        y = _scaled(y) + i\n"
+        "    return y.cos()\n"
+        "def dotted(x):\n"
+        "    import idiom_pkg.helper\n"
+        "    return idiom_pkg.helper.scale(x)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import importlib
     yield importlib.import_module("idiom_pkg.main")
@@ -573,6 +584,77 @@ def test_relative_import_of_a_submodule_not_imported_yet(package):
 def test_absolute_import_of_a_submodule_not_imported_yet(package):
     compiled = symexec.compile(package.absolute)
     assert torch.equal(compiled(torch.ones(2)), torch.ones(2) + 5)
+
+
+def test_first_import_in_a_callee_inside_a_loop_is_traced_from_the_next_call(package):
+    # The import breaks the graph (CPython runs the module's code at the break); the frame
+    # whose loop holds the break runs as its code, but only while the module is not imported:
+    # the next call traces it whole, in one graph, and the call after reuses it.
+    backend = CountingBackend()
+    compiled = symexec.compile(package.looped, backend=backend)
+    counts = []
+    for _ in range(3):
+        before = backend.graph_count
+        x = torch.randn(3)
+        assert torch.equal(compiled(x), package.looped(x))
+        counts.append(backend.graph_count - before)
+    assert counts[1:] == [1, 0]  # (torch.compile imports while tracing: one graph from the first call)
+    check(package.looped, torch.randn(3))
+    assert symexec.explain(package.looped, torch.randn(3)).graph_break_count == 0
+
+
+def test_an_imported_module_replaced_in_sys_modules_is_seen(package):
+    # `from .helper import scale` of an imported module reads sys.modules (guarded): a module
+    # put in its place is the one the next call uses, as in eager (`from . import helper` reads
+    # the package's attribute, the module as it was).
+    import idiom_pkg.helper as helper
+    replacement = types.ModuleType("idiom_pkg.helper")
+    replacement.scale = lambda x: x * 10
+
+    def swap():
+        sys.modules["idiom_pkg.helper"] = replacement
+
+    def restore():
+        sys.modules["idiom_pkg.helper"] = helper
+
+    try:
+        check_sequence(package.fn, [torch.randn(2)], swap, [torch.randn(2)], restore, [torch.randn(2)])
+        check_sequence(package.dotted, [torch.randn(2)], swap, [torch.randn(2)], restore, [torch.randn(2)])
+    finally:
+        restore()
+
+
+def test_imports_inside_as_torch_compiles_tests_write_them():
+    def top_package(x):
+        import torch.fx
+        assert not isinstance(x, torch.fx.Proxy)
+        return torch.sin(x)
+
+    def from_torch(x, y):
+        import torch
+        from torch import sub
+        return sub(torch.add(x, y), y)
+
+    def missing_caught(x):
+        try:
+            import symexec_surely_no_such_module  # noqa: F401
+            return None
+        except ImportError:
+            pass
+        return x.sin()
+
+    def missing(x):
+        import symexec_surely_no_such_module  # noqa: F401
+        return x + 1
+
+    check(top_package, torch.randn(3))
+    _one_graph(top_package, torch.randn(3))
+    check(from_torch, torch.randn(3), torch.randn(3))
+    _one_graph(from_torch, torch.randn(3), torch.randn(3))
+    # symexec captures nothing here: the import fails at the break inside the try block on
+    # every call (a finder may find the module later: not guardable), as under torch.compile
+    check(missing_caught, torch.randn(3), expect_traced=False, captured=False)
+    check(missing, torch.randn(3), expect_traced=False, captured=False)
 
 
 def test_deepcopy_of_a_module_does_not_retrace():

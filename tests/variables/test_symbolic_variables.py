@@ -182,3 +182,52 @@ def test_value_methods_of_dynamic_numbers():
             return (2 * t if value else t), value
 
         check_sequence(forward, *[[torch.tensor([1]), kind(i)] for i in (0, 1, 2.5, 3)], dynamic=True)
+
+
+def _pack(x):
+    shapes = [x.shape[1:]]
+
+    def unpack(y):
+        return y.reshape(y.shape[0], *shapes[0])
+    return x.flatten(1), unpack
+
+
+def _packed_around_a_break(x):
+    flat, unpack = _pack(x)
+    torch._dynamo.graph_break()  # the continuation gets `unpack`, its closure holding sizes
+    return unpack(flat * 2)
+
+
+def test_sizes_in_the_closure_of_a_function_passed_on_become_symbolic():
+    # A continuation's input made before the break (einops' pack/unpack): the ints in its
+    # closure cells change with the input's size and turn dynamic as the input's do; the
+    # third size reuses the second's entries (torch.compile's count).
+    from helpers import run_both
+    backend = CountingBackend()
+    compiled = symexec.compile(_packed_around_a_break, backend=backend)
+    counts = []
+    for n in (4, 6, 9):
+        before = backend.graph_count
+        x = _t(2, n, 3)
+        assert torch.equal(compiled(x), _packed_around_a_break(x))
+        counts.append(backend.graph_count - before)
+    assert counts[2] == 0
+    _, ours, theirs = run_both(_packed_around_a_break, [(_t(2, n, 3),) for n in (4, 6, 9)])
+    assert ours.graph_count <= theirs.graph_count
+
+
+def test_membership_of_a_symbolic_size_in_a_list_does_not_specialise():
+    # `-1 in shape` (einops' unpack) compares: a condition on the size, not its value.
+    def fn(x, n):
+        shape = [x.shape[0], n]
+        return x * (2 if -1 in shape else 3) + (x.shape[0] in [5, 7])
+    compiled = check_sequence(fn, [_t(4), 2], [_t(6), 3], [_t(8), 4])
+    assert len(symexec.cache_entries(compiled)) == 2  # static, then dynamic: no size kept as a value
+    check_sequence(fn, [_t(4), 2], [_t(6), 3], [_t(5), -1], [_t(7), 4], [_t(8), -1])
+
+
+def test_membership_of_symbolic_sizes_among_other_types():
+    def fn(x, n):
+        m = x.shape[0]
+        return x + ("a" in [m]) + (None in [n, m]) + (1.5 in [m]) + (m in [None, "x", 3]) + (n in (m, 2)) + (m in [n])
+    check_sequence(fn, [_t(4), 2], [_t(5), 3], [_t(6), 6], [_t(3), 7])
