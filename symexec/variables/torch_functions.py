@@ -177,6 +177,12 @@ class TorchVariable(VariableTracker):
                 items = args[0].unpack(tx)
                 if len(items) == fn.n_fields == fn.n_sequence_fields:
                     return NamedTupleVariable(items, fn)
+            if type(fn) is type(torch.FloatTensor) and not fn.is_cuda and not fn.is_sparse and len(args) == 1 \
+                    and not kwargs and type(args[0]) in (ListVariable, TupleVariable):
+                # ``torch.LongTensor([1, 2])``: the data as torch.tensor takes it, in the class's
+                # dtype, on the CPU (``torch.LongTensor(2, 3)``, sizes, still breaks)
+                return TorchVariable(torch.tensor).call_function(
+                    tx, [args[0]], {"dtype": ConstantVariable(fn.dtype), "device": ConstantVariable(torch.device("cpu"))})
             if fn not in (torch.Tensor,) and not issubclass(fn, torch.Tensor):
                 # A torch class made for its effect (an RAII guard like _InferenceMode): never
                 # run while tracing.

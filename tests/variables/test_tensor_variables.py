@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+import symexec
+
 from helpers import check, dynamo_graphs, symexec_graphs
 
 
@@ -310,3 +312,15 @@ def test_type_with_a_legacy_tensor_class():
     check(fn, _t(3), _t(3))
     (_, ours), (_, theirs) = symexec_graphs(fn, _t(3), _t(3)), dynamo_graphs(fn, _t(3), _t(3))
     assert ours.graph_count == theirs.graph_count == 1
+
+
+def test_legacy_tensor_class_constructed_from_data():
+    # torch.LongTensor([1, 2]) broke the graph ("constructing torch's LongTensor"); it is the data
+    # in the class's dtype on the CPU (values truncated as torch.tensor(..., dtype) truncates them)
+    def fn(x, n):
+        return x + torch.LongTensor([1, 2.7, -1.5]), torch.FloatTensor((n, 2)), torch.DoubleTensor([[1], [2]])
+
+    check(fn, torch.ones(3, dtype=torch.long), 3)
+    assert symexec.explain(fn, torch.ones(3, dtype=torch.long), 3).graph_break_count == 0
+    # sizes (an uninitialised tensor) still break
+    check(lambda x: torch.FloatTensor(2, 3).shape, _t(1), expect_traced=False, captured=False)
