@@ -33,6 +33,9 @@ class SideEffects:
         # ``cls.__setattr__(obj, name, value)``, not ``obj.name = value``, which would run the
         # object's own again.
         self.replay_class: dict[tuple[int, str], type] = {}
+        # The trace's writes to attributes of classes that existed before the call, by the class
+        # itself (one class reached through two sources is two trackers): (class, name) -> value.
+        self.class_attrs: dict[tuple[int, str], tuple[type, VariableTracker]] = {}
         self.cells: dict[int, tuple[Any, VariableTracker]] = {}
         # Iterators passed in that the trace took items from (each knows how many).
         self.iterators: dict[int, VariableTracker] = {}
@@ -103,6 +106,25 @@ class SideEffects:
             cg.call_const(through.__setattr__, lambda: [self._load_target(cg, target, obj), cg.load_const(name),
                                                         cg.load_fast(values[key])])
         cg.emit("POP_TOP")
+
+    def store_class_attr(self, cls_var: VariableTracker, cls: type, name: str, value: VariableTracker) -> None:
+        """``cls.name = value`` on a class that existed before the call: replayed as that
+        statement; reads in the trace find it through ``pending_class_attr``."""
+        self.store_attr(cls_var, name, value)
+        self.class_attrs[(id(cls), name)] = (cls, value)
+
+    def pending_class_attr(self, cls: type, name: str) -> tuple[type, VariableTracker] | None:
+        """The class along ``cls``'s MRO that the trace gave ``name`` and the value, where no
+        class before it in the MRO holds ``name`` itself; None when no class there was written."""
+        if not self.class_attrs:
+            return None
+        for klass in cls.__mro__:
+            written = self.class_attrs.get((id(klass), name))
+            if written is not None:
+                return klass, written[1]
+            if name in klass.__dict__:
+                return None
+        return None
 
     def pending_attr(self, obj: VariableTracker, name: str) -> Any:
         """The value a traced write gave ``obj.name``, DELETED, or None when not written."""

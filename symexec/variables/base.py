@@ -337,6 +337,10 @@ def find_on_class(tx: TracerContext, cls: type, name: str, start_after: type | N
         if start_after not in mro:
             raise Unsupported(f"super(): {start_after.__qualname__} is not a base of {cls.__qualname__}")
         mro = mro[mro.index(start_after) + 1:]
+    if tx.trace.side_effects.class_attrs and any((id(klass), name) in tx.trace.side_effects.class_attrs for klass in mro):
+        # (the real class does not hold the trace's write yet: only a class's own attribute read
+        # takes it, UserDefinedClassVariable.var_getattr)
+        raise Unsupported(f"looking up {name!r} on {cls.__qualname__} after the trace set it on a class in its MRO")
     found, static = None, None
     for klass in mro:
         if name in klass.__dict__:

@@ -95,7 +95,35 @@ class UserDefinedClassVariable(VariableTracker):
     def describe(self) -> str:
         return f"class {self.cls.__qualname__}"
 
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+        """``cls.name = value``: ``type.__setattr__``, replayed after the graph (a side effect, as
+        torch.compile's); the trace's own reads of ``cls.name`` see it. Not modelled (the graph
+        breaks): a deletion, a special (dunder) name, a metaclass with its own ``__setattr__`` or
+        a data descriptor of that name, a class the trace made, ``type`` and builtin classes."""
+        meta = type(self.cls)
+        if value is None or (name.startswith("__") and name.endswith("__")) \
+                or name in CLASS_DATA_ATTRS or self.cls.__module__ == "builtins" \
+                or class_static(tx, meta, "__setattr__") is not type.__setattr__ \
+                or is_data_descriptor(class_static(tx, meta, name)):
+            super().store_attr(tx, name, value)
+            return
+        # (a class reached without a source, ``self.__class__`` of an object the trace made, is
+        # loaded as a constant by the replay)
+        target = self if self.source is not None else UserDefinedClassVariable(self.cls, ConstSource.of(self.cls))
+        tx.trace.side_effects.store_class_attr(target, self.cls, name, value)
+
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
+        written = tx.trace.side_effects.pending_class_attr(self.cls, name)
+        if written is not None:  # (the trace's own write: the real class does not hold it yet)
+            value = written[1]
+            try:
+                binds = class_static(tx, value.python_type(), "__get__") is not None
+            except Unsupported:
+                binds = True
+            if binds or class_static(tx, type(self.cls), "__getattribute__") is not type.__getattribute__:
+                raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__} after the trace set it "
+                                  f"(to {value.describe()}: a descriptor, or a metaclass's own lookup)")
+            return value
         if name in CLASS_DATA_ATTRS:
             # Assignable on a class: read through a source, so guarded like any attribute.
             return tx.wrap(getattr(self.cls, name), AttrSource(self.source or ConstSource.of(self.cls), name))

@@ -8,7 +8,8 @@ import enum
 
 import torch
 
-from helpers import assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, symexec_graphs
+import symexec
+from helpers import assert_same, assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -1145,3 +1146,123 @@ def test_an_enum_member_passed_in_reading_its_value_and_name():
 
     for fn in (through_a_method, directly):
         check_sequence(fn, [_t(4), Color.RED], [_t(4), Color.GREEN], [_t(4), Color.RED])
+
+
+# --------------------------------------------------------------------------------------------
+# Class attributes written by the traced code: replayed after the graph, read back in the trace
+
+
+class _Settings:
+    """gpytorch's settings idiom: a context manager setting a class attribute for its block."""
+
+    _state = False
+
+    def __init__(self, state=True):
+        self.state = state
+
+    def __enter__(self):
+        self.prev = _Settings._state
+        type(self)._state = self.state
+
+    def __exit__(self, *exc):
+        _Settings._state = self.prev
+        return False
+
+    @classmethod
+    def on(cls):
+        return cls._state
+
+
+class _Counter:
+    calls = 0
+    scale = 1.0
+
+    @classmethod
+    def bump(cls):
+        cls.calls += 1
+        return cls.calls
+
+
+class _SubCounter(_Counter):
+    pass
+
+
+def test_class_attribute_set_in_a_context_manager_is_read_back_in_one_graph():
+    # (it broke the graph at each write: `setting attribute '_state' of class`)
+    def fn(x):
+        with _Settings(True):
+            if _Settings.on():
+                x = x + 1
+        return x * 2, _Settings._state
+
+    check(fn, _t(3))
+    assert_same_graphs_as_dynamo(fn, _t(3))
+
+
+def test_class_attribute_changed_for_good_is_seen_by_later_calls():
+    # each call bumps the counter: replayed after the graph, the next call's guard on the value
+    # read sees the new count (a recompile), never the traced one
+    def fn(x):
+        n = _Counter.bump()
+        return x * n, _SubCounter.calls
+
+    compiled = symexec.compile(fn)
+    x = _t(2)
+    for start in (0, 1, 1, 5):  # (each run from the same class state, eagerly and compiled)
+        _Counter.calls = start
+        expected = fn(x)
+        after_eager = _Counter.calls
+        _Counter.calls = start
+        assert_same(compiled(x), expected)
+        assert _Counter.calls == after_eager
+    _Counter.calls = 0
+    assert len(symexec.cache_entries(compiled)) == 3  # (0, 1, 5: the value read is guarded)
+
+
+def test_class_attribute_write_then_reads_through_a_subclass_and_an_instance():
+    def fn(x):
+        _Counter.scale = 3.0
+        a = _SubCounter.scale  # through the MRO: the trace's write
+        b = _SubCounter().scale  # an instance's lookup of the written name: a break, correct
+        _Counter.scale = 1.0
+        return x * a * b
+
+    check(fn, _t(2), expect_traced=False)
+
+
+def test_class_attribute_write_of_a_tensor_and_across_a_break():
+    class Holder:
+        last = None
+
+    def fn(x):
+        Holder.last = x + 1
+        print("break")
+        return Holder.last * 2
+
+    check(fn, _t(2))
+
+
+def test_class_attribute_writes_the_trace_cannot_model_break():
+    class Meta(type):
+        def __setattr__(cls, name, value):
+            super().__setattr__(name, value * 2)
+
+    class WithMeta(metaclass=Meta):
+        v = 1
+
+    def special(x):
+        _Settings.__doc__ = "changed"
+        return x + 1
+
+    def through_meta(x):
+        WithMeta.v = 5
+        return x + WithMeta.v
+
+    def deleting(x):
+        _Counter.extra = 1
+        del _Counter.extra
+        return x + 1
+
+    for fn in (special, through_meta, deleting):
+        check(fn, _t(2), expect_traced=False)
+    _Settings.__doc__ = _Settings.__dict__.get("__doc__")
