@@ -22,7 +22,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 import torch
 
 from ..context import TracerContext
-from ..exc import TracedException, Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported
 from ..source import Source
 
 
@@ -153,8 +153,13 @@ class VariableTracker:
     # -- what it does ----------------------------------------------------------------------
     def var_getattr(self, tx: TracerContext, name: str) -> "VariableTracker":
         # A method of the modelled type: the call goes to ``call_method`` of this tracker.
-        if callable(getattr(self.python_type(), name, None)):
+        kind = self.python_type()
+        if callable(getattr(kind, name, None)):
             return BoundMethodVariable(self, name)
+        if kind in _NO_INSTANCE_ATTRIBUTES and not hasattr(kind, name):
+            # (an exact builtin container or number: its instances have no attribute of their
+            # own, and its type none it could be given: ``hasattr(d, "to")`` of a dict is False)
+            raise AttributeMissing.exactly(AttributeError(f"'{kind.__name__}' object has no attribute '{name}'"), guarded=True)
         raise Unsupported(f"reading attribute {name!r} of {self.describe()}")
 
     def store_attr(self, tx: TracerContext, name: str, value: "VariableTracker | None") -> None:
@@ -348,6 +353,12 @@ def find_on_class(tx: TracerContext, cls: type, name: str, start_after: type | N
             break
     tx.guards.class_lookup(cls, mro, name, found, static)
     return found, static
+
+
+# Builtin types whose instances carry no attributes of their own (no ``__dict__``) and whose
+# own attributes cannot be set (immutable types).
+_NO_INSTANCE_ATTRIBUTES = frozenset({dict, list, tuple, set, frozenset, int, float, complex, bool, str, bytes,
+                                     type(None), range, slice})
 
 
 def class_static(tx: TracerContext, cls: type, name: str) -> Any:

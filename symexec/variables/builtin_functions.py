@@ -34,7 +34,7 @@ from .functions import UserFunctionVariable, UserMethodVariable
 from .sets import SetVariable
 from .snapshots import same_state, state_check
 from .tensor import SymNodeVariable, TensorVariable
-from .base import Registry, class_static, subclass_check
+from .base import Registry, class_static, find_on_class, subclass_check
 from .user_objects import ObjectVariableBase, SuperVariable, checked_len
 from .native_methods import CONTAINER_CLASSES, NativeDescriptorVariable
 from .object_protocol import HANDLERS, Handler  # noqa: F401 - (the families register in it through here)
@@ -83,6 +83,9 @@ def is_tensor(value: VariableTracker) -> bool:
 def in_graph(value: VariableTracker) -> bool:
     """A tensor or a symbolic number: operations on it are graph nodes."""
     return isinstance(value, (TensorVariable, SymNodeVariable))
+
+
+_IMMUTABLE_TYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a type whose attributes cannot be set
 
 
 class BuiltinVariable(VariableTracker):
@@ -164,6 +167,16 @@ class BuiltinVariable(VariableTracker):
             static = class_static(tx, self.fn, name)  # (a builtin class's: it cannot change)
             if type(static) in (types.MethodDescriptorType, types.WrapperDescriptorType) and static.__objclass__ is self.fn:
                 return NativeDescriptorVariable(static)  # ``set.difference``, called with a set
+        fn = self.fn
+        if isinstance(fn, type) and fn.__flags__ & _IMMUTABLE_TYPE and type(fn) is type:
+            # An immutable builtin type (``int``, ``str``: no attribute can be set on one, what it
+            # has never changes): missing (``getattr(type(n), "foo", 0)``), or a number it holds.
+            klass, value = find_on_class(tx, fn, name)
+            if klass is None and find_on_class(tx, type, name)[0] is None:  # (nor on its metaclass, type)
+                raise AttributeMissing.exactly(AttributeError(f"type object '{fn.__name__}' has no attribute '{name}'"),
+                                               guarded=True)
+            if type(value) in (int, float, bool):
+                return ConstantVariable(value)
         return super().var_getattr(tx, name)
 
     def reconstruct(self, cg: Any) -> None:

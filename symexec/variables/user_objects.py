@@ -84,6 +84,14 @@ class ObjectVariableBase(VariableTracker):
         return tx.wrap(self.cls, self._class_source())
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if name == "__len__" and not args and not kwargs and self.cls in (dict, list, tuple, set, frozenset) \
+                and self.source is not None and hasattr(self, "value"):
+            # a builtin container held as an object (its items are not modelled: a dict keyed by
+            # torch's operators): its length, guarded (nothing in the trace changes it: any
+            # method that would breaks the graph)
+            length = len(self.value)
+            tx.guards.len_match(self.source, length)
+            return ConstantVariable(length)
         if name.startswith("__") and name.endswith("__") and not self.has_python_method(tx, name):
             raise Unsupported(f"{self.cls.__qualname__} has no Python {name}")
         return self.var_getattr(tx, name).call_function(tx, args, kwargs)

@@ -703,3 +703,54 @@ def test_no_grad_decorated_function_that_raises():
 
     check(fn, torch.ones(3, requires_grad=True), False)
     check(fn, torch.ones(3, requires_grad=True), True)
+
+
+# -- attributes builtin values cannot have, lengths of opaque builtin containers ----------------------
+class _Annotated:
+    foo: int = 1
+
+
+def test_getattr_with_a_default_on_builtin_types_and_values():
+    # getattr(type(0), "foo", 0) and hasattr(a_dict, "to") broke the graph ("reading attribute 'foo'
+    # of builtin int"): an immutable builtin type, or an exact builtin value, has no such attribute
+    def fn(x, m):
+        if getattr(type(m), "foo", 0):
+            x = x + _Annotated.foo
+        return x + getattr(int, "bits", 2) + hasattr(m, "to") + hasattr(str, "upper")
+
+    for m in (_Annotated(), 0, {"a": 1}, [1], (2,), "s", 1.5):
+        check(fn, torch.zeros(()), m)
+        assert symexec.explain(fn, torch.zeros(()), m).graph_break_count == 0
+
+
+def test_hasattr_of_a_dict_input_picks_the_dict_branch():
+    def fn(x):
+        if hasattr(x, "to"):
+            return x.to("cpu")
+        if hasattr(x, "items"):
+            return torch.cos(x["a"])
+        return x
+
+    for arg in ({"a": torch.randn(3)}, torch.randn(4)):
+        check(fn, arg)
+        assert symexec.explain(fn, arg).graph_break_count == 0
+
+
+_TABLE_OF_OPS = {torch.ops.aten.add.Tensor: 1, torch.ops.aten.mul.Tensor: 2}  # (keys not modelled)
+
+
+def test_len_of_a_dict_keyed_by_torch_operators():
+    # len() of a builtin container held as an object broke ("dict has no Python __len__"): its
+    # length, guarded (a key added between calls retraces)
+    def fn(x):
+        return x * len(_TABLE_OF_OPS)
+
+    check(fn, torch.randn(3))
+    assert symexec.explain(fn, torch.randn(3)).graph_break_count == 0
+    compiled, x = symexec.compile(fn), torch.randn(3)
+    assert torch.equal(compiled(x), x * 2)
+    _TABLE_OF_OPS[torch.ops.aten.sub.Tensor] = 3
+    try:
+        assert torch.equal(compiled(x), x * 3)
+    finally:
+        del _TABLE_OF_OPS[torch.ops.aten.sub.Tensor]
