@@ -859,6 +859,29 @@ def fn(x, c):
     return x * c.value - c, c.name, c is Bits.A
 """, args(X, refs("Color.RED", "Color.GREEN", "Bits.A", "Bits.B")))
 
+template("class_attr_write", "a class attribute set and restored by a context manager, read in between: which "
+         "class (its own attribute or its base's), the value set, the value before", """
+class Flag:
+    state = None
+    def __init__(self, value):
+        self.value = value
+    def __enter__(self):
+        self.prev = type(self).state
+        type(self).state = self.value
+    def __exit__(self, *exc):
+        type(self).state = self.prev
+class OwnFlag(Flag):
+    state = 2
+class InheritedFlag(Flag):
+    pass
+def fn(x, cls, v):
+    with cls(v):
+        if cls.state:
+            x = x * cls.state
+        inner = cls.state
+    return x + (cls.state or 0), inner, cls.state
+""", args(X, refs("Flag", "OwnFlag", "InheritedFlag"), st.sampled_from([0, 1, 3, None])))
+
 _ARRAYS = st.builds(A, st.sampled_from(["float64", "float32", "int64", "int32"]), st.sampled_from([(2, 3), (3, 2), (4,)]),
                     st.sampled_from(["c", "t", "off", "ro"]), st.sampled_from([0, 1]))
 
