@@ -7,6 +7,7 @@ constructors. See ``ndarray.py``.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import torch
@@ -16,7 +17,7 @@ from ..exc import TracedException, Unsupported
 from .base import VariableTracker
 from .builtin_functions import BuiltinVariable
 from .constant import ConstantVariable, is_literal
-from .lists import BaseListVariable
+from .lists import BaseListVariable, ListVariable, TupleVariable
 from .ndarray import FUNCTION_HANDLERS, NdarrayVariable, cast, numpy, wrap_array
 from .object_protocol import HANDLERS
 from .tensor import SymNodeVariable, TensorVariable, record_call
@@ -34,8 +35,69 @@ def _from_numpy(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs:
     return args[0].tensor  # (the same memory: the same tensor)
 
 
+def _holds_values(var: VariableTracker) -> bool:
+    """A list or tuple (nested) with a tensor or an array among its items."""
+    return type(var) in (ListVariable, TupleVariable) and any(
+        isinstance(item, (TensorVariable, NdarrayVariable)) or _holds_values(item) for item in var.items)
+
+
+def _stand_in(var: VariableTracker) -> Any:
+    """What ``torch.tensor`` is asked about in place of an item: a real value of its kind."""
+    if type(var) in (ListVariable, TupleVariable):
+        return type(var.python_type()([]))(_stand_in(item) for item in var.items)
+    if isinstance(var, NdarrayVariable):
+        return var.dtype.type(1) if var.scalar else numpy.ones([1] * var.ndim, var.dtype)
+    if isinstance(var, TensorVariable):
+        if var.example.requires_grad:  # (eager warns, once per process: not something to replay)
+            raise Unsupported("torch.tensor of a tensor that requires grad (eager warns)")
+        return torch.ones(tuple(var.example.shape), dtype=var.example.dtype)
+    value = var.as_python_constant()
+    if type(value) not in (int, float, bool, complex) and not isinstance(value, numpy.generic):
+        raise Unsupported(f"torch.tensor of a list holding {var.describe()}")
+    return value
+
+
+def _flat(var: VariableTracker) -> list[VariableTracker]:
+    if type(var) in (ListVariable, TupleVariable):
+        return [leaf for item in var.items for leaf in _flat(item)]
+    return [var]
+
+
+def _tensor_of_values(tx: TracerContext, fn: Any, data: VariableTracker, kwargs: dict[str, VariableTracker]) -> VariableTracker:
+    """``torch.tensor([t0, t1])`` of 0-d tensors, NumPy scalars and numbers: each value read as
+    torch reads it (``item()``), in the dtype torch infers, asked of torch itself on stand-ins of
+    the same kinds and dtypes; a warning (a tensor that requires grad) or an error breaks, as
+    does a device. The values are the tensors' own, cast: what reading each into Python and
+    back gives."""
+    options = {k: v.as_python_constant() for k, v in kwargs.items()}
+    if options.get("device") not in (None, "cpu", torch.device("cpu")) or set(options) - {"dtype", "device"}:
+        raise Unsupported("torch.tensor of tensors with these options")
+    stand_ins = _stand_in(data)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            answer = fn(stand_ins, dtype=options.get("dtype"))
+    except Exception as e:  # noqa: BLE001 - eager raises it (a tensor of more than one element...)
+        raise Unsupported(f"torch.tensor of these values raises {type(e).__name__} in eager") from None
+    if caught:
+        raise Unsupported(f"torch.tensor of these values warns in eager ({caught[0].message})")
+    dtype = ConstantVariable(answer.dtype)
+    leaves = []
+    for leaf in _flat(data):
+        if isinstance(leaf, NdarrayVariable):
+            leaf = leaf.tensor
+        if isinstance(leaf, TensorVariable):
+            leaves.append(record_call(tx, "call_method", "to", [leaf, dtype], {}))
+        else:
+            leaves.append(record_call(tx, "call_function", torch.tensor, [leaf], {"dtype": dtype}))
+    stacked = record_call(tx, "call_function", torch.stack, [ListVariable(leaves)], {})
+    return record_call(tx, "call_method", "reshape", [stacked, ConstantVariable(tuple(answer.shape))], {})
+
+
 def _as_tensor(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
     """``torch.as_tensor(a)`` shares the array's memory; ``torch.tensor(a)`` copies it."""
+    if len(args) == 1 and _holds_values(args[0]) and all(v.is_python_constant() for v in kwargs.values()):
+        return _tensor_of_values(tx, fn, args[0], kwargs)
     if not args or not isinstance(args[0], NdarrayVariable) or len(args) > 1 or set(kwargs) - {"dtype", "device"}:
         return None
     array = args[0]

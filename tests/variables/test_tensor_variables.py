@@ -324,3 +324,35 @@ def test_legacy_tensor_class_constructed_from_data():
     assert symexec.explain(fn, torch.ones(3, dtype=torch.long), 3).graph_break_count == 0
     # sizes (an uninitialised tensor) still break
     check(lambda x: torch.FloatTensor(2, 3).shape, _t(1), expect_traced=False, captured=False)
+
+
+@pytest.mark.parametrize("fn, args", [
+    (lambda a, b: torch.tensor([a, b]), (torch.tensor(1.5), torch.tensor(2.5))),
+    (lambda a, b: torch.tensor([a, 1.5, b]), (torch.tensor(3, dtype=torch.int32), torch.tensor(True))),
+    (lambda a, b: torch.tensor([[a], [b]], dtype=torch.float64), (torch.tensor(1.5), torch.tensor(2.5))),
+    (lambda a, b: torch.as_tensor((a, b, 3)), (torch.tensor(1), torch.tensor(2))),
+    (lambda a, b: torch.tensor([a, b]), (torch.ones(2), torch.ones(2))),  # (eager's ValueError)
+], ids=["floats", "int32_float_bool", "nested_dtype", "as_tensor", "not_scalars"])
+def test_tensor_of_a_list_of_tensors(fn, args):
+    # it failed on fake tensors ("data is not allocated yet") and broke the graph: the values are
+    # read as torch reads them, in the dtype torch infers for these kinds (asked of torch)
+    check(fn, *args, expect_traced=False)
+    if args[0].dim() == 0:
+        assert symexec.explain(fn, *args).graph_break_count == 0
+
+
+def test_tensor_of_numpy_scalars_and_a_legacy_class():
+    np = pytest.importorskip("numpy")
+
+    def fn():
+        x = np.array([1, 2, 3, 4, 5, 6], dtype=np.int64)
+        y = [x[0], x[2], x[4]]
+        return torch.LongTensor(y), torch.tensor([x[1], np.float32(2)])
+
+    check(fn)
+    assert symexec.explain(fn).graph_break_count == 0
+
+
+def test_tensor_of_tensors_that_require_grad_breaks():
+    # eager warns (once per process) reading a tensor that requires grad into Python
+    check(lambda r: torch.tensor([r, r]), torch.randn((), requires_grad=True), expect_traced=False)
