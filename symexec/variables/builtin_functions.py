@@ -16,6 +16,7 @@ import inspect
 import types
 import math
 import operator
+import os
 import weakref
 from typing import Any, Callable
 
@@ -248,6 +249,15 @@ def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
     if isinstance(obj, ObjectVariableBase) and obj.has_python_method(tx, "__len__"):
         return checked_len(tx, obj.call_method(tx, "__len__", [], {}))
     return obj.call_method(tx, "__len__", [], {})
+
+
+@handler(os.fspath)
+def _fspath(tx: TracerContext, path: VariableTracker) -> VariableTracker | None:
+    """``os.fspath`` of an exact str or bytes constant is that value; anything else (a
+    ``__fspath__`` to run) declines."""
+    if path.is_python_constant() and type(path.as_python_constant()) in (str, bytes):
+        return path
+    return None
 
 
 @handler(super)

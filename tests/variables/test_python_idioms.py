@@ -6,6 +6,7 @@ import copy
 import functools
 import inspect
 import operator
+import os
 import pickle
 import sys
 import types
@@ -1108,3 +1109,22 @@ def test_pickle_dumps_of_other_values_breaks():
         return x + 1, pickle.dumps(value), pickle.dumps({1}), pickle.dumps(1, protocol=99)
 
     check(fn, torch.randn(3), Level(3), expect_traced=False)
+
+
+def test_os_fspath_of_a_str_or_bytes_is_that_value():
+    def fn(x, name):
+        return torch.sin(x), os.fspath("."), os.fspath(b"a/b"), os.fspath(name)
+
+    _one_graph(fn, torch.randn(4), "dir")
+    check(fn, torch.randn(4), "dir")
+
+
+def test_os_fspath_of_a_path_like_runs_its_fspath():
+    class Where:
+        def __fspath__(self):
+            return "here"
+
+    def fn(x, where):
+        return x + 1, os.fspath(where)
+
+    check(fn, torch.randn(3), Where())
