@@ -197,7 +197,14 @@ class TorchVariable(VariableTracker):
             args, kwargs = python_types_as_dtypes(args, kwargs, positional=False)
         # Even a call on constants is recorded: its fake result says whether it made a tensor
         # (a factory such as torch.ones) or a constant, whose node is then dropped.
+        outs = _input_outs(kwargs.get("out"))
+        shapes = [out.example.shape for out in outs]
         result = record_call(tx, "call_function", fn, args, kwargs)
+        if any(out.example.shape != shape for out, shape in zip(outs, shapes)):
+            # An out= tensor of the caller's that the op resizes: a backend's graph (AOTAutograd's
+            # functionalized copy) cannot change an input's size. CPython runs it, as torch.compile.
+            raise Unsupported(f"{self.describe()} resizing its out= tensor, an input of the graph",
+                              hint="the graph breaks; CPython runs it")
         if (isinstance(result, ConstantVariable) and result.source is None and result.as_python_constant() is not None
                 and all(_plain_constant(a) for a in (*args, *kwargs.values()))):
             # A query of torch's state (torch.get_num_threads()): guarded, as any value read,
@@ -296,6 +303,12 @@ def _torch_function_override(tx: TracerContext, fn_var: TorchVariable, args: lis
 
 
 _NO_VALUE = object()  # an argument the stand-in call cannot be given
+
+
+def _input_outs(out: VariableTracker | None) -> list[TensorVariable]:
+    """The tensors of an ``out=`` argument that come from outside the graph (have a source)."""
+    items = out.items if isinstance(out, (ListVariable, TupleVariable)) else [out]
+    return [item for item in items if isinstance(item, TensorVariable) and item.source is not None]
 
 
 def _annotate(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:

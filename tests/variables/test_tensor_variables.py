@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from helpers import check, dynamo_graphs, symexec_graphs
+from helpers import assert_same_graphs_as_dynamo, check, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -310,3 +310,26 @@ def test_type_with_a_legacy_tensor_class():
     check(fn, _t(3), _t(3))
     (_, ours), (_, theirs) = symexec_graphs(fn, _t(3), _t(3)), dynamo_graphs(fn, _t(3), _t(3))
     assert ours.graph_count == theirs.graph_count == 1
+
+
+def _mv_into(out, m, v):
+    torch.mv(m, v, out=out)
+    return out
+
+
+def _mv_into_new(m, v):
+    out = torch.empty(0)
+    torch.mv(m, v, out=out)
+    return out * 2
+
+
+def test_out_argument_resizing_an_input_runs_in_cpython():
+    # (AOTAutograd's graph cannot resize its input: the op raised a size mismatch instead)
+    check(_mv_into, torch.empty(0), torch.randn(3, 3), torch.randn(3), backend="aot_eager", captured=False)
+    assert_same_graphs_as_dynamo(_mv_into, torch.empty(0), torch.randn(3, 3), torch.randn(3))
+
+
+def test_out_argument_of_the_right_size_or_made_inside_stays_in_the_graph():
+    check(_mv_into, torch.empty(3), torch.randn(3, 3), torch.randn(3), backend="aot_eager")
+    check(_mv_into_new, torch.randn(3, 3), torch.randn(3), backend="aot_eager")
+    assert_same_graphs_as_dynamo(_mv_into, torch.empty(3), torch.randn(3, 3), torch.randn(3))
