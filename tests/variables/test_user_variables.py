@@ -3,6 +3,7 @@
 import dataclasses
 import enum
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -387,3 +388,18 @@ def test_torch_function_giving_not_implemented_raises_as_eager():
     def fn(x):
         return torch.mean(_Wrapped(x))
     check(fn, _t(3), expect_traced=False)
+
+
+def test_torch_function_dispatch_follows_disabled_torch_function():
+    def fn(x):
+        return torch.sum(_Wrapped(x), dim=0)
+    compiled = symexec.compile(fn)
+    x = _t(3)
+    assert torch.equal(compiled(x), fn(x))
+    with torch._C.DisableTorchFunction():  # no dispatch: torch's parser refuses the object, as in eager
+        with pytest.raises(TypeError) as eager:
+            fn(x)
+        with pytest.raises(TypeError) as ours:
+            compiled(x)
+    assert str(ours.value) == str(eager.value)
+    assert torch.equal(compiled(x), fn(x))
