@@ -28,6 +28,8 @@ from .higher_order import WRAPPERS as HIGHER_ORDER_WRAPPERS
 from .classes import CLASS_DATA_ATTRS, PythonModuleVariable, UserDefinedClassVariable, construct
 from .new_modules import construct_torch_module
 from .lists import ListVariable, SizeVariable, TupleVariable
+from .dicts import ConstDictVariable
+from .user_objects import ObjectVariableBase
 from .tensor import SymNodeVariable, TensorVariable, python_types_as_dtypes, record_call
 
 # Functions that change global state or leave the graph's world.
@@ -195,10 +197,20 @@ class TorchVariable(VariableTracker):
             tx.guards.id_match(AttrSource(self.source or ConstSource.of(fn), "__code__"), fn.__code__)
             return UserFunctionVariable(fn, self.source).call_function(tx, args, kwargs)
         if isinstance(fn, types.BuiltinFunctionType) and is_torch_object(fn):  # (torch's parser reads dtype=float)
+            overridden = _torch_function_override(tx, self, args, kwargs)
+            if overridden is not None:
+                return overridden
             args, kwargs = python_types_as_dtypes(args, kwargs, positional=False)
         # Even a call on constants is recorded: its fake result says whether it made a tensor
         # (a factory such as torch.ones) or a constant, whose node is then dropped.
+        outs = _input_outs(kwargs.get("out"))
+        shapes = [out.example.shape for out in outs]
         result = record_call(tx, "call_function", fn, args, kwargs)
+        if any(out.example.shape != shape for out, shape in zip(outs, shapes)):
+            # An out= tensor of the caller's that the op resizes: a backend's graph (AOTAutograd's
+            # functionalized copy) cannot change an input's size. CPython runs it, as torch.compile.
+            raise Unsupported(f"{self.describe()} resizing its out= tensor, an input of the graph",
+                              hint="the graph breaks; CPython runs it")
         if (isinstance(result, ConstantVariable) and result.source is None and result.as_python_constant() is not None
                 and all(_plain_constant(a) for a in (*args, *kwargs.values()))):
             # A query of torch's state (torch.get_num_threads()): guarded, as any value read,
@@ -213,6 +225,96 @@ class TorchVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"TorchVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+class _Probe:
+    """Stands, while tracing, for a user's object whose class defines ``__torch_function__``:
+    torch's own argument parser, called with it, says whether and how it dispatches."""
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        raise _Dispatched(args, kwargs)
+
+
+class _Dispatched(Exception):
+    """What torch handed a ``_Probe``'s ``__torch_function__``: the arguments as it passes them."""
+
+    def __init__(self, args: Any, kwargs: Any) -> None:
+        super().__init__()
+        self.args_given, self.kwargs_given = args, kwargs
+
+
+def _torch_function_override(tx: TracerContext, fn_var: TorchVariable, args: list[VariableTracker],
+                             kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+    """A torch builtin given a user's (non-tensor) object whose class defines ``__torch_function__``
+    (``torch.max(obj)``): that method traced, as torch calls it, or None when no argument is one.
+    Whether torch dispatches at all is asked of torch itself, with a stand-in object in its place;
+    only one such class per call (the order among several is torch's to decide)."""
+    overloaded: dict[int, VariableTracker] = {}
+
+    def real(var: VariableTracker) -> Any:
+        if isinstance(var, TensorVariable):
+            # (a plain tensor: never overloaded; the parser reads types only)
+            return torch.empty(0) if var.python_type() is torch.Tensor else _NO_VALUE
+        if isinstance(var, ObjectVariableBase) and class_static(tx, var.python_type(), "__torch_function__") is not None:
+            probe = _Probe()
+            overloaded[id(probe)] = var
+            return probe
+        if isinstance(var, (ListVariable, TupleVariable)) and var.python_type() in (list, tuple):
+            items = [real(item) for item in var.items]
+            return _NO_VALUE if any(i is _NO_VALUE for i in items) else var.python_type()(items)
+        return var.as_python_constant() if _plain_constant(var) else _NO_VALUE
+
+    given = [real(a) for a in args]
+    given_kwargs = {k: real(v) for k, v in kwargs.items()}
+    if not overloaded:
+        return None
+    if len({v.python_type() for v in overloaded.values()}) != 1:
+        raise Unsupported(f"{fn_var.describe()} given objects of several classes that define __torch_function__")
+    if any(g is _NO_VALUE for g in (*given, *given_kwargs.values())):
+        raise Unsupported(f"{fn_var.describe()} given an object whose class defines __torch_function__, "
+                          f"with arguments torch's dispatch cannot be asked about while tracing")
+    enabled = tx.wrap(torch._C._is_torch_function_enabled(),
+                      CallSource(ConstSource.of(torch._C._is_torch_function_enabled), (), ()))
+    if not enabled.as_python_constant():
+        return None
+    try:
+        # (without ``**{}``, which torch passes on as kwargs={} where a plain call gives None)
+        fn_var.fn(*given, **given_kwargs) if given_kwargs else fn_var.fn(*given)
+    except _Dispatched as d:
+        dispatched = d
+    except Exception:
+        return None  # (torch's parser refuses it: the call raises, as it does in CPython)
+    else:
+        return None
+    # torch passes the objects it was given (a list of tensors as the list itself)
+    given_vars = {**{id(r): v for r, v in zip((*given, *given_kwargs.values()), (*args, *kwargs.values()))},
+                  **overloaded}
+
+    def traced(value: Any) -> VariableTracker:
+        if id(value) not in given_vars:
+            raise Unsupported(f"{fn_var.describe()} passed __torch_function__ an argument it was not given")
+        return given_vars[id(value)]
+
+    passed_args = TupleVariable([traced(a) for a in dispatched.args_given])
+    passed_kwargs = ConstantVariable(None) if dispatched.kwargs_given is None else \
+        ConstDictVariable({k: traced(v) for k, v in dispatched.kwargs_given.items()})
+    cls_var = tx.wrap(next(iter(overloaded.values())).python_type(), None)
+    method = cls_var.var_getattr(tx, "__torch_function__")
+    result = method.call_function(tx, [fn_var, TupleVariable([cls_var]), passed_args, passed_kwargs], {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        raise Unsupported(f"{cls_var.describe()}.__torch_function__ gave NotImplemented for {fn_var.describe()}",
+                          hint="the graph breaks; CPython raises torch's TypeError")
+    return result
+
+
+_NO_VALUE = object()  # an argument the stand-in call cannot be given
+
+
+def _input_outs(out: VariableTracker | None) -> list[TensorVariable]:
+    """The tensors of an ``out=`` argument that come from outside the graph (have a source)."""
+    items = out.items if isinstance(out, (ListVariable, TupleVariable)) else [out]
+    return [item for item in items if isinstance(item, TensorVariable) and item.source is not None]
 
 
 def _annotate(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:

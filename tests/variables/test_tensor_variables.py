@@ -5,7 +5,7 @@ import torch
 
 import symexec
 
-from helpers import check, dynamo_graphs, symexec_graphs
+from helpers import assert_same_graphs_as_dynamo, check, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -356,3 +356,26 @@ def test_tensor_of_numpy_scalars_and_a_legacy_class():
 def test_tensor_of_tensors_that_require_grad_breaks():
     # eager warns (once per process) reading a tensor that requires grad into Python
     check(lambda r: torch.tensor([r, r]), torch.randn((), requires_grad=True), expect_traced=False)
+
+
+def _mv_into(out, m, v):
+    torch.mv(m, v, out=out)
+    return out
+
+
+def _mv_into_new(m, v):
+    out = torch.empty(0)
+    torch.mv(m, v, out=out)
+    return out * 2
+
+
+def test_out_argument_resizing_an_input_runs_in_cpython():
+    # (AOTAutograd's graph cannot resize its input: the op raised a size mismatch instead)
+    check(_mv_into, torch.empty(0), torch.randn(3, 3), torch.randn(3), backend="aot_eager", captured=False)
+    assert_same_graphs_as_dynamo(_mv_into, torch.empty(0), torch.randn(3, 3), torch.randn(3))
+
+
+def test_out_argument_of_the_right_size_or_made_inside_stays_in_the_graph():
+    check(_mv_into, torch.empty(3), torch.randn(3, 3), torch.randn(3), backend="aot_eager")
+    check(_mv_into_new, torch.randn(3, 3), torch.randn(3), backend="aot_eager")
+    assert_same_graphs_as_dynamo(_mv_into, torch.empty(3), torch.randn(3, 3), torch.randn(3))

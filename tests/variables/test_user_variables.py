@@ -3,6 +3,7 @@
 import dataclasses
 import enum
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -333,3 +334,72 @@ def test_iterating_an_object_whose_iter_returns_itself():
         return y, counter.a
 
     check(fn, _t(2), CountsUp(5))
+
+
+class _Wrapped:
+    """A non-tensor object that torch functions dispatch to through ``__torch_function__``:
+    it unwraps itself (and its kind) and runs the function on the tensor it holds."""
+
+    def __init__(self, data, scale=1.0):
+        self.data = data
+        self.scale = scale
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        def unwrap(a):
+            if isinstance(a, cls):
+                return a.data * a.scale
+            if isinstance(a, (list, tuple)):
+                return type(a)(unwrap(i) for i in a)
+            return a
+        if func is torch.max and kwargs is None:
+            return torch.tensor(len(types) + len(args))
+        if func is torch.mean:
+            return NotImplemented
+        return func(*unwrap(args), **unwrap(kwargs or {}))
+
+
+def _call_with_wrapped(x, y):
+    w = _Wrapped(x, 2.0)
+    if torch.overrides.is_tensor_like(w):
+        return torch.sum(w, dim=0), torch.add(w, y), torch.cat([w, y])
+    return torch.zeros(1)
+
+
+def test_torch_function_of_a_user_object_is_traced():
+    check(_call_with_wrapped, _t(3), _t(3))
+    assert_same_graphs_as_dynamo(_call_with_wrapped, _t(3), _t(3))
+
+
+def test_torch_function_is_given_kwargs_none_as_eager():
+    # (torch.compile passes kwargs={} here, and so takes the other branch)
+    def fn(x):
+        return torch.max(_Wrapped(x)), torch.max(_Wrapped(x), dim=0)
+    check(fn, _t(3))
+
+
+def test_torch_function_of_an_input_object():
+    def fn(w, y):
+        return torch.mul(w, y), torch.max(w, dim=0)
+    check(fn, _Wrapped(_t(2, 3), 0.5), _t(2, 3))
+
+
+def test_torch_function_giving_not_implemented_raises_as_eager():
+    def fn(x):
+        return torch.mean(_Wrapped(x))
+    check(fn, _t(3), expect_traced=False)
+
+
+def test_torch_function_dispatch_follows_disabled_torch_function():
+    def fn(x):
+        return torch.sum(_Wrapped(x), dim=0)
+    compiled = symexec.compile(fn)
+    x = _t(3)
+    assert torch.equal(compiled(x), fn(x))
+    with torch._C.DisableTorchFunction():  # no dispatch: torch's parser refuses the object, as in eager
+        with pytest.raises(TypeError) as eager:
+            fn(x)
+        with pytest.raises(TypeError) as ours:
+            compiled(x)
+    assert str(ours.value) == str(eager.value)
+    assert torch.equal(compiled(x), fn(x))
