@@ -11,11 +11,12 @@ trace need no replay: they are rebuilt by their trackers where the code needs th
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Iterator
 
 from .exc import Unsupported
 from .source import PrivateObjectSource, advance
-from .variables.base import DELETED, VariableTracker, reachable
+from .variables.base import DELETED, VariableTracker, made_after, reachable
 
 
 class SideEffects:
@@ -34,7 +35,8 @@ class SideEffects:
         # object's own again.
         self.replay_class: dict[tuple[int, str], type] = {}
         # The trace's writes to attributes of classes that existed before the call, by the class
-        # itself (one class reached through two sources is two trackers): (class, name) -> value.
+        # itself (one class reached through two sources is two trackers): (id, name) -> (the
+        # class, held while its id is the key; the value).
         self.class_attrs: dict[tuple[int, str], tuple[type, VariableTracker]] = {}
         self.cells: dict[int, tuple[Any, VariableTracker]] = {}
         # Iterators passed in that the trace took items from (each knows how many).
@@ -55,6 +57,17 @@ class SideEffects:
         self.version += 1
         if self.changed is not None:
             self.changed.append(target)
+
+    @contextlib.contextmanager
+    def watch(self) -> Iterator["ChangeWatch"]:
+        """Around code whose changes must stay inside it (a higher-order operator's body, an
+        lru_cache'd function): ``only_its_own()`` inside the block says whether every change
+        recorded since it began was to an object made in it."""
+        outer, self.changed = self.changed, []
+        try:
+            yield ChangeWatch(self)
+        finally:
+            self.changed = outer if outer is None else outer + self.changed
 
     def __bool__(self) -> bool:
         return bool(self.containers or self.attributes or self.globals or self.cells or self.iterators)
@@ -113,15 +126,15 @@ class SideEffects:
         self.store_attr(cls_var, name, value)
         self.class_attrs[(id(cls), name)] = (cls, value)
 
-    def pending_class_attr(self, cls: type, name: str) -> tuple[type, VariableTracker] | None:
-        """The class along ``cls``'s MRO that the trace gave ``name`` and the value, where no
-        class before it in the MRO holds ``name`` itself; None when no class there was written."""
+    def pending_class_attr(self, cls: type, name: str) -> VariableTracker | None:
+        """The value the trace gave ``name`` on a class along ``cls``'s MRO, where no class
+        before it in the MRO holds ``name`` itself; None when no class there was written."""
         if not self.class_attrs:
             return None
         for klass in cls.__mro__:
             written = self.class_attrs.get((id(klass), name))
             if written is not None:
-                return klass, written[1]
+                return written[1]
             if name in klass.__dict__:
                 return None
         return None
@@ -284,3 +297,15 @@ class SideEffects:
         for name in self.globals:
             cg.load_fast(values[("global", name)])
             cg.emit("STORE_GLOBAL", name)
+
+
+class ChangeWatch:
+    """What ``SideEffects.watch`` hands its block: the count and the first tracker at its start."""
+
+    def __init__(self, effects: SideEffects) -> None:
+        self.effects, self.version = effects, effects.version
+        self.first = VariableTracker().serial  # (every tracker the block makes comes after it)
+
+    def only_its_own(self) -> bool:
+        changed = self.effects.changed or []
+        return self.effects.version - self.version == len(changed) and all(made_after(c, self.first) for c in changed)

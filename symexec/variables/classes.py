@@ -113,9 +113,8 @@ class UserDefinedClassVariable(VariableTracker):
         tx.trace.side_effects.store_class_attr(target, self.cls, name, value)
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
-        written = tx.trace.side_effects.pending_class_attr(self.cls, name)
-        if written is not None:  # (the trace's own write: the real class does not hold it yet)
-            value = written[1]
+        value = tx.trace.side_effects.pending_class_attr(self.cls, name)
+        if value is not None:  # (the trace's own write: the real class does not hold it yet)
             try:
                 binds = class_static(tx, value.python_type(), "__get__") is not None
             except Unsupported:

@@ -49,7 +49,7 @@ from ..callees import HIGHER_ORDER_WRAPPERS
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..source import Source
-from .base import VariableTracker, made_after
+from .base import VariableTracker
 from .constant import ConstantVariable
 from .lists import ListVariable, TupleVariable
 from .pytree import _flatten, _unflatten
@@ -121,10 +121,7 @@ def _trace_body(tx: TracerContext, fn: VariableTracker, examples: list[Any], wha
     ``single``: its one tensor result is the graph's output (a loop's condition), else a tuple of
     its flat results."""
     trace = tx.trace
-    effects = trace.side_effects
-    version, watching, effects.changed = effects.version, effects.changed, []
-    first = VariableTracker().serial  # (every tracker the body makes comes after it)
-    with trace.graph.subgraph() as graph:
+    with trace.side_effects.watch() as changes, trace.graph.subgraph() as graph:
         try:
             args = [_placeholder(tx, graph, f"arg{i}", example) for i, example in enumerate(examples)]
             fakes = [arg.example for arg in args if isinstance(arg, TensorVariable)]
@@ -141,8 +138,7 @@ def _trace_body(tx: TracerContext, fn: VariableTracker, examples: list[Any], wha
                 raise Unsupported(f"{what} returns {len(leaves)} values, not one tensor")
             nodes = tuple(leaf.as_proxy() for leaf in leaves)
             graph.output(nodes[0] if single else nodes)
-            changed = effects.changed
-            if effects.version - version != len(changed) or not all(made_after(c, first) for c in changed):
+            if not changes.only_its_own():
                 raise Unsupported(f"{what} changes objects outside it", hint="torch raises; CPython runs the call")
             if any(fake._version for fake in fakes):
                 raise Unsupported(f"{what} mutates an input in place", hint="torch raises; CPython runs the call")
@@ -151,8 +147,6 @@ def _trace_body(tx: TracerContext, fn: VariableTracker, examples: list[Any], wha
         except BaseException:
             _discard(graph)
             raise
-        finally:
-            effects.changed = watching if watching is None else watching + effects.changed
     return _Body(graph, leaves, spec, free)
 
 

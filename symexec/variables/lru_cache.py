@@ -12,7 +12,7 @@ import torch
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..source import Source
-from .base import Identity, VariableTracker, class_static, made_after
+from .base import Identity, VariableTracker, class_static
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable, call_marked_constant, is_marked_constant
 from .lists import ListVariable, TupleVariable
@@ -71,17 +71,11 @@ class LruCacheVariable(VariableTracker):
         constants = all(a.is_python_constant() for a in [*args, *kwargs.values()])
         if constants and isinstance(self.wrapped, UserFunctionVariable) and is_marked_constant(self.wrapped.fn):
             return call_marked_constant(self.value, args, kwargs)  # (through the cache, as eager calls it)
-        effects, first = tx.trace.side_effects, VariableTracker().serial  # (what the call makes comes after)
-        version, watching, effects.changed = effects.version, effects.changed, []
         tensor_ops = tx.trace.graph.tensor_op_count()
-        try:
+        with tx.trace.side_effects.watch() as changes:
             result = self.wrapped.call_function(tx, args, kwargs)
-            changed = effects.changed
-        finally:
-            effects.changed = watching if watching is None else watching + effects.changed
-        if effects.version - version != len(changed) or not all(made_after(c, first) for c in changed) \
-                or tx.trace.graph.tensor_op_count() != tensor_ops:
-            raise Unsupported(f"the {self.describe()} changes state: its cache decides whether its code runs")
+            if not changes.only_its_own() or tx.trace.graph.tensor_op_count() != tensor_ops:
+                raise Unsupported(f"the {self.describe()} changes state: its cache decides whether its code runs")
         if constants and result.is_python_constant():
             self._check_cached([a.as_python_constant() for a in args],
                                {k: v.as_python_constant() for k, v in kwargs.items()}, result.as_python_constant())

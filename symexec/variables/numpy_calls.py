@@ -18,7 +18,7 @@ from .base import VariableTracker
 from .builtin_functions import BuiltinVariable
 from .constant import ConstantVariable, is_literal
 from .lists import BaseListVariable, ListVariable, TupleVariable
-from .ndarray import FUNCTION_HANDLERS, NdarrayVariable, cast, numpy, wrap_array
+from .ndarray import FUNCTION_HANDLERS, NdarrayVariable, cast, numpy, stand_in, wrap_array
 from .object_protocol import HANDLERS
 from .tensor import SymNodeVariable, TensorVariable, record_call
 from .torch_functions import _SPECIAL_CALLS
@@ -46,7 +46,7 @@ def _stand_in(var: VariableTracker) -> Any:
     if type(var) in (ListVariable, TupleVariable):
         return type(var.python_type()([]))(_stand_in(item) for item in var.items)
     if isinstance(var, NdarrayVariable):
-        return var.dtype.type(1) if var.scalar else numpy.ones([1] * var.ndim, var.dtype)
+        return stand_in(var)  # (NumPy's stand-in: an array of its dtype and dimensions)
     if isinstance(var, TensorVariable):
         if var.example.requires_grad:  # (eager warns, once per process: not something to replay)
             raise Unsupported("torch.tensor of a tensor that requires grad (eager warns)")

@@ -26,7 +26,7 @@ from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .enums import enum_member, is_plain_enum
-from .native_methods import NATIVE_OWNERS, NativeMethodVariable
+from .native_methods import CONTAINER_CLASSES, NATIVE_OWNERS, NativeMethodVariable
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
 from .tensor import record_call
@@ -84,7 +84,7 @@ class ObjectVariableBase(VariableTracker):
         return tx.wrap(self.cls, self._class_source())
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "__len__" and not args and not kwargs and self.cls in (dict, list, tuple, set, frozenset) \
+        if name == "__len__" and not args and not kwargs and self.cls in CONTAINER_CLASSES \
                 and self.source is not None and hasattr(self, "value"):
             # a builtin container held as an object (its items are not modelled: a dict keyed by
             # torch's operators): its length, guarded (nothing in the trace changes it: any
