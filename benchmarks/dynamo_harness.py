@@ -89,7 +89,19 @@ BOOKKEEPING = frozenset({torch._C._log_api_usage_once, torch._C._set_grad_enable
 def op_targets(gm: torch.fx.GraphModule) -> tuple[str, ...]:
     return tuple(node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
                  for node in gm.graph.nodes if node.op in ("call_function", "call_method", "call_module")
-                 and not (node.op == "call_function" and _bookkeeping(node.target)) and not _identity(node))
+                 and not (node.op == "call_function" and _bookkeeping(node.target)) and not _identity(node)
+                 and not _number(node))
+
+
+def _number(node: torch.fx.Node) -> bool:
+    """An op node that computes a number or a size (``x.size(0)``, ``n - 1``): a trace may compute
+    it as it goes, and symexec runs a graph of nothing else as Python, with no backend. Left out of
+    both systems' counts."""
+    def number(value: Any) -> bool:
+        if isinstance(value, tuple):
+            return all(number(v) for v in value)
+        return type(value) in (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+    return number(node.meta.get("example_value", node.meta.get("val")))
 
 
 def _identity(node: torch.fx.Node) -> bool:
@@ -182,7 +194,7 @@ def aten_ops(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[str, ...] 
         return None
     return tuple(str(node.target) for node in traced.graph.nodes
                  if node.op == "call_function" and node.target is not operator.getitem
-                 and not _bookkeeping(node.target) and not _identity(node))
+                 and not _bookkeeping(node.target) and not _identity(node) and not _number(node))
 
 
 def _counted(backend: Any, mode: Any = None, options: Any = None, dynamic: Any = None) -> Counting:

@@ -376,6 +376,16 @@ class OutputGraph:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module")
                    and not isinstance(n.meta.get("example_value"), (torch.SymInt, torch.SymFloat, torch.SymBool)))
 
+    @staticmethod
+    def numbers_only(gm: torch.fx.GraphModule) -> bool:
+        """Whether every operation of ``gm`` computes a number or a size (``x.size(0) * 2``, the
+        sizes a function returns past a break): such a graph runs as the Python it is, with no
+        backend, as there is nothing for one to compile."""
+        calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+        return bool(calls) and all(_is_number(n.meta.get("example_value")) and (
+            n.op == "call_method" and n.target in _SIZE_METHODS or not any(
+                isinstance(a.meta.get("example_value"), torch.Tensor) for a in n.all_input_nodes)) for n in calls)
+
     def grad_mode_only(self) -> bool | None:
         """The grad mode a graph leaves set when all it does is set it (a ``with no_grad()``
         entered before a break): no graph is needed for that, the caller's code sets it. None
@@ -570,3 +580,15 @@ def _source_code(source: Any) -> Source | Code:
     if isinstance(base, Source) and method in ("size", "stride"):
         return code(ShapeCall(base, method), f"[{int(source.idx)}]")
     return code(base, f".{method}()[{int(source.idx)}]")
+
+
+# What a number-only graph may read of a tensor: its sizes, never its data (``item()`` stays in
+# a graph, as under torch.compile).
+_SIZE_METHODS = frozenset({"size", "stride", "numel", "dim", "storage_offset"})
+
+
+def _is_number(value: Any) -> bool:
+    """A Python or symbolic number, or a size (a tuple of them)."""
+    if isinstance(value, tuple):
+        return all(_is_number(v) for v in value)
+    return type(value) in (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)

@@ -352,6 +352,9 @@ _SPECIAL_CALLS.update({
     torch.Size: _size,
     # every entry guards the mode at entry
     torch.is_grad_enabled: lambda tx, fn, args, kwargs: ConstantVariable(tx.trace.torch.grad_enabled),
+    # symexec traces only with no dispatch mode (``global_state.modes_transparent``, guarded):
+    # the trace's own fake mode is not the user's
+    torch._C._len_torch_dispatch_stack: lambda tx, fn, args, kwargs: None if args or kwargs else ConstantVariable(0),
     **dict.fromkeys((torch.no_grad, torch.enable_grad, torch.set_grad_enabled),
                     lambda tx, fn, args, kwargs: GradModeVariable.create(tx, fn, args)),
     **dict.fromkeys({torch.autocast, torch.amp.autocast},

@@ -358,15 +358,6 @@ class Reached:
 
 
 REACHED = {
-    # LinearOperator's _args setter, sorted(kwargs.items()) of modules, memoize's pickle.dumps of
-    # its kwargs, torch.Size of symbolic sizes and gpytorch's settings context managers (a class
-    # attribute set in __enter__, read back in the trace) are traced now; the break left is
-    # RBFCovariance.apply() given a lambda (an autograd.Function whose inputs require grad is one
-    # node running the real apply, which cannot take a function made in the trace), deep inside
-    # the lazily evaluated covariance (a property read): symexec compiles the graph before it (2
-    # ops for exact_gp) where torch.compile, resuming in each frame, compiles 7 graphs (26 ops).
-    "gpytorch_kernel": Reached((2, 3, 0), 4, "an autograd.Function given a lambda, deep in a lazy evaluation"),
-    "gpytorch_exact_gp": Reached((1, 1, 0), 2, "an autograd.Function given a lambda, deep in a lazy evaluation"),
     # pyro's Delta() is built through its metaclass DistributionMeta.__call__ (traced now); then
     # Distribution.__init__'s validation (data-dependent, both break there) inside the loop over
     # particles: symexec runs Trace_ELBO.differentiable_loss as its code and compiles its callees

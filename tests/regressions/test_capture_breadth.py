@@ -369,3 +369,15 @@ def test_a_torch_module_imported_lazily_inside_is_traced_through(monkeypatch):
     compiled = symexec.compile(fn)
     assert torch.equal(compiled(torch.ones(2)), torch.ones(2) * len("torch.utils.show_pickle"))
     assert [e.break_reason for e in symexec.cache_entries(compiled)] == [None]
+
+
+def test_the_dispatch_mode_stack_read_in_the_trace_is_the_callers():
+    # torch's own "am I under make_fx?" check read the trace's fake mode, and the call broke
+    # ("an operation returned a FakeTensorMode"; PyTorch's test_is_make_fx_tracing).
+    def fn(x):
+        tracing = torch.nn.modules.activation._is_make_fx_tracing()
+        modes = torch.utils._python_dispatch._get_current_dispatch_mode_stack()
+        return torch.sin(x), tracing, modes
+
+    check(fn, _t(4))  # (torch.compile 2.13 answers True: not eager's answer)
+    assert symexec.explain(fn, _t(4)).graph_break_count == 0
