@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import keyword
 import math
 import linecache
 import weakref
@@ -258,6 +259,10 @@ class OutputGraph:
     # -- operations -------------------------------------------------------------------------
     def create_call(self, op: str, target: Any, args: tuple, kwargs: dict, example: Any = None) -> tuple[torch.fx.Node, Any]:
         """Append a node and compute its fake result (unless the caller knows it)."""
+        unwritable = _keyword_overload(op, target, args, kwargs)
+        if unwritable is not None:
+            raise Unsupported(f"{unwritable}: torch.fx writes a graph as Python, where this name is a "
+                              f"keyword (torch.compile breaks on it too)")
         node = self.graph.create_node(op, target, args, kwargs)
         node.meta["stack_trace"] = self._stack_trace()
         if example is None:
@@ -592,3 +597,44 @@ def _is_number(value: Any) -> bool:
     if isinstance(value, tuple):
         return all(_is_number(v) for v in value)
     return type(value) in (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _keyword_overloads() -> dict[str, list[tuple[str, int, set[str], set[str]]]]:
+    """ATen overloads named by a Python keyword (``aten::random_.from``): by op name, the
+    overload's name, its required positional arguments (self included), the names of its
+    positional arguments, and the names no other overload of the op has."""
+    schemas: dict[str, list[Any]] = {}
+    for schema in torch._C._jit_get_all_schemas():
+        schemas.setdefault(schema.name.partition("::")[2], []).append(schema)
+    found: dict[str, list[tuple[str, int, set[str], set[str]]]] = {}
+    for name, overloads in schemas.items():
+        for schema in overloads:
+            if keyword.iskeyword(schema.overload_name):
+                positional = [a for a in schema.arguments if not a.kwarg_only]
+                others = {a.name for other in overloads if other is not schema for a in other.arguments}
+                found.setdefault(name, []).append((
+                    schema.overload_name, sum(1 for a in positional if a.default_value is None),
+                    {a.name for a in positional}, {a.name for a in schema.arguments} - others))
+    return found
+
+
+_KEYWORD_OVERLOADS = _keyword_overloads()
+
+
+def _keyword_overload(op: str, target: Any, args: tuple, kwargs: dict) -> str | None:
+    """The ``aten::name.overload`` a call would dispatch to when that overload's name is a
+    Python keyword: a backend that re-traces the graph (AOTAutograd) writes it as
+    ``torch.ops.aten.random_.from(...)``, which is not Python. None for any other call."""
+    if op == "call_method" and isinstance(target, str):
+        name = target
+    elif op == "call_function" and isinstance(target, torch._ops.OpOverload):
+        name = target._schema.name.partition("::")[2]
+        return f"aten::{name}.{target._overloadname}" if keyword.iskeyword(target._overloadname) else None
+    elif op == "call_function" and getattr(torch.Tensor, getattr(target, "__name__", ""), None) is target:
+        name = target.__name__
+    else:
+        return None
+    for overload, required, positional, unique in _KEYWORD_OVERLOADS.get(name, ()):
+        if unique & kwargs.keys() or len(args) + len(positional & kwargs.keys()) >= required:
+            return f"aten::{name}.{overload}"
+    return None
