@@ -133,8 +133,9 @@ class OutputGraph:
         if self.closed:  # (a lazy input read once the graph and its guards are done)
             raise InternalError(f"the input {source.name} was first read after the graph was closed")
         dims = self.policy.dynamic_dims(source, value)
-        if any(d is not DimDynamic.STATIC for d in dims):
-            context = StatelessSymbolicContext(dynamic_sizes=dims)
+        strides = self.policy.dynamic_strides(source, value)
+        if any(d is not DimDynamic.STATIC for d in dims) or strides is not None:
+            context = StatelessSymbolicContext(dynamic_sizes=dims, dynamic_strides=strides)
             fake = self.fake_mode.from_tensor(value, source=source, symbolic_context=context)
             static = tuple(isinstance(s, int) for s in fake.size())
             self.guards.tensor_match(source, value, static_dims=static, marks=self.policy.marks_check(value, static))
