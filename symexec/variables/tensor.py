@@ -406,6 +406,8 @@ class SymNodeVariable(VariableTracker):
         if name in _VALUE_METHODS and not args and not kwargs and hasattr(self.python_type(), name):
             if name == "conjugate" and self.python_type() is not bool:
                 return self  # (an int's or float's conjugate is itself, of its type)
+            if name == "as_integer_ratio" and self.python_type() is int:
+                return TupleVariable([self, ConstantVariable(1)])  # (an int's is (itself, 1): no value read)
             if name in ("is_integer", "bit_length") and hasattr(type(self.example), name):
                 # answered by the ShapeEnv, symbolically: a node of the graph, as torch.compile's
                 return record_call(tx, "call_method", name, [self], {})
