@@ -88,6 +88,9 @@ class OutputGraph:
         self.shape_env = ShapeEnv()
         # Inputs with symbols, for the ShapeEnv's guards: (fake tensor or SymInt, source).
         self.symbolic_inputs: list[tuple[Any, Source]] = []
+        # The graph's asserts (``assert_true``): the text its torch._assert_async raises -> the
+        # message of the AssertionError the call raises instead.
+        self.assertions: dict[str, Any] = {}
         # A symbolic input tensor's sizes, strides and offset as it came in (the guards are
         # about those, whatever an in-place resize_ or transpose_ made of it since).
         self._as_given: dict[int, tuple] = {}
@@ -214,6 +217,8 @@ class OutputGraph:
             node = self._root.placeholder(self._unique_input_name(placeholder_name(source)))
         node.meta["example_value"] = example
         node.meta["source"] = source
+        if isinstance(example, torch.Tensor):
+            node.meta["symexec_version"] = example._version  # (asserts check it is unchanged)
         self._last_placeholder = node
         self.inputs.append(GraphInput(source, node, real))
         return node
@@ -381,6 +386,20 @@ class OutputGraph:
         symbolic numbers)."""
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module")
                    and not isinstance(n.meta.get("example_value"), (torch.SymInt, torch.SymFloat, torch.SymBool)))
+
+    def assert_true(self, condition: Any, message: Any) -> bool:
+        """Record ``assert condition, message`` of a one-value tensor as a check in the graph;
+        False (nothing recorded) where an input tensor was changed in place before it: a
+        backend writes those changes back only when the graph ends, which a failing check stops.
+        The graph's callable raises ``AssertionError(message)`` for it (``with_assertions``)."""
+        for node in self.graph.nodes:
+            example = node.meta.get("example_value") if node.op == "placeholder" else None
+            if isinstance(example, torch.Tensor) and example._version != node.meta.get("symexec_version"):
+                return False
+        marker = f"symexec assertion {len(self.assertions)} of graph {id(self):x}"
+        self.create_call("call_function", torch._assert_async, (condition.as_proxy(), marker), {}, example=False)
+        self.assertions[marker] = message
+        return True
 
     @staticmethod
     def numbers_only(gm: torch.fx.GraphModule) -> bool:
@@ -639,3 +658,20 @@ def _keyword_overload(op: str, target: Any, args: tuple, kwargs: dict) -> str | 
         if unique & kwargs.keys() or len(args) + len(positional & kwargs.keys()) >= required:
             return f"aten::{name}.{overload}"
     return None
+
+
+def with_assertions(compiled: Callable[..., Any], assertions: dict[str, Any]) -> Callable[..., Any]:
+    """The graph's callable, raising eager's ``AssertionError(message)`` where one of its
+    asserts fails (its ``torch._assert_async`` raised RuntimeError with that assert's text)."""
+    def graph_with_assertions(*args: Any) -> Any:
+        try:
+            return compiled(*args)
+        except RuntimeError as e:
+            message = assertions.get(str(e), _NO_ASSERTION)
+            if message is _NO_ASSERTION:
+                raise
+            raise (AssertionError() if message is None else AssertionError(message)) from None
+    return graph_with_assertions
+
+
+_NO_ASSERTION = object()
