@@ -265,8 +265,7 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             return inner.call_function(tx, args, kwargs)
         if is_marked_constant(self.fn) and not getattr(self.fn, "_symexec_disabled", False):
             return call_marked_constant(self.fn, args, kwargs)
-        marks = self.fn.__dict__
-        if (marks and (marks.get("_symexec_allow_in_graph") or marks.get("_symexec_graph_break"))) \
+        if getattr(self.fn, "_symexec_allow_in_graph", False) or getattr(self.fn, "_symexec_graph_break", False) \
                 or allowed_in_graph_by_torch(self.fn):
             # (found where no builder saw it: a staticmethod read from its class) one node, or
             # the break, as the builder makes of it
