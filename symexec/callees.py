@@ -139,6 +139,11 @@ class Callees:
             own_frame_skipped = skipped_frame(callee)
             if own_frame_skipped is not None:  # torch's disable(recursive=False), skip: its calls compiled
                 return self.fallback_copy(own_frame_skipped)
+            if callee.__code__.co_flags & inspect.CO_GENERATOR and _users_function(callee) \
+                    and not (disabled_by_torch(callee) or disabled_by_user(callee) or "_symexec_disabled" in callee.__dict__):
+                # A generator's frames run as they are (a replacement cannot stand in for one),
+                # but what they call is compiled, as Dynamo's hook compiles those frames.
+                return self.fallback_copy(callee)
             return callee if runs_as_is(callee) else self(callee)
         if kind is types.MethodType:
             fn = callee.__func__

@@ -363,6 +363,8 @@ _SPECIAL_CALLS.update({
     # symexec traces only with no dispatch mode (``global_state.modes_transparent``, guarded):
     # the trace's own fake mode is not the user's
     torch._C._len_torch_dispatch_stack: lambda tx, fn, args, kwargs: None if args or kwargs else ConstantVariable(0),
+    # no torch.jit.trace is running (global_state: guarded by every entry)
+    torch._C._get_tracing_state: lambda tx, fn, args, kwargs: None if args or kwargs else ConstantVariable(None),
     torch.autograd._is_checkpoint_valid: lambda tx, fn, args, kwargs: None if args or kwargs else _guarded_state(
         tx, "torch.autograd._is_checkpoint_valid()", torch.autograd.variable.Variable._execution_engine.is_checkpoint_valid),
     **dict.fromkeys((torch.no_grad, torch.enable_grad, torch.set_grad_enabled),

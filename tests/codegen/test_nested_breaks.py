@@ -857,3 +857,38 @@ def test_a_graph_of_sizes_only_runs_without_a_backend():
         x = torch.randn(n)
         assert compiled(x)[0] == n * 3
     assert all(count > 0 for count in backend.op_counts())
+
+
+def _scaled_pieces(x):
+    for k in range(3):
+        yield leaf(x * k)  # leaf breaks (its print): compiled where the generator calls it
+
+
+def test_a_generator_run_as_is_still_compiles_what_it_calls():
+    # A generator's frames run as they are (no replacement stands in for one); what they call
+    # runs through its compiled stand-in, as torch.compile's hook compiles those frames (pyro's
+    # loop over its particles' traces).
+    def fn(x):
+        total = x * 0
+        for piece in _scaled_pieces(x + 1):
+            total = total + piece
+        return total
+
+    check(fn, _t(), expect_traced=False)  # (fn runs as its code: the break is in its loop)
+    _, ours = symexec_graphs(fn, _t())
+    _, dynamo = dynamo_graphs(fn, _t())
+    assert sum(ours.op_counts()) >= sum(dynamo.tensor_op_counts())
+    assert any(n == 1 and "exp" in gm.code for n, gm in zip(ours.op_counts(), ours.graphs))  # leaf's own graph
+
+
+def test_the_jit_tracing_state_is_answered_while_tracing():
+    # torch._C._get_tracing_state() is None outside torch.jit.trace (guarded by every entry):
+    # it made graphs of that one call (pyro's distributions ask it).
+    def fn(x):
+        if torch._C._get_tracing_state() is None:
+            return x + 1
+        return x - 1
+
+    check(fn, _t())
+    _, ours = symexec_graphs(fn, _t())
+    assert ours.graph_count == 1 and ours.op_counts() == [1]
