@@ -309,20 +309,24 @@ def _reconstruct_callee(cg: Any, var: VariableTracker, callees: Callees) -> None
     """The callee of the breaking call runs compiled where the tracer would have inlined it, so
     its own torch code is still captured, each frame in graphs of its own (``callees.py``).
 
-    A function with no closure is the one the guards pinned: its compiled wrapper travels as a
-    constant. A closure (guarded by its code only: another closure of that code may come), a
+    A function with no closure whose identity the guards pinned is the one called: its compiled
+    wrapper travels as a constant. One made anew by every call (3.11's comprehension handed to a
+    continuation: its code is guarded, not its identity) is mapped when the call runs, as a
+    closure is (a constant wrapper would call the first call's, and hold it weakly). A closure (guarded by its code only: another closure of that code may come), a
     bound method, a ``functools.partial`` or a module is re-fetched and mapped when the call
     runs. A tracker that says it ``runs_uncompiled`` (torch's own optimizer step) is called as
     it is."""
     if getattr(var, "runs_uncompiled", False):
         cg.reconstruct(var)
         return
-    if isinstance(var, UserMethodVariable) and isinstance(var.fn, UserFunctionVariable) and not var.fn.fn.__closure__:
+    if isinstance(var, UserMethodVariable) and isinstance(var.fn, UserFunctionVariable) and not var.fn.fn.__closure__ \
+            and var.fn.source is not None and var.fn.identity_pinned:
         compiled = callees.value(var.fn.fn)
         if compiled is not var.fn.fn:
             cg.call_const(types.MethodType, lambda: [cg.load_const(compiled), cg.reconstruct(var.obj)])
             return
-    elif isinstance(var, UserFunctionVariable) and not var.fn.__closure__:
+    elif isinstance(var, UserFunctionVariable) and not var.fn.__closure__ and var.source is not None \
+            and var.identity_pinned:
         compiled = callees.value(var.fn)
         if compiled is not var.fn:
             cg.load_const(compiled)

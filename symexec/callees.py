@@ -144,7 +144,15 @@ class Callees:
                 # A generator's frames run as they are (a replacement cannot stand in for one),
                 # but what they call is compiled, as Dynamo's hook compiles those frames.
                 return self.fallback_copy(callee)
-            return callee if runs_as_is(callee) else self(callee)
+            if runs_as_is(callee):
+                return callee
+            wrapper = self(callee)
+            if wrapper is not callee and "<" in callee.__qualname__:
+                # A function made at run time (a closure, a lambda, 3.11's comprehension) may be
+                # held by nothing but the call about to be made, and its wrapper holds it weakly:
+                # this call holds it until it returns (else a miss inside found it collected).
+                return functools.partial(_call_holding, wrapper, callee)
+            return wrapper
         if kind is types.MethodType:
             fn = callee.__func__
             if fn is _FUNCTION_APPLY and isinstance(callee.__self__, type):
@@ -236,6 +244,11 @@ class Callees:
 
 
 _MISSING = object()
+
+
+def _call_holding(wrapper: Callable[..., Any], fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
+    """``wrapper(*args, **kwargs)`` while ``fn``, which it holds weakly, is held here."""
+    return wrapper(*args, **kwargs)
 
 
 def _class_lookup(cls: type, name: str) -> Any:

@@ -892,3 +892,23 @@ def test_the_jit_tracing_state_is_answered_while_tracing():
     check(fn, _t())
     _, ours = symexec_graphs(fn, _t())
     assert ours.graph_count == 1 and ours.op_counts() == [1]
+
+
+def test_a_function_made_per_call_stays_alive_through_its_compiled_call():
+    # Its compiled wrapper holds it weakly; called at a break, nothing else held it, and a miss
+    # inside (a new size) found it collected: AttributeError to the user.
+    def fn(x):
+        return (lambda t: leaf(t) * 2)(x + 1)
+
+    def comprehension(x):
+        members = {x, x + 1}  # (iterating a set of tensors made here breaks: their order is their addresses)
+        return [t.sum() for t in members], members.pop()  # (3.11: the comprehension, a function made per call,
+        # handed to the continuation, its code guarded: the continuation called the first call's)
+
+    check_sequence(fn, [_t(3)], [_t(4)], [_t(5)], [_t(3)])
+    compiled = symexec.compile(comprehension)
+    for size in (3, 3, 4, 5):
+        x = _t(size)
+        sums, popped = compiled(x)
+        assert sorted(s.item() for s in sums) == sorted([x.sum().item(), (x + 1).sum().item()])
+        assert popped.shape == x.shape
