@@ -146,6 +146,8 @@ def _make_binary(fn: Any) -> Handler:
             return _plain_sequence(a)(a.items * b.as_python_constant())
         if fn is operator.mul and isinstance(b, (ListVariable, TupleVariable)) and isinstance(a, ConstantVariable):
             return _plain_sequence(b)(b.items * a.as_python_constant())
+        if fn in _SET_ALGEBRA and isinstance(a, SetVariable) and isinstance(b, SetVariable):
+            return a.call_method(tx, _SET_ALGEBRA[fn], [b], {})  # (the left operand's type, as the method's)
         if fn in (operator.eq, operator.ne) and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
             equal = _sequences_equal(tx, a, b)
             if equal is not None:
@@ -165,6 +167,8 @@ def _make_binary(fn: Any) -> Handler:
     return binary
 
 
+_SET_ALGEBRA = {operator.or_: "union", operator.and_: "intersection", operator.sub: "difference",
+                operator.xor: "symmetric_difference"}
 _KEYS_VIEW_DUNDERS = {operator.eq: "__eq__", operator.ne: "__ne__", operator.or_: "__or__", operator.and_: "__and__",
                       operator.sub: "__sub__", operator.xor: "__xor__", operator.lt: "__lt__", operator.le: "__le__",
                       operator.gt: "__gt__", operator.ge: "__ge__"}

@@ -32,6 +32,20 @@ class SetVariable(VariableTracker):
         for item in items:
             self.add(item, tx)
 
+    @classmethod
+    def of(cls, tx: TracerContext, iterable: VariableTracker | None, frozen: bool) -> SetVariable:
+        """``set(iterable)`` / ``frozenset(iterable)``. A set's members are copied as they are:
+        the copy has the same members whatever order they iterate in (CPython copies the table,
+        so the copy iterates as the original does), so a set of tensors, which the trace
+        cannot iterate (see ``unpack``), can still be copied."""
+        if isinstance(iterable, SetVariable):
+            if frozen and iterable.frozen:
+                return iterable  # (frozenset(f) is f)
+            copy = cls([], frozen)
+            copy.items.update(iterable.items)
+            return copy
+        return cls(iterable.unpack(tx) if iterable is not None else [], frozen, tx)
+
     def add(self, item: VariableTracker, tx: TracerContext | None = None) -> None:
         """(``tx`` guards what a tensor input's identity as a member relies on: see hash_key.)"""
         self.items.setdefault(hash_key(item, tx), item)
@@ -136,15 +150,50 @@ class SetVariable(VariableTracker):
 
     @methods("union", "intersection", "difference", "symmetric_difference", "issubset", "issuperset", "isdisjoint", "copy")
     def _run_on_constants(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
-        """Methods that make a new value: run on the constants (items and arguments)."""
+        """Methods that make a new value: run on the constants (items and arguments), or on the
+        members' keys where an object hashed by identity is one (see ``_by_keys``)."""
+        if kwargs:
+            return None
+        if not self.is_python_constant() or not all(a.is_python_constant() for a in args):
+            return self._by_keys(tx, name, [_members(tx, a) for a in args])
         result = getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args])
         return wrap_other_constant(result) if isinstance(result, (set, frozenset)) else ConstantVariable(result)
+
+    def _by_keys(self, tx: TracerContext, name: str, others: list[dict[Any, VariableTracker]]) -> VariableTracker:
+        """``name`` computed on the members' keys, for a set with a member hashed by identity
+        (whose real order no trace knows: the result is never iterated, see ``unpack``). Where
+        CPython's choice of which of two equal members to keep shows (``1`` and ``True``), the
+        graph breaks."""
+        if name == "copy" and self.frozen:
+            return self  # (frozenset.copy() is the frozenset)
+        items = dict(self.items)
+        for other in others:
+            common = [k for k in items if k in other]
+            if any(type(k) is not type(next(o for o in other if o == k)) for k in common):
+                raise Unsupported(f"set.{name} of equal members of different types (which one it keeps)")
+            if name in ("issubset", "issuperset", "isdisjoint"):
+                return ConstantVariable({"issubset": len(common) == len(items), "issuperset": len(common) == len(other),
+                                         "isdisjoint": not common}[name])
+            if name == "union":
+                items.update((k, v) for k, v in other.items() if k not in items)
+            elif name == "intersection":
+                items = {k: items[k] for k in common}
+            elif name == "difference":
+                items = {k: v for k, v in items.items() if k not in other}
+            elif name == "symmetric_difference":
+                items = {**{k: v for k, v in items.items() if k not in other},
+                         **{k: v for k, v in other.items() if k not in items}}
+        result = SetVariable([], self.frozen)
+        result.items.update(items)
+        return result
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
             self.source.emit_load(cg)
-        elif self.frozen:
+        elif self.frozen and self.is_python_constant():
             cg.load_const(self.as_python_constant())
+        elif self.frozen:
+            cg.call_const(frozenset, lambda: [self.reconstruct_items(cg)])
         else:
             self.reconstruct_items(cg)
 
@@ -164,6 +213,11 @@ def _member_key(var: VariableTracker, tx: TracerContext) -> Any:
     if isinstance(var, SetVariable) and not var.frozen:
         var = SetVariable(list(var.items.values()), frozen=True, tx=tx)
     return hash_key(var, tx)
+
+
+def _members(tx: TracerContext, var: VariableTracker) -> dict[Any, VariableTracker]:
+    """The members of an argument of a set's method (any iterable), by key."""
+    return dict(var.items) if isinstance(var, SetVariable) else SetVariable(var.unpack(tx), tx=tx).items
 
 
 def wrap_other_constant(value: Any) -> VariableTracker:

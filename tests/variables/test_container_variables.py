@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import symexec
-from helpers import check, check_sequence, dynamo_graphs, symexec_graphs
+from helpers import assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -275,6 +275,42 @@ def test_frozenset_membership():
         return x
 
     check(fn, _t(3), "tanh")
+
+
+def test_set_of_tensors_copied_by_set_and_frozenset():
+    # set(s) and frozenset(s) copy the members, whatever order they iterate in
+    def fn(x, z):
+        y = x.add_(1)
+        s = set({x})
+        s.add(y)
+        f = frozenset({x, z})
+        g = frozenset(f)
+        return x * len(s), len(g), g is f, len(set(g) | set()), z in set(f)
+
+    check(fn, _t(4), _t(2))
+    assert symexec.explain(fn, _t(4), _t(2)).graph_break_count == 0
+
+
+def test_set_algebra_on_sets_of_tensors():
+    def fn(x, y):
+        a, b = {x, y, 1}, frozenset({y, "k"})
+        both, left = a & b, a - b
+        return (x + len(a | b), len(both), y in both, x in left, len(a ^ b), a.issuperset(both), both.issubset(a),
+                a.isdisjoint({x}), len(b.union([x, x])), len(a.copy()), b.copy() is b, type(b | a) is frozenset)
+
+    check(fn, _t(2), _t(2))
+    assert symexec.explain(fn, _t(2), _t(2)).graph_break_count == 0
+
+
+def test_set_of_tensors_same_graphs_as_dynamo():
+    def fn(x):
+        y = x.add_(1)
+        s = set({x})
+        s.add(y)
+        f = frozenset(frozenset({x}))
+        return x * len(s) + len(f)
+
+    assert_same_graphs_as_dynamo(fn, _t(4))
 
 
 # --- corners that made the frame run eagerly (internal errors) -----------------------------------
