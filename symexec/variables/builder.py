@@ -153,6 +153,8 @@ class VariableBuilder:
 
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
+# Members of a set passed in that its guard pins by ``==``: exact types equal only to themselves.
+_EQUAL_IF_IDENTICAL = (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType)
 # Values whose identity the trace never relies on, or pins with an identity guard anyway.
 _VALUE_TYPES = (*LITERAL_TYPES, tuple, frozenset, range, slice, type, types.ModuleType, types.FunctionType,
                 types.BuiltinFunctionType, types.MethodType, functools.partial)
@@ -391,9 +393,11 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
     if isinstance(value, range):
         return RangeVariable(value, source)
     if isinstance(value, (set, frozenset)):
-        if not all(isinstance(v, LITERAL_TYPES) for v in value):
+        if not all(isinstance(v, LITERAL_TYPES) or type(v) in _EQUAL_IF_IDENTICAL for v in value):
             raise Unsupported("a set of non-constant values")
-        var = SetVariable([ConstantVariable(v) for v in value], frozen=isinstance(value, frozenset))
+        # (the guard above pins each member: a function, a class, a module is equal only to itself)
+        var = SetVariable([ConstantVariable(v) if isinstance(v, LITERAL_TYPES) else b(v, None) for v in value],
+                          frozen=isinstance(value, frozenset))
         var.source = source
         return var
     return ConstantVariable(value)  # slice: immutable, compared by value

@@ -313,6 +313,26 @@ def test_set_of_tensors_same_graphs_as_dynamo():
     assert_same_graphs_as_dynamo(fn, _t(4))
 
 
+_FUNCS = frozenset([torch.add, len])
+
+
+def _use_mul():
+    global _FUNCS
+    _FUNCS = frozenset([torch.mul, len])
+
+
+def test_global_frozenset_of_functions_membership():
+    def fn(x, func):
+        if func in _FUNCS:
+            x = torch.add(x, 1.0)
+        return torch.mul(x, 2.0), len(_FUNCS), func in {torch.sub, torch.add}
+
+    check(fn, _t(2), torch.add)
+    check(fn, _t(2), torch.mul)
+    assert symexec.explain(fn, _t(2), torch.add).graph_break_count == 0
+    check_sequence(fn, [_t(2), torch.add], _use_mul, [_t(2), torch.add], [_t(2), torch.mul])
+
+
 # --- corners that made the frame run eagerly (internal errors) -----------------------------------
 
 
