@@ -333,6 +333,22 @@ def test_global_frozenset_of_functions_membership():
     check_sequence(fn, [_t(2), torch.add], _use_mul, [_t(2), torch.add], [_t(2), torch.mul])
 
 
+def test_in_an_iterator_consumes_it_up_to_the_match():
+    def fn(x, passed):
+        it = iter(["my_weight", "not_my_weight", "other", 3])
+        next(it)
+        found = "my_weight" in it
+        again = iter(["a", "b", "c"])
+        hit = "b" in again
+        left = list(again)
+        of_input = iter(passed)
+        took = 2 in of_input
+        return (x + 2 if found else x + 1), found, hit, left, "z" in iter("xyz"), took, list(of_input), 9 in it
+
+    check(fn, _t(3), [1, 2, 3])
+    assert symexec.explain(fn, _t(3), [1, 2, 3]).graph_break_count == 0
+
+
 # --- corners that made the frame run eagerly (internal errors) -----------------------------------
 
 
