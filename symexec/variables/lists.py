@@ -118,6 +118,12 @@ class BaseListVariable(VariableTracker):
         return bool(self.items)
 
     def getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
+        key = _constant_tensor(index)
+        if key is not None:  # its __index__, as CPython calls it
+            try:
+                return self.items[operator.index(key)]
+            except (IndexError, TypeError) as e:
+                raise TracedException(e) from e
         key = index.as_python_constant()
         if isinstance(key, slice):  # (a subclass's slice is a plain list or tuple; Size's is a Size)
             return (ListVariable if isinstance(self, ListVariable) else TupleVariable)(self.items[key])
@@ -500,6 +506,15 @@ class SliceVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"SliceVariable({self.parts!r})"
+
+
+def _constant_tensor(var: VariableTracker) -> torch.Tensor | None:
+    """The value of a tensor the trace made from constants alone (``torch.as_tensor(2)``), which
+    the fake tensor carries while no operation has written to it, or None."""
+    fake = getattr(var, "example", None)
+    if var.source is None and isinstance(fake, torch.Tensor):
+        return getattr(fake, "constant", None)
+    return None
 
 
 def items_one_by_one(tx: TracerContext, iterable: VariableTracker) -> Any:

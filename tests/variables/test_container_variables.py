@@ -755,3 +755,36 @@ def test_dict_keyed_by_builtin_functions_of_modules():
         check_sequence(fn, [_t(2)], add_mul, [_t(2)])
     finally:
         _HANDLED.pop(operator.mul, None)
+
+
+def test_list_indexed_by_a_tensor_made_from_constants():
+    def fn(a, b):
+        items = [a, b, a + 1, b + 1]
+        two = torch.as_tensor(2)
+        return items[two], items[torch.tensor([1])], (a, b)[torch.tensor(True)], items[torch.as_tensor(-1)]
+
+    check(fn, _t(2), _t(2))
+    assert symexec.explain(fn, _t(2), _t(2)).graph_break_count == 0
+
+
+def test_list_indexed_by_a_tensor_written_to_or_not_an_index():
+    def written(a):
+        i = torch.as_tensor(0)
+        i.add_(a.sum().long().clamp(0, 1))
+        return [a, a + 1][i]
+
+    def not_an_index(a):
+        try:
+            return [a][torch.as_tensor(0.0)]
+        except TypeError as e:
+            return a + 1, str(e)
+
+    def out_of_range(a):
+        try:
+            return [a][torch.as_tensor(3)]
+        except IndexError as e:
+            return a + 1, str(e)
+
+    check(written, torch.ones(2))
+    check(not_an_index, _t(2))
+    check(out_of_range, _t(2))
