@@ -247,6 +247,8 @@ def _wrap_sequence(b: VariableBuilder, value: Any, source: Source | None) -> Var
     if source is not None:
         b.guards.type_match(source, value)
         b.guards.len_match(source, len(value))
+    if kind is list and source is not None:
+        return _wrap_list(b, value, source)
     items = [b(item, GetItemSource(source, i) if source is not None else None) for i, item in enumerate(value)]
     if list_subclass:  # (one overriding list's protocol is an object: see VariableBuilder.__call__)
         return ListSubclassVariable(items, kind, source, instance=value)
@@ -255,6 +257,20 @@ def _wrap_sequence(b: VariableBuilder, value: Any, source: Source | None) -> Var
     if hasattr(type(value), "_fields"):
         return NamedTupleVariable(items, type(value), source)
     return TupleVariable(items, source)
+
+
+def _wrap_list(b: VariableBuilder, value: list, source: Source) -> ListVariable:
+    """A list passed in: its tracker is known before its items are wrapped, so an item that is
+    the list itself (``root[:] = [root, None]``) is that tracker, with an alias guard."""
+    var = ListVariable([], source)
+    b.memos.input_trackers[source] = var
+    b.memos.objects_by_id[id(value)] = (value, var)
+    try:
+        var.items = [b(item, GetItemSource(source, i)) for i, item in enumerate(value)]
+    except BaseException:
+        del b.memos.input_trackers[source], b.memos.objects_by_id[id(value)]
+        raise
+    return var
 
 
 @wraps(type(iter(())), type(iter([])), type(iter(range(0))))

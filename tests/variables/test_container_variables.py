@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import symexec
-from helpers import assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, symexec_graphs
+from helpers import assert_same, assert_same_graphs_as_dynamo, check, check_sequence, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -788,3 +788,49 @@ def test_list_indexed_by_a_tensor_written_to_or_not_an_index():
     check(written, torch.ones(2))
     check(not_an_index, _t(2))
     check(out_of_range, _t(2))
+
+
+_ROOT = []
+_ROOT[:] = [_ROOT, _ROOT, None, None]
+
+
+def test_list_passed_in_that_contains_itself():
+    def read(x):
+        return _ROOT[0], x + 1, _ROOT[1] is _ROOT, len(_ROOT[0][0])
+
+    x = _t(2)
+    for _ in range(2):
+        expected, actual = read(x), symexec.compile(read)(x)
+        assert actual[0] is expected[0] and actual[2:] == expected[2:]
+        assert_same(expected[1], actual[1])
+    assert symexec.explain(read, _t(2)).graph_break_count == 0
+
+    def passed(x, r):
+        r2 = r[0]
+        r2.append(x)
+        return x + len(r2), r2 is r, r[1][2] is None, r == r, str(r[:2]), r.index(None), r[-1] is x
+
+    def cyclic():
+        root = []
+        root[:] = [root, root, None, None]
+        return root
+
+    def summary(r):  # (the helpers' comparison would recurse into the cycle)
+        return [item is r for item in r], len(r), r[2:-1]
+
+    compiled = symexec.compile(passed)
+    x = _t(2)
+    for r in (cyclic(), [[None, 1, None], [None, 1, None], None, None], cyclic()):
+        eager_r = cyclic() if r[0] is r else [[None, 1, None], [None, 1, None], None, None]
+        expected, actual = passed(x, eager_r), compiled(x, r)
+        assert_same(expected[:1] + expected[2:], actual[:1] + actual[2:])
+        assert expected[1] is actual[1] and summary(eager_r) == summary(r) and r[0][-1] is x
+
+
+def test_list_made_in_the_trace_that_contains_itself():
+    def fn(x):
+        a = [1]
+        a.append(a)
+        return x + 1, a[1] is a, len(a[1][1]), a == a
+
+    check(fn, _t(2))
