@@ -412,8 +412,8 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
         if not all(isinstance(v, LITERAL_TYPES) or type(v) in _EQUAL_IF_IDENTICAL for v in value):
             raise Unsupported("a set of non-constant values")
         # (the guard above pins each member: a function, a class, a module is equal only to itself)
-        var = SetVariable([ConstantVariable(v) if isinstance(v, LITERAL_TYPES) else b(v, None) for v in value],
-                          frozen=isinstance(value, frozenset))
+        var = SetVariable.known_order([ConstantVariable(v) if isinstance(v, LITERAL_TYPES) else b(v, None) for v in value],
+                                      isinstance(value, frozenset))
         var.source = source
         return var
     return ConstantVariable(value)  # slice: immutable, compared by value

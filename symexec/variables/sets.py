@@ -9,6 +9,8 @@ import torch
 
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
+from ..guards import replay_set
+from ..source import Source
 from .base import Identity, Methods, VariableTracker, hash_key
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
 from .object_protocol import type_is_callable
@@ -19,7 +21,16 @@ _SET_CHANGING = frozenset({"add", "update", "remove", "discard", "pop", "clear",
 
 
 class SetVariable(VariableTracker):
-    """A set (or frozenset) of constants, built while tracing."""
+    """A set (or frozenset): its members by key (``hash_key``: constants by value, objects and
+    tensors by identity).
+
+    Its order is CPython's: a set made in the trace keeps the history of its table (``log``:
+    adds, discards, pops, clears from an empty set), which ``replay_set`` runs on the real
+    members to see how they iterate and pop; where a member hashes by its address (a tensor
+    passed in) a guard replays it on the objects of each call. Not modelled: the order of a set
+    whose history is not known (passed in and then changed, a copy or the result of set algebra
+    holding tensors) and of one holding a tensor the trace made (its address is not known
+    before it runs): iterating or popping it breaks the graph."""
 
     models = (set, frozenset)
 
@@ -29,8 +40,30 @@ class SetVariable(VariableTracker):
         super().__init__()
         self.frozen = frozen
         self.items: dict[Any, VariableTracker] = {}
+        # The history of the table from an empty set: ops over ``refs`` (see replay_set), or
+        # None where it is not known (see ``known_order``: then ``snapshot`` says whether the
+        # items are in the real order still).
+        self.log: list[tuple[str, int]] | None = []
+        self.refs: list[VariableTracker] = []
+        self.snapshot = False
         for item in items:
             self.add(item, tx)
+
+    @classmethod
+    def known_order(cls, items: list[VariableTracker], frozen: bool, snapshot: bool = True) -> SetVariable:
+        """A set whose table's history is not known: its items are in the real set's order
+        while ``snapshot`` holds (a set passed in, a real set computed), until it changes."""
+        var = cls(items, frozen)
+        var.log, var.refs, var.snapshot = None, [], snapshot
+        return var
+
+    def _record(self, op: str, var: VariableTracker | None = None) -> None:
+        if self.log is None:
+            return
+        index = next((i for i, ref in enumerate(self.refs) if ref is var), len(self.refs)) if var is not None else -1
+        if index == len(self.refs):
+            self.refs.append(var)  # type: ignore[arg-type]
+        self.log.append((op, index))
 
     @classmethod
     def of(cls, tx: TracerContext, iterable: VariableTracker | None, frozen: bool) -> SetVariable:
@@ -41,7 +74,7 @@ class SetVariable(VariableTracker):
         if isinstance(iterable, SetVariable):
             if frozen and iterable.frozen:
                 return iterable  # (frozenset(f) is f)
-            copy = cls([], frozen)
+            copy = cls.known_order([], frozen, snapshot=False)  # (a copy's table may differ)
             copy.items.update(iterable.items)
             return copy
         return cls(iterable.unpack(tx) if iterable is not None else [], frozen, tx)
@@ -49,6 +82,7 @@ class SetVariable(VariableTracker):
     def add(self, item: VariableTracker, tx: TracerContext | None = None) -> None:
         """(``tx`` guards what a tensor input's identity as a member relies on: see hash_key.)"""
         self.items.setdefault(hash_key(item, tx), item)
+        self._record("add", item)
 
     def python_type(self) -> type:
         return frozenset if self.frozen else set
@@ -56,18 +90,56 @@ class SetVariable(VariableTracker):
     def as_python_constant(self) -> Any:
         if any(isinstance(k, Identity) for k in self.items):
             raise Unsupported("a set of objects is not a constant")
+        if self.log is not None:  # the real set, its table as CPython made it
+            members = tuple(ref.as_python_constant() for ref in self.refs)
+            if self.frozen:  # (only ever added to)
+                return frozenset(members[i] for _, i in self.log)
+            return replay_set(tuple(self.log), members)[0]
         return self.python_type()(self.items)
 
     def subvalues(self) -> list[VariableTracker]:
+        if self._rebuilt_by_replay():  # (a member removed is rebuilt too)
+            return list({id(v): v for v in (*self.refs, *self.items.values())}.values())
         return list(self.items.values())
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
-        # The same order as the real set would iterate in (objects by their real hashes); a
-        # tensor's hash is its address, which no trace knows for the tensors of later calls.
-        if any(isinstance(k, Identity) and isinstance(k.obj, torch.Tensor) for k in self.items):
-            raise Unsupported("iterating over a set of tensors (its order follows their addresses)")
-        real = {(k.obj if isinstance(k, Identity) else k): k for k in self.items}
-        return [self.items[real[v]] for v in self.python_type()(real)]
+        if self.snapshot:
+            return list(self.items.values())
+        if self.log is None:
+            if any(isinstance(k, Identity) and isinstance(k.obj, torch.Tensor) for k in self.items):
+                raise Unsupported("iterating over a set of tensors whose table's history is not known (a copy, "
+                                  "the result of set algebra, a set passed in and changed)")
+            real = {(k.obj if isinstance(k, Identity) else k): k for k in self.items}
+            return [self.items[real[v]] for v in self.python_type()(real)]
+        seen = self._replay(tx)
+        return [self.refs[i] for i in seen[seen.index(None) + 1:]]
+
+    def _replay(self, tx: TracerContext) -> tuple[Any, ...]:
+        """What ``replay_set`` sees of the set's order (guarded where a member hashes by its
+        address: a tensor or an object passed in)."""
+        reals, members = [], []
+        for ref in self.refs:
+            key = hash_key(ref, tx)
+            if not isinstance(key, Identity):
+                reals.append(key)
+                members.append(key)
+            elif ref.source is not None:  # (a tensor's key is its fake: the real one is this call's)
+                reals.append(ref.real_value(tx) if isinstance(key.obj, torch.Tensor) else key.obj)  # type: ignore[attr-defined]
+                members.append(ref.source)
+            elif isinstance(key.obj, torch.Tensor):
+                raise Unsupported("the order of a set holding a tensor the trace made (it follows its address, "
+                                  "known only when it runs)")
+            else:
+                reals.append(key.obj)
+                members.append(key.obj)
+        ops = tuple(self.log)  # type: ignore[arg-type]
+        seen = replay_set(ops, tuple(reals))[1]
+        if any(isinstance(m, Source) for m in members):
+            tx.guards.set_order(ops, members, seen)
+        return seen
+
+    def _rebuilt_by_replay(self) -> bool:
+        return self.log is not None and any(op != "add" for op, _ in self.log)
 
     def is_callable(self, tx: TracerContext) -> bool:
         return type_is_callable(tx, self.python_type())  # (a subclass may have a __call__: LogitsProcessorList)
@@ -82,6 +154,7 @@ class SetVariable(VariableTracker):
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if name in _SET_CHANGING and not self.frozen:
             tx.trace.side_effects.mutate(self)
+            self.snapshot = False
         result = self.methods.call(self, tx, name, args, kwargs)
         if result is None:
             raise Unsupported(f"method {name!r} of a set")
@@ -101,6 +174,7 @@ class SetVariable(VariableTracker):
             keep.update((k, v) for k, v in other.items() if k not in self.items)
         self.items.clear()
         self.items.update(keep)
+        self.log, self.refs = None, []  # (CPython's table after these: not modelled)
         return ConstantVariable(None)
 
     @methods("add")
@@ -128,7 +202,8 @@ class SetVariable(VariableTracker):
             if isinstance(key, Identity):
                 raise Unsupported("the KeyError of an object missing from a set (its repr)")
             raise TracedException(KeyError(key))
-        self.items.pop(key, None)
+        if key in self.items:
+            self._record("discard", self.items.pop(key))
         return ConstantVariable(None)
 
     @methods("clear")
@@ -136,7 +211,25 @@ class SetVariable(VariableTracker):
         if args or self.frozen:
             return None
         self.items.clear()
+        self._record("clear")
         return ConstantVariable(None)
+
+    @methods("pop")
+    def _pop(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
+        """The member CPython's ``set.pop`` takes: the next one in the table from where the last
+        pop stopped, as the replay of the set's history finds it."""
+        if args or kwargs or self.frozen:
+            return None
+        if not self.items:
+            raise TracedException(KeyError("pop from an empty set"))
+        if self.log is None:
+            raise Unsupported("set.pop() of a set whose table's history is not known (passed in, a copy, "
+                              "the result of set algebra)")
+        self._record("pop")
+        seen = self._replay(tx)
+        member = self.refs[seen[seen.index(None) - 1]]
+        del self.items[hash_key(member, tx)]
+        return member
 
     @methods("__contains__")
     def _contains(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
@@ -183,7 +276,7 @@ class SetVariable(VariableTracker):
             elif name == "symmetric_difference":
                 items = {**{k: v for k, v in items.items() if k not in other},
                          **{k: v for k, v in other.items() if k not in items}}
-        result = SetVariable([], self.frozen)
+        result = SetVariable.known_order([], self.frozen, snapshot=False)
         result.items.update(items)
         return result
 
@@ -198,13 +291,28 @@ class SetVariable(VariableTracker):
             self.reconstruct_items(cg)
 
     def reconstruct_items(self, cg: Any) -> None:
-        """Push a new set with the traced items."""
+        """Push a new set with the traced items (one whose table the trace knows removed
+        from: made again by the same history, so it iterates and pops as CPython's would)."""
+        if self._rebuilt_by_replay():
+            def args() -> list[None]:
+                cg.load_const(tuple(self.log))  # type: ignore[arg-type]
+                for ref in self.refs:
+                    cg.reconstruct(ref)
+                cg.build(tuple, len(self.refs))
+                return [None, None]
+            cg.call_const(rebuild_set, args)
+            return
         for item in self.items.values():
             cg.reconstruct(item)
         cg.build(set, len(self.items))
 
     def __repr__(self) -> str:
         return f"SetVariable({list(self.items)[:6]!r})"
+
+
+def rebuild_set(ops: tuple[tuple[str, int], ...], members: tuple[Any, ...]) -> set:
+    """The set ``ops`` make of ``members`` (generated code calls it: see replay_set)."""
+    return replay_set(ops, members)[0]
 
 
 def _member_key(var: VariableTracker, tx: TracerContext) -> Any:
@@ -221,8 +329,8 @@ def _members(tx: TracerContext, var: VariableTracker) -> dict[Any, VariableTrack
 
 
 def wrap_other_constant(value: Any) -> VariableTracker:
-    if isinstance(value, (set, frozenset)):
-        return SetVariable([ConstantVariable(v) for v in value], frozen=isinstance(value, frozenset))
+    if isinstance(value, (set, frozenset)):  # (in its order: this is the real set)
+        return SetVariable.known_order([ConstantVariable(v) for v in value], isinstance(value, frozenset))
     raise Unsupported(f"a {type(value).__name__} computed while tracing")
 
 
