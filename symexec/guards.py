@@ -151,7 +151,8 @@ def exact_key(value: Any) -> Any:
 
 def replay_set(ops: tuple[tuple[str, int], ...], members: tuple[Any, ...]) -> tuple[set, tuple[Any, ...]]:
     """The set CPython makes by ``ops`` from an empty one (``("add", i)``, ``("discard", i)``
-    with ``members[i]``, ``("pop", -1)``, ``("clear", -1)``): its table, so its order, follows
+    with ``members[i]``, ``("update", i)`` with the members of ``members[i]``, ``("pop", -1)``,
+    ``("clear", -1)``): its table, so its order, follows
     the members' hashes and this history. With it, what was seen of its order: the index of
     each member popped, then of each member still in it, in iteration order."""
     result: set = set()
@@ -162,6 +163,8 @@ def replay_set(ops: tuple[tuple[str, int], ...], members: tuple[Any, ...]) -> tu
             result.add(members[i])
         elif op == "discard":
             result.discard(members[i])
+        elif op == "update":
+            result.update(members[i])
         elif op == "pop":
             popped.append(index[id(result.pop())])
         else:

@@ -46,6 +46,7 @@ class SetVariable(VariableTracker):
         self.log: list[tuple[str, int]] | None = []
         self.refs: list[VariableTracker] = []
         self.snapshot = False
+        self.changes: list[tuple[str, list[Any]]] = []  # (of a set passed in: replayed as made)
         for item in items:
             self.add(item, tx)
 
@@ -106,6 +107,9 @@ class SetVariable(VariableTracker):
         if self.snapshot:
             return list(self.items.values())
         if self.log is None:
+            if self.source is not None:
+                raise Unsupported("iterating a set passed in after changing it (its table's history before the "
+                                  "call is not known)")
             if any(isinstance(k, Identity) and isinstance(k.obj, torch.Tensor) for k in self.items):
                 raise Unsupported("iterating over a set of tensors whose table's history is not known (a copy, "
                                   "the result of set algebra, a set passed in and changed)")
@@ -152,13 +156,62 @@ class SetVariable(VariableTracker):
     methods = Methods("set and frozenset")
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name in _SET_CHANGING and not self.frozen:
+        changes = name in _SET_CHANGING and not self.frozen
+        if changes:
             tx.trace.side_effects.mutate(self)
             self.snapshot = False
+            replayed = self._replayed_call(tx, name, args) if self.source is not None else None
         result = self.methods.call(self, tx, name, args, kwargs)
         if result is None:
             raise Unsupported(f"method {name!r} of a set")
+        if changes and self.source is not None:
+            self.changes.append((name, replayed))  # type: ignore[arg-type]
         return result
+
+    def _replayed_call(self, tx: TracerContext, name: str, args: list[VariableTracker]) -> list[Any]:
+        """The arguments a change of a set passed in is replayed with, as they are now: the same
+        call on the real set then makes the table CPython's call made (its order after)."""
+        if name in ("add", "remove", "discard"):
+            return list(args)
+        if name == "clear":
+            return []
+        replayed: list[Any] = []
+        for arg in args:
+            if isinstance(arg, SetVariable) and arg.log is not None:
+                copy = SetVariable([], arg.frozen)  # (as it is now: a later change is not this call's)
+                copy.items, copy.log, copy.refs = dict(arg.items), list(arg.log), list(arg.refs)
+                replayed.append(copy)
+            elif name == "update" and not isinstance(arg, SetVariable) and arg.python_type() is not dict:
+                replayed.append(arg.unpack(tx) if not hasattr(arg, "next_item") else None)  # (its items, in order)
+            else:
+                replayed.append(None)
+        if any(arg is None for arg in replayed):
+            raise Unsupported(f"set.{name} of a set passed in, with arguments whose order the trace does not "
+                              f"know (it decides the order of the set's table)")
+        return replayed
+
+    def build_replay(self, cg: Any) -> list[str]:
+        """First half of the replay of a set passed in: each change's arguments into one
+        temporary (see side_effects.build)."""
+        temps = []
+        for name, args in self.changes:
+            for arg in args:
+                if isinstance(arg, list):
+                    for item in arg:
+                        cg.reconstruct(item)
+                    cg.build(tuple, len(arg))
+                else:
+                    cg.reconstruct(arg)
+            cg.build(tuple, len(args))
+            temps.append(cg.new_temp())
+            cg.store_fast(temps[-1])
+        return temps
+
+    def apply_replay(self, cg: Any, temps: list[str], target: str) -> None:
+        """Second half: the same calls on the real set (``target``), in the trace's order."""
+        for (name, _), temp in zip(self.changes, temps):
+            cg.call_const(_call_method, lambda: [cg.load_fast(target), cg.load_const(name), cg.load_fast(temp)])  # noqa: B023
+            cg.emit("POP_TOP")
 
     @methods("intersection_update", "difference_update", "symmetric_difference_update")
     def _update_by(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
@@ -189,8 +242,19 @@ class SetVariable(VariableTracker):
         if self.frozen:
             return None
         for arg in args:
+            value = arg.as_python_constant() if isinstance(arg, ConstantVariable) else None
+            if type(value) in (set, frozenset) and self.log is not None:
+                # a set literal's constant (``{0, 8, 16}`` is SET_UPDATE of a frozenset): merged
+                # by the replay as CPython merges it, its members known by their objects
+                self._record("update", arg)
+                for member in value:
+                    self.items.setdefault(member, ConstantVariable(member))
+                    self.refs.append(ConstantVariable(member))
+                continue
             for item in arg.unpack(tx):
                 self.add(item, tx)
+            if arg.python_type() in (set, frozenset, dict):  # (CPython sizes the table for them first)
+                self.log, self.refs = None, []
         return ConstantVariable(None)
 
     @methods("remove", "discard")
@@ -308,6 +372,11 @@ class SetVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"SetVariable({list(self.items)[:6]!r})"
+
+
+def _call_method(obj: Any, name: str, args: tuple) -> Any:
+    """``obj.name(*args)`` (the replay of a change of a set passed in)."""
+    return getattr(obj, name)(*args)
 
 
 def rebuild_set(ops: tuple[tuple[str, int], ...], members: tuple[Any, ...]) -> set:

@@ -897,3 +897,27 @@ def test_set_pop_empty_and_of_a_set_passed_in():
         return x + 1, message, passed.pop(), passed
 
     check(fn, _t(2), {1, 2, 9})
+
+
+def test_set_passed_in_changed_as_cpython_changes_it():
+    # the real set is changed by the same calls: its table (so its order) is CPython's
+    def fn(x, s):
+        s.discard(0)
+        s.add(16)
+        s.update([24, 1], (32,))
+        s |= {40, 48}
+        s.difference_update({1})
+        s.remove(8)
+        return x + 1, s
+
+    check(fn, _t(1), {0, 8, 56})
+    assert symexec.explain(fn, _t(1), {0, 8, 56}).graph_break_count == 0
+
+
+def test_set_passed_in_changed_then_iterated_breaks():
+    def fn(x, s):
+        s.discard(0)
+        s.add(16)
+        return x + 1, list(s), s.pop(), s
+
+    check(fn, _t(1), {0, 8})
