@@ -30,7 +30,7 @@ from ..source import (AttrSource, ClosureSource, DictItemSource, DictKeySource, 
                       PrivateObjectSource, Source, display, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
 from .base import Registry, VariableTracker, find_on_class, hash_key
-from .builtin_subclasses import ListSubclassVariable, overrides_protocol
+from .builtin_subclasses import INPUT_LIST_DISPATCHED, ListSubclassVariable, overrides_protocol
 from .builtin_functions import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
@@ -119,7 +119,8 @@ class VariableBuilder:
             wrapper = _wrap_object
         if cls is dict and is_model_output_class(self.tx, kind):
             wrapper = _wrap_model_output  # (a dataclass: its __eq__ is its own)
-        elif cls is not kind and cls in _CONTAINERS and overrides_protocol(self.tx, kind, cls):
+        elif cls is not kind and cls in _CONTAINERS and overrides_protocol(self.tx, kind, cls,
+                                                                       INPUT_LIST_DISPATCHED if cls is list else frozenset()):
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
         if issubclass(kind, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
             wrapper = _wrap_torch_callable
