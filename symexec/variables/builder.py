@@ -120,7 +120,7 @@ class VariableBuilder:
         if cls is dict and is_model_output_class(self.tx, kind):
             wrapper = _wrap_model_output  # (a dataclass: its __eq__ is its own)
         elif cls is not kind and cls in _CONTAINERS and overrides_protocol(self.tx, kind, cls,
-                                                                       INPUT_LIST_DISPATCHED if cls is list else frozenset()):
+                                                                       INPUT_LIST_DISPATCHED if cls is list else _INPUT_DICT_DISPATCHED):
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
         if issubclass(kind, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
             wrapper = _wrap_torch_callable
@@ -357,6 +357,9 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
 
 
 _DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
+# What a dict subclass passed in may define in Python and still be a dict here: its __iter__
+# (run where it is iterated: DictSubclassVariable.unpack); the guards read its items natively.
+_INPUT_DICT_DISPATCHED = frozenset({"__iter__"})
 
 
 def _identity_tensor(value: Any) -> bool:
