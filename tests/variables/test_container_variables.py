@@ -921,3 +921,25 @@ def test_set_passed_in_changed_then_iterated_breaks():
         return x + 1, list(s), s.pop(), s
 
     check(fn, _t(1), {0, 8})
+
+
+def test_in_and_max_compare_tensors_by_value_as_eager():
+    # torch.compile answers these from the graph alone, and differs from eager on them
+    # (``1 in [x]`` is False, max takes the nan, max(t, 0) is a tensor): here the graph breaks
+    def contains(x):
+        x.add_(1)
+        return 1 in [x], 1 in {x}, 1 in (x,)
+
+    def largest(a, b):
+        return max(map(lambda t: t.sum(), [a, b]))
+
+    def clamped(a):
+        a = a.sum()
+        m = min(max(a, 0), 1)
+        return type(m).__name__, m
+
+    check(contains, torch.zeros(1))
+    # symexec captures nothing here: max() takes the sums from the lazy map, at the break
+    check(largest, torch.tensor([1.0]), torch.tensor([float("nan")]), captured=False)
+    check(clamped, torch.tensor([-1.0]))
+    check(clamped, torch.tensor([0.5]))
