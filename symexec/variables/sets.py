@@ -51,12 +51,15 @@ class SetVariable(VariableTracker):
             self.add(item, tx)
 
     @classmethod
-    def known_order(cls, items: list[VariableTracker], frozen: bool, snapshot: bool = True) -> SetVariable:
+    def known_order(cls, items: list[VariableTracker], frozen: bool, snapshot: bool = True, real: Any = None) -> SetVariable:
         """A set whose table's history is not known: its items are in the real set's order
-        while ``snapshot`` holds (a set passed in, a real set computed), until it changes."""
+        while ``snapshot`` holds (a set passed in, a real set computed: ``real``), until it
+        changes."""
         var = cls(items, frozen)
-        var.log, var.refs, var.snapshot = None, [], snapshot
+        var.log, var.refs, var.snapshot, var.real = None, [], snapshot, real
         return var
+
+    real: Any = None  # (the real set of constants a known_order one is, while its snapshot holds)
 
     def _record(self, op: str, var: VariableTracker | None = None) -> None:
         if self.log is None:
@@ -75,6 +78,8 @@ class SetVariable(VariableTracker):
         if isinstance(iterable, SetVariable):
             if frozen and iterable.frozen:
                 return iterable  # (frozenset(f) is f)
+            if iterable.order_known() and iterable.is_python_constant():  # copied for real, as CPython copies
+                return wrap_other_constant((frozenset if frozen else set)(iterable.as_python_constant()))
             copy = cls.known_order([], frozen, snapshot=False)  # (a copy's table may differ)
             copy.items.update(iterable.items)
             return copy
@@ -88,9 +93,15 @@ class SetVariable(VariableTracker):
     def python_type(self) -> type:
         return frozenset if self.frozen else set
 
+    def order_known(self) -> bool:
+        """Whether the real set's table is known: its history, or the real set itself."""
+        return self.log is not None or (self.snapshot and self.real is not None)
+
     def as_python_constant(self) -> Any:
         if any(isinstance(k, Identity) for k in self.items):
             raise Unsupported("a set of objects is not a constant")
+        if self.snapshot and self.real is not None:
+            return self.real
         if self.log is not None:  # the real set, its table as CPython made it
             members = tuple(ref.as_python_constant() for ref in self.refs)
             if self.frozen:  # (only ever added to)
@@ -177,7 +188,11 @@ class SetVariable(VariableTracker):
             return []
         replayed: list[Any] = []
         for arg in args:
-            if isinstance(arg, SetVariable) and arg.log is not None:
+            if isinstance(arg, ConstantVariable) or isinstance(arg, SetVariable) and arg.source is not None and arg.snapshot:
+                replayed.append(arg)  # (a constant; a set passed in and not changed yet: the object itself)
+            elif isinstance(arg, SetVariable) and arg.source is None and arg.snapshot and arg.real is not None:
+                replayed.append(ConstantVariable(arg.real))  # (a real set computed: read, never changed)
+            elif isinstance(arg, SetVariable) and arg.log is not None:
                 copy = SetVariable([], arg.frozen)  # (as it is now: a later change is not this call's)
                 copy.items, copy.log, copy.refs = dict(arg.items), list(arg.log), list(arg.refs)
                 replayed.append(copy)
@@ -399,7 +414,7 @@ def _members(tx: TracerContext, var: VariableTracker) -> dict[Any, VariableTrack
 
 def wrap_other_constant(value: Any) -> VariableTracker:
     if isinstance(value, (set, frozenset)):  # (in its order: this is the real set)
-        return SetVariable.known_order([ConstantVariable(v) for v in value], isinstance(value, frozenset))
+        return SetVariable.known_order([ConstantVariable(v) for v in value], isinstance(value, frozenset), real=value)
     raise Unsupported(f"a {type(value).__name__} computed while tracing")
 
 

@@ -943,3 +943,15 @@ def test_in_and_max_compare_tensors_by_value_as_eager():
     check(largest, torch.tensor([1.0]), torch.tensor([float("nan")]), captured=False)
     check(clamped, torch.tensor([-1.0]))
     check(clamped, torch.tensor([0.5]))
+
+
+def test_set_passed_in_changed_by_another_set_passed_in():
+    def fn(x, s, t):
+        s.intersection_update(t)
+        s.symmetric_difference_update(t)
+        s.update(frozenset({64, 72}))
+        t.add(80)
+        return x + len(s), s, t
+
+    check(fn, _t(1), {0, 8, 16, 24}, {8, 16, 32})
+    assert symexec.explain(fn, _t(1), {0, 8, 16, 24}, {8, 16, 32}).graph_break_count == 0
