@@ -47,6 +47,7 @@ class SetVariable(VariableTracker):
         self.refs: list[VariableTracker] = []
         self.snapshot = False
         self.changes: list[tuple[str, list[Any]]] = []  # (of a set passed in: replayed as made)
+        self.taken: dict[int, list[VariableTracker]] = {}  # (what update took of each argument)
         for item in items:
             self.add(item, tx)
 
@@ -171,17 +172,17 @@ class SetVariable(VariableTracker):
         if changes:
             tx.trace.side_effects.mutate(self)
             self.snapshot = False
-            replayed = self._replayed_call(tx, name, args) if self.source is not None else None
+            self.taken: dict[int, list[VariableTracker]] = {}
         result = self.methods.call(self, tx, name, args, kwargs)
         if result is None:
             raise Unsupported(f"method {name!r} of a set")
         if changes and self.source is not None:
-            self.changes.append((name, replayed))  # type: ignore[arg-type]
+            self.changes.append((name, self._replayed_call(tx, name, args)))
         return result
 
     def _replayed_call(self, tx: TracerContext, name: str, args: list[VariableTracker]) -> list[Any]:
-        """The arguments a change of a set passed in is replayed with, as they are now: the same
-        call on the real set then makes the table CPython's call made (its order after)."""
+        """The arguments a change of a set passed in is replayed with, as the call took them: the
+        same call on the real set then makes the table CPython's call made (its order after)."""
         if name in ("add", "remove", "discard"):
             return list(args)
         if name == "clear":
@@ -196,8 +197,8 @@ class SetVariable(VariableTracker):
                 copy = SetVariable([], arg.frozen)  # (as it is now: a later change is not this call's)
                 copy.items, copy.log, copy.refs = dict(arg.items), list(arg.log), list(arg.refs)
                 replayed.append(copy)
-            elif name == "update" and not isinstance(arg, SetVariable) and arg.python_type() is not dict:
-                replayed.append(arg.unpack(tx) if not hasattr(arg, "next_item") else None)  # (its items, in order)
+            elif name == "update" and id(arg) in self.taken:
+                replayed.append(self.taken[id(arg)])  # (the items it gave, in order)
             else:
                 replayed.append(None)
         if any(arg is None for arg in replayed):
@@ -266,10 +267,13 @@ class SetVariable(VariableTracker):
                     self.items.setdefault(member, ConstantVariable(member))
                     self.refs.append(ConstantVariable(member))
                 continue
-            for item in arg.unpack(tx):
+            items = arg.unpack(tx)
+            for item in items:
                 self.add(item, tx)
             if arg.python_type() in (set, frozenset, dict):  # (CPython sizes the table for them first)
                 self.log, self.refs = None, []
+            else:
+                self.taken[id(arg)] = items
         return ConstantVariable(None)
 
     @methods("remove", "discard")

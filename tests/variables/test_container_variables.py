@@ -955,3 +955,12 @@ def test_set_passed_in_changed_by_another_set_passed_in():
 
     check(fn, _t(1), {0, 8, 16, 24}, {8, 16, 32})
     assert symexec.explain(fn, _t(1), {0, 8, 16, 24}, {8, 16, 32}).graph_break_count == 0
+
+
+def test_set_passed_in_updated_from_an_iterator():
+    def run(x, int_set, int_list):
+        int_set.update(map(int, int_list), iter([8, 16]))
+        return x + 1
+
+    check(run, torch.ones(1), {0}, [1, 2, 1])
+    assert symexec.explain(run, torch.ones(1), set(), [1, 2, 1]).graph_break_count == 0
