@@ -1,5 +1,7 @@
 """Sets and frozensets: items are trackers, keyed by what ``hash`` and ``==`` see (constants by
-value, other objects by identity); a change of a set passed in is replayed after the graph."""
+value, other objects by identity). Their order is CPython's table's: a set made in the trace
+keeps its history and replays it on the real members (guarded where a member hashes by its
+address); a change of a set passed in is replayed after the graph as the same calls."""
 
 from __future__ import annotations
 
