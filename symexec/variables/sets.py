@@ -67,10 +67,9 @@ class SetVariable(VariableTracker):
     def _record(self, op: str, var: VariableTracker | None = None) -> None:
         if self.log is None:
             return
-        index = next((i for i, ref in enumerate(self.refs) if ref is var), len(self.refs)) if var is not None else -1
-        if index == len(self.refs):
-            self.refs.append(var)  # type: ignore[arg-type]
-        self.log.append((op, index))
+        if var is not None:  # (one ref per op: replay_set finds a member by its object)
+            self.refs.append(var)
+        self.log.append((op, len(self.refs) - 1 if var is not None else -1))
 
     @classmethod
     def of(cls, tx: TracerContext, iterable: VariableTracker | None, frozen: bool) -> SetVariable:
