@@ -149,6 +149,29 @@ def exact_key(value: Any) -> Any:
     return cls, value
 
 
+def replay_set(ops: tuple[tuple[str, int], ...], members: tuple[Any, ...]) -> tuple[set, tuple[Any, ...]]:
+    """The set CPython makes by ``ops`` from an empty one (``("add", i)``, ``("discard", i)``
+    with ``members[i]``, ``("update", i)`` with the members of ``members[i]``, ``("pop", -1)``,
+    ``("clear", -1)``): its table, so its order, follows
+    the members' hashes and this history. With it, what was seen of its order: the index of
+    each member popped, then of each member still in it, in iteration order."""
+    result: set = set()
+    index = {id(m): i for i, m in reversed(list(enumerate(members)))}
+    popped = []
+    for op, i in ops:
+        if op == "add":
+            result.add(members[i])
+        elif op == "discard":
+            result.discard(members[i])
+        elif op == "update":
+            result.update(members[i])
+        elif op == "pop":
+            popped.append(index[id(result.pop())])
+        else:
+            result.clear()
+    return result, (*popped, None, *(index[id(m)] for m in result))
+
+
 def exact_keys(values: Any) -> list[Any]:
     """``exact_key`` of each item, in iteration order (a dict's keys, a set's elements)."""
     return list(map(exact_key, values))
@@ -383,6 +406,17 @@ class GuardSet:
         # the type first, and no guard in between relied on it (every fact read makes the input).
         if self._entries.pop((GuardKind.TYPE_MATCH, parts[0]), None) is not None:
             self._rendered = None
+
+    def set_order(self, ops: tuple[tuple[str, int], ...], members: list[Any], seen: tuple[Any, ...]) -> None:
+        """A set made by ``ops`` (``replay_set``) over ``members`` (Sources for objects passed in,
+        hashed by their addresses; real objects for the rest) pops and iterates as traced: its
+        order follows the members' hashes, an object's its address."""
+        parts: list[Any] = [f"{self._const(replay_set)}({self._const(ops)}, ("]
+        for member in members:
+            parts += [member if isinstance(member, Source) else self._const(member), ", "]
+        names = ", ".join(m.name for m in members if isinstance(m, Source))
+        self.add(GuardKind.ID_MATCH, f"the set of {names} orders them as traced",
+                 code(*parts, f"))[1] == {self._const(seen)}"), next(m for m in members if isinstance(m, Source)))
 
     def alias(self, source: Source, other: Source) -> None:
         """Two sources reach the same object (a tensor, a list...)."""

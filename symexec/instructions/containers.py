@@ -9,6 +9,7 @@ from ..exc import TracedException, Unsupported
 from ..variables import (
     ConstantVariable, ConstDictVariable, ListVariable, SetVariable, SliceVariable, TupleVariable,
 )
+from ..variables.base import hash_key
 from ..variables.dicts import mapping_items
 from ..variables.object_protocol import tp_name
 from .registry import instruction
@@ -31,7 +32,7 @@ def BUILD_SET(tx: HandlerContext, inst: Any, *items: Any) -> Any:
 
 @instruction("BUILD_MAP", pops=lambda n: 2 * n, pushes=1)
 def BUILD_MAP(tx: HandlerContext, inst: Any, *flat: Any) -> Any:
-    return ConstDictVariable({flat[i].as_python_constant(): flat[i + 1] for i in range(0, len(flat), 2)})
+    return ConstDictVariable({hash_key(flat[i], tx): flat[i + 1] for i in range(0, len(flat), 2)})  # (a tensor by identity)
 
 
 @instruction("BUILD_CONST_KEY_MAP", pops=lambda n: n + 1, pushes=1)

@@ -31,7 +31,7 @@ from ..source import (AttrSource, ClosureSource, DictItemSource, DictKeySource, 
                       PrivateObjectSource, Source, display, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
 from .base import Registry, VariableTracker, find_on_class, hash_key
-from .builtin_subclasses import ListSubclassVariable, overrides_protocol
+from .builtin_subclasses import INPUT_LIST_DISPATCHED, ListSubclassVariable, overrides_protocol
 from .builtin_functions import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
@@ -121,7 +121,8 @@ class VariableBuilder:
             wrapper = _wrap_object
         if cls is dict and is_model_output_class(self.tx, kind):
             wrapper = _wrap_model_output  # (a dataclass: its __eq__ is its own)
-        elif cls is not kind and cls in _CONTAINERS and overrides_protocol(self.tx, kind, cls):
+        elif cls is not kind and cls in _CONTAINERS and overrides_protocol(self.tx, kind, cls,
+                                                                       INPUT_LIST_DISPATCHED if cls is list else _INPUT_DICT_DISPATCHED):
             wrapper = _wrap_object  # a subclass's own __getitem__, keys()...: its methods must run
         if issubclass(kind, _TORCH_CALLABLE_TYPES) and is_torch_object(value) and is_torch_operation(value):
             wrapper = _wrap_torch_callable
@@ -155,6 +156,8 @@ class VariableBuilder:
 
 
 _CONTAINERS = (dict, list, tuple, set, frozenset)
+# Members of a set passed in that its guard pins by ``==``: exact types equal only to themselves.
+_EQUAL_IF_IDENTICAL = (types.FunctionType, types.BuiltinFunctionType, type, types.ModuleType)
 # Values whose identity the trace never relies on, or pins with an identity guard anyway.
 _VALUE_TYPES = (*LITERAL_TYPES, tuple, frozenset, range, slice, type, types.ModuleType, types.FunctionType,
                 types.BuiltinFunctionType, types.MethodType, functools.partial)
@@ -247,6 +250,8 @@ def _wrap_sequence(b: VariableBuilder, value: Any, source: Source | None) -> Var
     if source is not None:
         b.guards.type_match(source, value)
         b.guards.len_match(source, len(value))
+    if kind is list and source is not None:
+        return _wrap_list(b, value, source)
     items = [b(item, GetItemSource(source, i) if source is not None else None) for i, item in enumerate(value)]
     if list_subclass:  # (one overriding list's protocol is an object: see VariableBuilder.__call__)
         return ListSubclassVariable(items, kind, source, instance=value)
@@ -255,6 +260,20 @@ def _wrap_sequence(b: VariableBuilder, value: Any, source: Source | None) -> Var
     if hasattr(type(value), "_fields"):
         return NamedTupleVariable(items, type(value), source)
     return TupleVariable(items, source)
+
+
+def _wrap_list(b: VariableBuilder, value: list, source: Source) -> ListVariable:
+    """A list passed in: its tracker is known before its items are wrapped, so an item that is
+    the list itself (``root[:] = [root, None]``) is that tracker, with an alias guard."""
+    var = ListVariable([], source)
+    b.memos.input_trackers[source] = var
+    b.memos.objects_by_id[id(value)] = (value, var)
+    try:
+        var.items = [b(item, GetItemSource(source, i)) for i, item in enumerate(value)]
+    except BaseException:
+        del b.memos.input_trackers[source], b.memos.objects_by_id[id(value)]
+        raise
+    return var
 
 
 @wraps(type(iter(())), type(iter([])), type(iter(range(0))))
@@ -340,6 +359,9 @@ def _wrap_dict(b: VariableBuilder, value: dict, source: Source | None) -> Variab
 
 
 _DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict)
+# What a dict subclass passed in may define in Python and still be a dict here: its __iter__
+# (run where it is iterated: DictSubclassVariable.unpack); the guards read its items natively.
+_INPUT_DICT_DISPATCHED = frozenset({"__iter__"})
 
 
 def _identity_tensor(value: Any) -> bool:
@@ -393,9 +415,11 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
     if isinstance(value, range):
         return RangeVariable(value, source)
     if isinstance(value, (set, frozenset)):
-        if not all(isinstance(v, LITERAL_TYPES) for v in value):
+        if not all(isinstance(v, LITERAL_TYPES) or type(v) in _EQUAL_IF_IDENTICAL for v in value):
             raise Unsupported("a set of non-constant values")
-        var = SetVariable([ConstantVariable(v) for v in value], frozen=isinstance(value, frozenset))
+        # (the guard above pins each member: a function, a class, a module is equal only to itself)
+        var = SetVariable.known_order([ConstantVariable(v) if isinstance(v, LITERAL_TYPES) else b(v, None) for v in value],
+                                      isinstance(value, frozenset))
         var.source = source
         return var
     return ConstantVariable(value)  # slice: immutable, compared by value

@@ -667,8 +667,8 @@ def _defaultdict(tx: TracerContext, factory: VariableTracker | None = None, *arg
     return ConstDictVariable(plain.items, user_cls=collections.defaultdict, default_factory=factory or ConstantVariable(None))
 
 
-HANDLERS[set] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) if iterable is not None else [], tx=tx)
-HANDLERS[frozenset] = lambda tx, iterable=None: SetVariable(iterable.unpack(tx) if iterable is not None else [], True, tx)
+HANDLERS[set] = lambda tx, iterable=None: SetVariable.of(tx, iterable, False)
+HANDLERS[frozenset] = lambda tx, iterable=None: SetVariable.of(tx, iterable, True)
 
 
 @handler(callable)

@@ -52,6 +52,12 @@ LIST_DISPATCHED = frozenset({"__getitem__", "__setitem__", "__delitem__", "appen
                              "index", "count", "sort", "reverse", "pop", "clear", "copy"})
 
 
+# What a list subclass passed in may define in Python and still be a list here: its named
+# methods, run when called by name. Not its subscripts: the guards read its items by ``x[i]`` and
+# a change of it is replayed as ``x[:] = items`` (both would run them).
+INPUT_LIST_DISPATCHED = LIST_DISPATCHED - {"__getitem__", "__setitem__", "__delitem__"}
+
+
 def overrides_protocol(tx: TracerContext, cls: type, base: type, dispatched: frozenset[str] = frozenset()) -> bool:
     """Whether a subclass of the builtin container ``base`` defines a protocol method of its own,
     other than the ``dispatched`` ones (the class lookups guarded)."""

@@ -411,8 +411,9 @@ def mapping_items(tx: TracerContext, other: VariableTracker) -> dict[Any, Variab
     CPython's order: a dict's own; of another object with a ``keys`` attribute, ``keys()``
     iterated, then ``other[key]`` for each key; None where ``other`` has no ``keys`` (not a
     mapping: ``dict.update`` takes pairs from it)."""
-    if isinstance(other, ConstDictVariable):
-        return dict(other.items)
+    if isinstance(other, ConstDictVariable) and not (
+            isinstance(other, DictSubclassVariable) and python_override(tx, other.user_cls, other.base, "__iter__")):
+        return dict(other.items)  # (one with its own __iter__: CPython asks its keys(), as below)
     if isinstance(other, (ConstantVariable, BaseListVariable, IteratorVariable, SetVariable)):
         return None  # (builtin values without ``keys``)
     try:
@@ -541,6 +542,17 @@ class DictSubclassVariable(SubclassInstance, ConstDictVariable):
 
     def subvalues(self) -> list[VariableTracker]:
         return [*self.items.values(), *self.attributes.values()]
+
+    def unpack(self, tx: TracerContext) -> list[VariableTracker]:
+        """Its keys, or what its own ``__iter__`` gives (one passed in may have one: iterating
+        it runs it, as CPython's ``iter()`` does; the dict's items are read natively elsewhere)."""
+        own = python_override(tx, self.user_cls, self.base, "__iter__")
+        if own is None:
+            return super().unpack(tx)
+        it = run_python(tx, own, [self], {})
+        if not isinstance(it, IteratorVariable):
+            raise Unsupported(f"{self.user_cls.__qualname__}.__iter__ returned {it.describe()}, not an iterator it knows")
+        return it.unpack(tx)
 
     def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         if self.native_setattr(tx, name, args, kwargs):

@@ -87,7 +87,15 @@ class BaseListVariable(VariableTracker):
         return self.python_cls
 
     def as_python_constant(self) -> Any:
-        return self.python_cls([item.as_python_constant() for item in self.items])
+        if self._converting:  # (a list that holds itself: root[:] = [root])
+            raise Unsupported(f"{self.describe()} contains itself: not a constant")
+        self._converting = True
+        try:
+            return self.python_cls([item.as_python_constant() for item in self.items])
+        finally:
+            self._converting = False
+
+    _converting = False
 
     def as_proxy(self) -> Any:
         return self.python_cls([as_proxy(item) for item in self.items])
@@ -118,6 +126,12 @@ class BaseListVariable(VariableTracker):
         return bool(self.items)
 
     def getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
+        key = _constant_tensor(index)
+        if key is not None:  # its __index__, as CPython calls it
+            try:
+                return self.items[operator.index(key)]
+            except (IndexError, TypeError) as e:
+                raise TracedException(e) from e
         key = index.as_python_constant()
         if isinstance(key, slice):  # (a subclass's slice is a plain list or tuple; Size's is a Size)
             return (ListVariable if isinstance(self, ListVariable) else TupleVariable)(self.items[key])
@@ -325,6 +339,21 @@ class ListVariable(BaseListVariable):
     python_cls = list
     built_once = True
 
+    def reconstruct(self, cg: Any) -> None:
+        if self.source is not None or not _reaches(self.items, self):
+            super().reconstruct(cg)
+            return
+        # A list that holds itself (``a.append(a)``): made empty and remembered first, so its
+        # items find it built, then extended with them.
+        if not _reaches(self.items, self, through=ListVariable):
+            raise Unsupported("a list that holds itself through another container, rebuilt in generated code")
+        cg.build(list, 0)
+        cg.remember(self)
+        for item in self.items:
+            cg.reconstruct(item)
+        cg.build(tuple, len(self.items))
+        cg.emit("LIST_EXTEND", 1)
+
     # list's own methods. Each that changes the list marks it changed first (on a list passed
     # in, the change is replayed after the graph); a call with arguments not modelled is None.
     methods = Methods("list", extends=BaseListVariable.methods)
@@ -500,6 +529,29 @@ class SliceVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"SliceVariable({self.parts!r})"
+
+
+def _reaches(items: list[VariableTracker], target: VariableTracker, through: type = VariableTracker) -> bool:
+    """Whether ``target`` is among ``items`` or what they hold, through trackers of ``through``."""
+    seen: set[int] = set()
+    todo = list(items)
+    while todo:
+        var = todo.pop()
+        if var is target:
+            return True
+        if id(var) not in seen and isinstance(var, through):
+            seen.add(id(var))
+            todo.extend(var.subvalues())
+    return False
+
+
+def _constant_tensor(var: VariableTracker) -> torch.Tensor | None:
+    """The value of a tensor the trace made from constants alone (``torch.as_tensor(2)``), which
+    the fake tensor carries while no operation has written to it, or None."""
+    fake = getattr(var, "example", None)
+    if var.source is None and isinstance(fake, torch.Tensor):
+        return getattr(fake, "constant", None)
+    return None
 
 
 def items_one_by_one(tx: TracerContext, iterable: VariableTracker) -> Any:

@@ -24,7 +24,8 @@ from .builtin_functions import (BINARY_OPERATORS, HANDLERS, INPLACE_OPERATORS, U
 from .constant import ConstantVariable, is_object_constant
 from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable
-from .lists import BaseListVariable, ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
+from .lists import (BaseListVariable, InputIteratorVariable, IteratorVariable, ListVariable, RangeVariable, SizeVariable,
+                    SliceVariable, TupleVariable, items_one_by_one)
 from .classes import COMPUTED_ALIAS_TYPES, UserDefinedClassVariable
 from .ndarray import NdarrayVariable, array_operator, getitem as array_getitem, setitem as array_setitem
 from .sets import SetVariable
@@ -146,6 +147,8 @@ def _make_binary(fn: Any) -> Handler:
             return _plain_sequence(a)(a.items * b.as_python_constant())
         if fn is operator.mul and isinstance(b, (ListVariable, TupleVariable)) and isinstance(a, ConstantVariable):
             return _plain_sequence(b)(b.items * a.as_python_constant())
+        if fn in _SET_ALGEBRA and isinstance(a, SetVariable) and isinstance(b, SetVariable):
+            return a.call_method(tx, _SET_ALGEBRA[fn], [b], {})  # (the left operand's type, as the method's)
         if fn in (operator.eq, operator.ne) and isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
             equal = _sequences_equal(tx, a, b)
             if equal is not None:
@@ -165,6 +168,8 @@ def _make_binary(fn: Any) -> Handler:
     return binary
 
 
+_SET_ALGEBRA = {operator.or_: "union", operator.and_: "intersection", operator.sub: "difference",
+                operator.xor: "symmetric_difference"}
 _KEYS_VIEW_DUNDERS = {operator.eq: "__eq__", operator.ne: "__ne__", operator.or_: "__or__", operator.and_: "__and__",
                       operator.sub: "__sub__", operator.xor: "__xor__", operator.lt: "__lt__", operator.le: "__le__",
                       operator.gt: "__gt__", operator.ge: "__ge__"}
@@ -332,19 +337,27 @@ def _contains(tx: TracerContext, container: VariableTracker, item: VariableTrack
     if is_tensor(container) or is_tensor(item) and not isinstance(container, BaseListVariable):
         return None
     if isinstance(container, BaseListVariable) and not isinstance(container, RangeVariable):
-        for candidate in container.items:
-            if identical(candidate, item, tx):
-                return ConstantVariable(True)
-            if is_tensor(candidate) or is_tensor(item):
-                raise Unsupported("`in` compares a tensor by value: data-dependent")
-            if isinstance(candidate, SymNodeVariable) or isinstance(item, SymNodeVariable):
-                if call_operator(tx, operator.eq, candidate, item).truth(tx):  # (a condition, not a value)
-                    return ConstantVariable(True)
-                continue
-            if candidate.as_python_constant() == item.as_python_constant():
-                return ConstantVariable(True)
-        return ConstantVariable(False)
+        return ConstantVariable(_search(tx, container.items, item))
+    if isinstance(container, IteratorVariable) and type(container) in (IteratorVariable, InputIteratorVariable):
+        # CPython's search of an iterator: its items taken one by one until one equals ``item``
+        return ConstantVariable(_search(tx, items_one_by_one(tx, container), item))
     return None
+
+
+def _search(tx: TracerContext, candidates: Any, item: VariableTracker) -> bool:
+    """Whether one of ``candidates`` is ``item`` or equals it (CPython's ``candidate == item``)."""
+    for candidate in candidates:
+        if identical(candidate, item, tx):
+            return True
+        if is_tensor(candidate) or is_tensor(item):
+            raise Unsupported("`in` compares a tensor by value: data-dependent")
+        if isinstance(candidate, SymNodeVariable) or isinstance(item, SymNodeVariable):
+            if call_operator(tx, operator.eq, candidate, item).truth(tx):  # (a condition, not a value)
+                return True
+            continue
+        if candidate.as_python_constant() == item.as_python_constant():
+            return True
+    return False
 
 
 @handler(operator.getitem)

@@ -6,7 +6,8 @@ import collections.abc
 import pytest
 import torch
 
-from helpers import check
+import symexec
+from helpers import check, check_sequence
 
 
 def _t(*shape):
@@ -578,3 +579,25 @@ def test_dict_update_of_a_non_mapping_raises():
         return x + 1, {**items}
 
     check(fn, _t(2), [("a", 1)], captured=False)  # TypeError: not a mapping
+
+
+_PARAM = torch.nn.Parameter(torch.ones(4, 4))
+
+
+def test_dict_display_keyed_by_tensors():
+    # BUILD_MAP keys a tensor by identity, as a dict does
+    def fn(a, b):
+        tmp = {"a": a, _PARAM: 3, b: 4, 1: "one", True: "true"}
+        return tmp["a"] + tmp[_PARAM] * tmp[b], tmp[1], len(tmp), a in tmp, _PARAM in tmp
+
+    check(fn, _t(4, 4), _t(4, 4))
+    check(lambda a: {a: 1, a: 2}[a] + a, _t(2))
+    assert symexec.explain(fn, _t(4, 4), _t(4, 4)).graph_break_count == 0
+
+
+def test_dict_display_of_one_tensor_passed_twice():
+    def fn(a, b):
+        return len({a: 1, b: 2}) + a
+
+    t = _t(2)
+    check_sequence(fn, [t, t], [_t(2), _t(2)], [t, t])

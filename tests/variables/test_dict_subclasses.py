@@ -208,3 +208,23 @@ def test_an_uncaught_frozen_instance_error():
     def f(d, x):
         d.b = x
     check(f, Frozen(torch.ones(2), 3), torch.ones(2), expect_traced=False)
+
+
+class ReversedDict(dict):
+    def __iter__(self):
+        return reversed(list(self.keys()))
+
+
+class ReversedKeysDict(ReversedDict):
+    def keys(self):
+        return ["bar"]
+
+
+def test_passed_in_with_its_own_iter_reads_items_natively_and_iterates_with_it():
+    def fn(x, d):
+        return x * d["foo"] * d["bar"], list(d), [k for k in d], dict(d), {**d}, len(d), "foo" in d, list(d.keys())
+
+    check(fn, torch.randn(4), ReversedDict({"foo": 1, "bar": 2}))
+    assert symexec.explain(fn, torch.randn(4), ReversedDict({"foo": 1, "bar": 2})).graph_break_count == 0
+    check(fn, torch.randn(4), ReversedKeysDict({"foo": 1, "bar": 2}))
+    assert_same_graphs_as_dynamo(lambda x, d: x * d["foo"] * d["bar"], torch.randn(4), ReversedDict({"foo": 1, "bar": 2}))

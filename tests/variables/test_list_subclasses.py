@@ -225,3 +225,51 @@ def test_method_replaced_on_a_builtin_subclass_retraces(base):
         Local.total = lambda self: 100
 
     check_sequence(f, [Local(), torch.ones(2)], patch, [Local(), torch.ones(2)])
+
+
+class Merging(Processors):
+    """As the LogitsProcessorList of a test of torch's: its own ``clear`` (a named method)."""
+
+    def clear(self):
+        self.cleared = True
+
+    def pop(self, index=-1):
+        return "popped"
+
+
+def _merge(default_list, custom_list):
+    if len(custom_list) == 0:
+        return default_list
+    for default in default_list:
+        for custom in custom_list:
+            if type(custom) is type(default):
+                raise ValueError
+    default_list.extend(custom_list)
+    return default_list
+
+
+def test_passed_in_with_its_own_named_methods_is_still_a_list():
+    def fn(x, left, right):
+        combined = _merge(left, right)
+        right.clear()
+        return combined(x), right.pop(), len(left)
+
+    check(fn, torch.randn(8), Merging([torch.nn.ReLU(), torch.nn.Sigmoid()]), Merging([torch.nn.SiLU()]))
+    check(fn, torch.randn(8), Merging([torch.nn.ReLU()]), Merging([]))
+    def args():
+        return torch.randn(8), Merging([torch.nn.ReLU(), torch.nn.Sigmoid()]), Merging([torch.nn.SiLU()])
+
+    assert symexec.explain(fn, *args()).graph_break_count == 0
+    assert_same_graphs_as_dynamo(fn, *args())
+
+
+class Shifted(list):
+    def __getitem__(self, i):
+        return list.__getitem__(self, i + 1)
+
+
+def test_passed_in_with_its_own_subscript_runs_it():
+    def fn(x, items):
+        return x * items[0], len(items)
+
+    check(fn, torch.randn(2), Shifted([1, 2, 3]))
