@@ -810,6 +810,21 @@ def fn(a, b):
     return a * (2 if same else 3) + seen.get(b, 0), b in {a}
 """, args(X, st.sampled_from([Same(0), T()])))
 
+template("set_history", "a set's order from its history: adds, discards, pops of colliding ints", """
+def fn(x, ops):
+    s = {0, 8}
+    for op, v in ops:
+        if op == "add":
+            s.add(v)
+        elif op == "discard":
+            s.discard(v)
+        elif s:
+            s.pop()
+    order = list(s)
+    return x * (order[0] if order else -1), order, (s.pop() if s else None), tuple(s)
+""", args(X, st.lists(st.tuples(st.sampled_from(["add", "discard", "pop"]), st.sampled_from([0, 8, 16, 24, 1, 9])),
+                      max_size=5)))
+
 template("size_argument", "a torch.Size argument: its ints, its length", """
 def fn(x, size):
     return x.new_ones(size) * len(size) + size[0]
