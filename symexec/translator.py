@@ -37,6 +37,11 @@ from .variables.generators import GeneratorVariable
 _UNBOUND = object()
 
 
+# Instructions after which the next one does not run (any version's spelling).
+_NO_FALL_THROUGH = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT",
+                              "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"})
+
+
 class Program:
     """A code object's instructions as a flat list, with jump labels resolved to indices and,
     for each instruction, the exception handler (``TryBegin``) that covers it, if any."""
@@ -82,13 +87,32 @@ class Program:
         return handler
 
     def in_loop(self, index: int) -> bool:
-        """Whether instruction ``index`` is inside a loop: a jump at or after it goes back to
-        it or before it (a ``for``'s or a ``while``'s back edge). A comprehension's own loop
-        does not count (3.12 inlines it; 3.11 calls it)."""
+        """Whether instruction ``index`` is inside a loop: a jump that the code from it reaches
+        (by falling through, jumping, or an exception's handler) goes back to it or before it
+        (a ``for``'s or a ``while``'s back edge). A comprehension's own loop does not count
+        (3.12 inlines it; 3.11 calls it); nor does the jump back from an ``except`` block that
+        3.12 places after the function's end, which only an exception before ``index`` reaches."""
         index = loop_head(self, index)
-        labels = self.labels
-        return any(isinstance(inst.arg, Label) and labels[inst.arg] <= index
-                   for inst in self.instructions[index:])
+        labels, instructions = self.labels, self.instructions
+        seen: set[int] = set()
+        todo = [index]
+        while todo:
+            i = todo.pop()
+            if i in seen or i >= len(instructions):
+                continue
+            seen.add(i)
+            inst = instructions[i]
+            if isinstance(inst.arg, Label):
+                target = labels[inst.arg]
+                if target <= index:
+                    return True
+                todo.append(target)
+            if inst.name not in _NO_FALL_THROUGH:
+                todo.append(i + 1)
+            handler = self.handlers[i]
+            if handler is not None:
+                todo.append(labels[handler.target])
+        return False
 
     @classmethod
     def of(cls, code: types.CodeType) -> "Program":

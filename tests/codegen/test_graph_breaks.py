@@ -294,3 +294,33 @@ def test_a_callee_that_breaks_inside_a_loop_is_compiled_around_its_break():
     check(_calls_a_breaking_helper_in_a_loop, _t(2), expect_traced=False)
     ours, _ = assert_same_graphs_as_dynamo(_calls_a_breaking_helper_in_a_loop, _t(2))
     assert ours.op_counts() == [1]
+
+
+def test_a_break_after_a_try_except_is_not_in_a_loop():
+    # 3.12 places an except block after the function's end and jumps back from it: that jump
+    # made any break after the try look like one inside a loop, and the frame ran as its code.
+    def fn(x, d):
+        try:
+            y = d["missing"]
+        except KeyError as e:
+            y = len(str(e))
+        z = x * y
+        print("between")
+        return z + 1
+
+    check(fn, torch.randn(3), {})
+    assert symexec.explain(fn, torch.randn(3), {}).graph_count == 2
+
+
+def test_a_break_in_a_loop_through_its_handler_is_in_a_loop():
+    # (a `continue` from an except block is the loop's back edge, reached from the break)
+    def fn(x, n):
+        for i in range(n):
+            try:
+                x = x + i
+                print("step")
+            except RuntimeError:
+                continue
+        return x
+
+    check(fn, torch.randn(3), 3, expect_traced=False)
