@@ -296,8 +296,7 @@ def _optimize_assert(*args: Any, **kwargs: Any) -> Any:
 def _run(fn: Any = None) -> Any:
     if MODE == "dynamo":
         return _ORIGINAL["run"](fn)
-    # symexec has no run-only mode: the function (or the symexec-compiled one) runs as it is
-    return fn if fn is not None else _Decorator(lambda f: f, "torch._dynamo.run")
+    return symexec.run(fn) if fn is not None else _Decorator(symexec.run, "torch._dynamo.run")
 
 
 def _reset() -> None:

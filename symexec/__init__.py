@@ -4,7 +4,7 @@
 cache of generated replacement functions; see README.md.
 """
 
-from .api import allow_in_graph, cache_entries, compile, disable, graph_break, recompile_reasons
+from .api import allow_in_graph, cache_entries, compile, disable, graph_break, recompile_reasons, run
 from .backends import list_backends, register_backend
 from .cache import reset
 from .config import config
@@ -14,6 +14,6 @@ from .explain import BreakReason, ExplainOutput, explain
 from .logs import set_logs
 
 __all__ = [
-    "BackendCompilerFailed", "BreakReason", "SymexecWarning", "ExplainOutput", "Unsupported", "allow_in_graph", "explain", "cache_entries", "compile", "config", "disable", "graph_break", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons",
+    "BackendCompilerFailed", "BreakReason", "SymexecWarning", "ExplainOutput", "Unsupported", "allow_in_graph", "explain", "cache_entries", "compile", "config", "disable", "graph_break", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons", "run",
     "register_backend", "reset", "set_logs",
 ]

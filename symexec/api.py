@@ -383,6 +383,38 @@ def _state(compiled: Any) -> _Compiled:
     return state
 
 
+def run(fn: Any = None) -> Any:
+    """A compiled function that only uses what it has compiled (as ``torch._dynamo.run``): a
+    call its cache has an entry for runs that entry; any other runs the original function, and
+    nothing is traced for it. (What an entry's code calls at a graph break keeps its own cache,
+    and may still compile.) A function that is not compiled is returned as it is."""
+    if fn is None:
+        return run
+    if isinstance(fn, CompiledModule):
+        raise TypeError("symexec.run expects a function returned by symexec.compile, not a compiled module")
+    state = getattr(fn, "_symexec", None)
+    if not isinstance(state, _Compiled):
+        if not callable(fn):
+            raise TypeError(f"symexec.run expects a function, not {type(fn).__name__}")
+        return fn
+    hot = state.cache.hot
+
+    @functools.wraps(fn)
+    def run_only(*args: Any, **kwargs: Any) -> Any:
+        for entry in hot:
+            try:
+                result = entry(*args, **kwargs)
+            except TypeError as e:
+                if e.__traceback__.tb_next is not None:  # raised inside, not by the call
+                    raise
+                break
+            if result is not MISS:
+                return result
+        return state.fn(*args, **kwargs)
+
+    return run_only
+
+
 def cache_entries(compiled: Any) -> list[CacheEntry]:
     """The cache entries of a compiled function, newest first."""
     return list(_state(compiled).cache.entries)

@@ -378,3 +378,22 @@ def test_module_freed_without_the_cycle_collector():
 
 def test_module_in_a_lazy_map_freed_without_the_cycle_collector(capsys):
     assert _freed_without_the_cycle_collector(_lazy_map_over_module, torch.randn(2))
+
+
+def test_run_uses_only_what_was_compiled():
+    # as torch._dynamo.run (PyTorch's test_nested_optimize_run): a call its cache has no entry
+    # for runs the original function, tracing nothing
+    def fn(x):
+        return torch.relu(torch.cos(x) + torch.sin(x))
+
+    compiled = symexec.compile(fn, fullgraph=True)
+    compiled(torch.randn(4))
+    compiled(torch.randn(4, 4))
+    entries = len(symexec.cache_entries(compiled))
+    run_only = symexec.run(compiled)
+    for x in (torch.randn(4), torch.randn(3, 3), torch.randn(4, 4, 4)):
+        assert torch.equal(run_only(x), fn(x))
+    assert len(symexec.cache_entries(compiled)) == entries
+    assert symexec.run(fn) is fn and symexec.run() is symexec.run
+    with pytest.raises(TypeError, match="compiled module"):
+        symexec.run(symexec.compile(torch.nn.Linear(2, 2)))
