@@ -31,29 +31,37 @@ _ENDS = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "RETURN_CONST"})
 _UNCONDITIONAL = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"})
 
 
-def live_locals(program: Any, target: int) -> set[str]:
-    """Locals read by any instruction reachable from ``target`` (jumps, handlers included)."""
+def reachable(program: Any, start: int) -> Any:
+    """The indices of the instructions reachable from ``start`` (falling through, jumps, the
+    handlers of the instructions reached), each once."""
     instructions, labels, handlers = program.instructions, program.labels, program.handlers
     seen: set[int] = set()
-    todo = [target]
-    live: set[str] = set()
+    todo = [start]
     while todo:
         i = todo.pop()
         if i in seen or i >= len(instructions):
             continue
         seen.add(i)
+        yield i
         inst = instructions[i]
-        if inst.name in _READS:
-            if isinstance(inst.arg, str):  # (3.13: a CellVar, loading the cell for a closure)
-                live.add(inst.arg)
-        elif inst.name in _PAIR_READS:
-            live.update(inst.arg[_PAIR_READS[inst.name]])
         if handlers[i] is not None:
             todo.append(labels[handlers[i].target])
         if isinstance(inst.arg, Label):
             todo.append(labels[inst.arg])
         if inst.name not in _ENDS and inst.name not in _UNCONDITIONAL:
             todo.append(i + 1)
+
+
+def live_locals(program: Any, target: int) -> set[str]:
+    """Locals read by any instruction reachable from ``target`` (jumps, handlers included)."""
+    live: set[str] = set()
+    for i in reachable(program, target):
+        inst = program.instructions[i]
+        if inst.name in _READS:
+            if isinstance(inst.arg, str):  # (3.13: a CellVar, loading the cell for a closure)
+                live.add(inst.arg)
+        elif inst.name in _PAIR_READS:
+            live.update(inst.arg[_PAIR_READS[inst.name]])
     first = super_reads(program.code)
     if first is not None:
         live.add(first)  # (read by a zero-argument super() from the frame, by no instruction)

@@ -27,7 +27,7 @@ from .exc import InternalError, TracedException, Unsupported
 from .guards import GuardSet
 from .instructions import DISPATCH
 from .trace import Trace
-from .resume import is_continuation, set_handler_depths
+from .resume import is_continuation, reachable, set_handler_depths
 from .source import AttrSource, BuiltinSource, ClosureCellSource, ClosureSource, ConstSource, GetItemSource, GlobalSource, LocalSource, Source
 from .variables import ConstantVariable, VariableBuilder, VariableTracker
 from .variables.user_objects import ExceptionVariable
@@ -35,11 +35,6 @@ from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFun
 from .variables.generators import GeneratorVariable
 
 _UNBOUND = object()
-
-
-# Instructions after which the next one does not run (any version's spelling).
-_NO_FALL_THROUGH = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT",
-                              "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"})
 
 
 class Program:
@@ -93,26 +88,9 @@ class Program:
         (3.12 inlines it; 3.11 calls it); nor does the jump back from an ``except`` block that
         3.12 places after the function's end, which only an exception before ``index`` reaches."""
         index = loop_head(self, index)
-        labels, instructions = self.labels, self.instructions
-        seen: set[int] = set()
-        todo = [index]
-        while todo:
-            i = todo.pop()
-            if i in seen or i >= len(instructions):
-                continue
-            seen.add(i)
-            inst = instructions[i]
-            if isinstance(inst.arg, Label):
-                target = labels[inst.arg]
-                if target <= index:
-                    return True
-                todo.append(target)
-            if inst.name not in _NO_FALL_THROUGH:
-                todo.append(i + 1)
-            handler = self.handlers[i]
-            if handler is not None:
-                todo.append(labels[handler.target])
-        return False
+        labels = self.labels
+        return any(isinstance(self.instructions[i].arg, Label) and labels[self.instructions[i].arg] <= index
+                   for i in reachable(self, index))
 
     @classmethod
     def of(cls, code: types.CodeType) -> "Program":
