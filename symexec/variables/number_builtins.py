@@ -82,10 +82,23 @@ HANDLERS[any] = lambda tx, iterable: ConstantVariable(any(i.truth(tx) for i in i
 HANDLERS[all] = lambda tx, iterable: ConstantVariable(all(i.truth(tx) for i in items_one_by_one(tx, iterable)))
 
 
-@handler(str, complex)
-def _scalar(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+@handler(complex)
+def _complex(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
     if len(args) == 1 and isinstance(args[0], (ExceptionVariable, ObjectVariableBase)):
-        return args[0].call_method(tx, "__str__", [], {}) if isinstance(args[0], ExceptionVariable) else None
+        return None
+    return _scalar(tx, *args, **kwargs)
+
+
+@handler(str)
+def _str(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+    if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+        return args[0].call_method(tx, "__str__", [], {})
+    if len(args) == 1 and not kwargs and isinstance(args[0], ObjectVariableBase):
+        return args[0].to_str(tx)
+    return _scalar(tx, *args, **kwargs)
+
+
+def _scalar(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
     if any(is_tensor(a) for a in args):
         raise Unsupported("converting a tensor to a Python number reads its value", hint="keep it a tensor")
     return None

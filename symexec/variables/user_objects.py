@@ -59,6 +59,9 @@ def checked_len(tx: TracerContext, result: VariableTracker) -> VariableTracker:
     return result
 
 
+_OBJECT_STR = object.__dict__["__str__"]
+
+
 class ObjectVariableBase(VariableTracker):
     """What instances of user classes share: method calls and dunders through the class."""
 
@@ -158,6 +161,19 @@ class ObjectVariableBase(VariableTracker):
             raise Unsupported(f"calling object.{name} on {self.describe()}")
         self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
         return ConstantVariable(None)
+
+    def to_str(self, tx: TracerContext) -> VariableTracker | None:
+        """``str(obj)``: the class's Python ``__str__``, or (``object.__str__`` left in place)
+        its Python ``__repr__``, run as CPython's slot does, the result exactly a str. None
+        (the graph breaks) where neither is Python: ``object.__repr__`` shows the address."""
+        name = "__str__" if self.has_python_method(tx, "__str__") else "__repr__"
+        if name == "__repr__" and (class_static(tx, self.cls, "__str__") is not _OBJECT_STR
+                                   or not self.has_python_method(tx, "__repr__")):
+            return None
+        result = self.call_method(tx, name, [], {})
+        if result.python_type() is not str:  # (CPython's TypeError, or a str subclass: not modelled)
+            raise Unsupported(f"str() of {self.describe()}: its {name} returned {result.describe()}")
+        return result
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         return self.iterate(tx).unpack(tx)

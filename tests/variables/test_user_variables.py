@@ -403,3 +403,37 @@ def test_torch_function_dispatch_follows_disabled_torch_function():
             compiled(x)
     assert str(ours.value) == str(eager.value)
     assert torch.equal(compiled(x), fn(x))
+
+
+def test_str_of_a_new_object_runs_its_python_str_or_repr():
+    # (str() of a new object broke the graph) its class's __str__, or __repr__ under object's __str__
+    class CustomStr:
+        def __str__(self):
+            return "ok"
+
+    class CustomRepr:
+        def __init__(self, n):
+            self.n = n
+
+        def __repr__(self):
+            return f"CustomRepr({self.n})"
+
+    def fn(x):
+        return x + 1, str(CustomStr()), str(CustomRepr(3))
+
+    check(fn, torch.ones(4))
+    assert symexec.explain(fn, torch.ones(4)).graph_break_count == 0
+
+
+def test_str_of_an_object_whose_str_returns_a_non_str_raises_as_eager():
+    class Bad:
+        def __str__(self):
+            return 3
+
+    def fn(x):
+        try:
+            return str(Bad())
+        except TypeError:
+            return x + 1
+
+    check(fn, torch.ones(2), expect_traced=False, captured=False)
