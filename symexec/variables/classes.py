@@ -12,8 +12,8 @@ from typing import Any
 import torch
 
 from ..context import TracerContext
-from ..exc import AttributeMissing, Unsupported
-from ..source import AttrSource, ConstSource, Source
+from ..exc import AttributeMissing, TracedException, Unsupported
+from ..source import AttrSource, ConstSource, GetItemSource, Source
 from ..guards import GuardKind
 from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class, is_data_descriptor, subclass_check
 from .lists import ListVariable
@@ -29,6 +29,10 @@ from .user_objects import call_getattr_hook
 
 # What ``type`` holds of every class, plain data.
 CLASS_DATA_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"})
+# Its layout and flags, read-only numbers (``__flags__`` changes as CPython caches lookups: read
+# through a source, so guarded equal).
+CLASS_LAYOUT_ATTRS = frozenset({"__flags__", "__basicsize__", "__itemsize__", "__dictoffset__", "__weakrefoffset__"})
+_TYPE_DICT = type.__dict__["__dict__"]  # (the getset giving a class its own dict's mappingproxy)
 
 
 _CLASSMETHOD_DESCRIPTOR = type(inspect.getattr_static(dict, "fromkeys"))  # (a C classmethod)
@@ -132,6 +136,10 @@ class UserDefinedClassVariable(VariableTracker):
         if class_static(tx, meta, "__getattribute__") is not type.__getattribute__:
             raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__}: its metaclass has __getattribute__")
         meta_klass, meta_static = find_on_class(tx, meta, name)
+        if meta_klass is type and name in CLASS_LAYOUT_ATTRS:
+            return tx.wrap(getattr(self.cls, name), AttrSource(self.source or ConstSource.of(self.cls), name))
+        if meta_static is _TYPE_DICT:  # (type's data descriptor: before the class's own names)
+            return ClassDictVariable(self)
         from_python_meta = meta_klass is not None and meta_klass.__module__ != "builtins"
         if from_python_meta and is_data_descriptor(meta_static):
             return self._from_metaclass(tx, meta_klass, meta_static, name)
@@ -227,6 +235,43 @@ class UserDefinedClassVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"UserDefinedClassVariable({self.cls.__qualname__})"
+
+
+class ClassDictVariable(VariableTracker):
+    """``cls.__dict__``: the live mappingproxy of a class's own names. Reads of one name
+    (``in``, ``[name]``, ``get``) are guarded on that name alone; what needs every key
+    (iterating, ``len``, ``keys()``) is not modelled."""
+
+    models = types.MappingProxyType  # (of a class's own dict)
+
+    def __init__(self, owner: UserDefinedClassVariable) -> None:
+        super().__init__(None)
+        self.owner = owner
+
+    def python_type(self) -> type:
+        return types.MappingProxyType
+
+    def describe(self) -> str:
+        return f"{self.owner.cls.__qualname__}.__dict__"
+
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        key = args[0].as_python_constant() if args and not kwargs and args[0].is_python_constant() else None
+        if type(key) is not str or name not in ("__contains__", "__getitem__", "get") or len(args) > 1 + (name == "get"):
+            return super().call_method(tx, name, args, kwargs)
+        cls = self.owner.cls
+        present = key in cls.__dict__
+        tx.guards.class_dict_has(cls, key, present)
+        if name == "__contains__":
+            return ConstantVariable(present)
+        if not present:
+            if name == "get":
+                return args[1] if len(args) > 1 else ConstantVariable(None)
+            raise TracedException(KeyError(key))
+        return tx.wrap(cls.__dict__[key], GetItemSource(AttrSource(self.owner.source or ConstSource.of(cls), "__dict__"), key))
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.reconstruct(self.owner)
+        cg.load_attr("__dict__")
 
 
 class PythonModuleVariable(VariableTracker):

@@ -25,7 +25,7 @@ from .constant import ConstantVariable, is_object_constant
 from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
-from .classes import COMPUTED_ALIAS_TYPES, UserDefinedClassVariable
+from .classes import COMPUTED_ALIAS_TYPES, ClassDictVariable, UserDefinedClassVariable
 from .ndarray import NdarrayVariable, array_operator, getitem as array_getitem, setitem as array_setitem
 from .sets import SetVariable
 from .tensor import StorageVariable, SymNodeVariable, record_call
@@ -327,7 +327,7 @@ HANDLERS[operator.is_not] = lambda tx, a, b: ConstantVariable(not identical(a, b
 def _contains(tx: TracerContext, container: VariableTracker, item: VariableTracker) -> VariableTracker | None:
     if isinstance(container, ObjectVariableBase) and container.has_python_method(tx, "__contains__"):
         return ConstantVariable(container.call_method(tx, "__contains__", [item], {}).truth(tx))
-    if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable, InstanceDictVariable)):
+    if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable, InstanceDictVariable, ClassDictVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if is_tensor(container) or is_tensor(item) and not isinstance(container, BaseListVariable):
         return None

@@ -1266,3 +1266,75 @@ def test_class_attribute_writes_the_trace_cannot_model_break():
     for fn in (special, through_meta, deleting):
         check(fn, _t(2), expect_traced=False)
     _Settings.__doc__ = _Settings.__dict__.get("__doc__")
+
+
+# --------------------------------------------------------------------------------------------
+# A class's own dict and layout read through type's descriptors
+
+
+def test_class_dict_membership_and_items_guarded_per_name():
+    # (reading A.__dict__ broke the graph) `in`, [name] and get() on the class's own dict
+    class A:
+        x = 4
+        y = 5
+
+        def __init__(self):
+            self.a = 6
+
+    a = A()
+
+    def fn(x):
+        d = type(a).__dict__
+        if "x" in d:
+            return x + 1, d["y"], d.get("a", "absent"), "__init__" in A.__dict__
+        return x + 2, d.get("z")
+
+    check(fn, _t(4))
+    assert_same_graphs_as_dynamo(fn, _t(4))
+
+    def drop_x():
+        del A.x
+
+    def add_a():
+        A.a = 7
+
+    check_sequence(fn, [_t(3)], drop_x, [_t(3)], add_a, [_t(3)])
+
+
+def test_class_dict_missing_name_raises_key_error_as_eager():
+    class B:
+        pass
+
+    def fn(x):
+        try:
+            return B.__dict__["nope"]
+        except KeyError as e:
+            return x + 1, e.args
+
+    check(fn, _t(3))
+
+
+def test_class_flags_read_from_type_guarded():
+    # (reading __flags__ broke the graph) the mapping flag of a class passed in or of type(mod)
+    import collections.abc
+
+    mapping_flag = 1 << 6
+
+    class ModuleA(torch.nn.ModuleDict, collections.abc.MutableMapping):
+        def __hash__(self):
+            return id(self)
+
+    def of_class(x, cls):
+        if cls.__flags__ & mapping_flag:
+            return x + 1
+        return x - 1
+
+    def of_module(x, mod):
+        if type(mod).__flags__ & mapping_flag:
+            return x + 1
+        return x - 1
+
+    check_sequence(of_class, [_t(2, 3), ModuleA], [_t(2, 3), torch.nn.ModuleDict])
+    check(of_module, _t(2, 3), ModuleA())
+    assert symexec.explain(of_class, _t(2, 3), ModuleA).graph_break_count == 0
+    assert symexec.explain(of_module, _t(2, 3), ModuleA()).graph_break_count == 0
