@@ -166,7 +166,7 @@ class NewWeakRefVariable(VariableTracker):
 
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
         name = self.referent.source.local  # type: ignore[union-attr]
-        if args or kwargs or not self.frame.has_local(name) or self.frame.get_local(name) is not self.referent:
+        if args or kwargs or self.frame.locals.get(name) is not self.referent:
             raise Unsupported("calling a weak reference whose referent the frame no longer holds in its local")
         return self.referent
 
@@ -179,9 +179,8 @@ class NewWeakRefVariable(VariableTracker):
 
 @handler(weakref.ref)
 def _weakref_new(tx: TracerContext, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
-    root = tx.trace.translators[0]
     if rest or not isinstance(obj.source, LocalSource) or obj.python_type().__weakrefoffset__ == 0 \
-            or not root.has_local(obj.source.local) or root.get_local(obj.source.local) is not obj:
+            or tx.trace.translators[0].locals.get(obj.source.local) is not obj:
         return None
     return NewWeakRefVariable(tx, obj)
 
@@ -203,7 +202,7 @@ def _tuple_new(tx: TracerContext, cls: VariableTracker, iterable: VariableTracke
     if klass is tuple:
         return TupleVariable(items)
     if isinstance(klass, type) and issubclass(klass, tuple) and class_static(tx, klass, "_fields") is not None:
-        return NamedTupleVariable(items, klass)  # (no length check: _make checks it, as CPython's does)
+        return NamedTupleVariable(items, klass, class_var=cls)  # (no length check: _make checks it, as CPython's does)
     return None
 
 

@@ -682,6 +682,10 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
         call = class_static(tx, type(cls), "__call__")
         if isinstance(call, types.FunctionType):
             return _function(call, None).call_function(tx, [tx.wrap(cls, ConstSource.of(cls)), *args], kwargs)
+        if isinstance(call, type) and class_static(tx, type(call), "__get__") is None:
+            # Not a descriptor, so not bound to the class: called as it is (a TypedDict's
+            # metaclass has ``__call__ = dict``, its classes make plain dicts).
+            return tx.wrap(call, None).call_function(tx, args, kwargs)
         if call is not type.__call__:  # ABCMeta is fine; a metaclass's C __call__ is not
             raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
     if issubclass(cls, BaseException) and not kwargs and not any(

@@ -1338,3 +1338,26 @@ def test_class_flags_read_from_type_guarded():
     check(of_module, _t(2, 3), ModuleA())
     assert symexec.explain(of_class, _t(2, 3), ModuleA).graph_break_count == 0
     assert symexec.explain(of_module, _t(2, 3), ModuleA()).graph_break_count == 0
+
+
+def test_typed_dict_class_called_makes_a_plain_dict():
+    # (constructing it broke the graph: its metaclass's __call__ is ``dict``, not bound to the class)
+    from typing import Literal, TypedDict
+
+    class PixelInputs(TypedDict):
+        type: Literal["pixel_values"]
+        data: torch.Tensor
+
+    def fn(x, y):
+        obj = PixelInputs(type=int, data=y)
+        out = x * obj["data"]
+        obj["data"] = 3
+        return out * obj["data"], obj, type(obj)
+
+    def total(x, y):
+        obj = PixelInputs({"data": y}, total=False)
+        return x * obj["data"], obj
+
+    for f in (fn, total):
+        check(f, _t(4), _t(4))
+        assert_same_graphs_as_dynamo(f, _t(4), _t(4))
