@@ -27,6 +27,7 @@ A descriptor written in Python (its class's ``__get__`` a Python function) has t
 
 from __future__ import annotations
 
+import _thread
 import types
 from typing import Any, Callable, Protocol
 
@@ -201,15 +202,20 @@ def descriptor_store(tx: TracerContext, obj: VariableTracker, cls: type, name: s
 
 
 def _instance_dict(value: Any) -> dict | None:
-    """The object's own ``__dict__`` as the generic lookup reads it, or None (slots only)."""
+    """The object's own ``__dict__`` as the generic lookup reads it, or None (slots only): a
+    ``threading.local``'s is the calling thread's."""
     try:
+        if isinstance(value, _thread._local):
+            return _thread._local.__getattribute__(value, "__dict__")
         return object.__getattribute__(value, "__dict__")
     except AttributeError:
         return None
 
 
-# C classes whose __getattribute__/__setattr__ slots are CPython's generic ones, set explicitly.
-_GENERIC_ACCESS = frozenset({types.SimpleNamespace})
+# C classes whose __getattribute__/__setattr__ slots are CPython's generic ones, set explicitly
+# (``threading.local``'s over the calling thread's own dict: the one the trace, the guards and
+# the replay all see, since each runs in the thread making the call).
+_GENERIC_ACCESS = frozenset({types.SimpleNamespace, _thread._local})
 
 
 def tp_name(cls: type) -> str:

@@ -136,13 +136,15 @@ class ObjectVariableBase(VariableTracker):
         """What the class's methods and descriptors get as the object."""
         return self
 
-    def object_setattr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+    def object_setattr(self, tx: TracerContext, name: str, value: VariableTracker | None, native: bool = False) -> None:
         """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None):
-        a data descriptor of the class takes it (traced), else the instance store."""
+        a data descriptor of the class takes it (traced), else the instance store. ``native``:
+        called as ``object``'s method itself (``super().__setattr__`` in a class's own), which
+        is what a replay must call too."""
         if not descriptor_store(tx, self.receiver, self.cls, name, value):
-            self.generic_store(tx, name, value)
+            self.generic_store(tx, name, value, native)
 
-    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None, native: bool = False) -> None:
         """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None)."""
         raise Unsupported(f"setting attribute {name!r} of {self.describe()}")
 
@@ -159,7 +161,7 @@ class ObjectVariableBase(VariableTracker):
         arity = {"__setattr__": 2, "__delattr__": 1}.get(name)
         if arity is None or kwargs or len(args) != arity or type(args[0].as_python_constant()) is not str:
             raise Unsupported(f"calling object.{name} on {self.describe()}")
-        self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
+        self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None, native=True)
         return ConstantVariable(None)
 
     def to_str(self, tx: TracerContext) -> VariableTracker | None:
@@ -384,15 +386,17 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             return
         super().store_attr(tx, name, value)
 
-    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None, native: bool = False) -> None:
         """Replayed after the graph as ``obj.name = value``, which is the generic store only
-        where the class's ``__setattr__`` (``__delattr__``) is object's."""
+        where the class's ``__setattr__`` (``__delattr__``) is object's; ``native`` (object's
+        own method was called, inside the class's own): as ``object.__setattr__(obj, name, value)``."""
         static = class_static(tx, self.cls, name)
         method = "__delattr__" if value is None else "__setattr__"
-        if (hasattr(static, "__set__") and not is_slot(static, name)) or not generic_access(tx, self.cls, method) \
+        generic = generic_access(tx, self.cls, method)
+        if (hasattr(static, "__set__") and not is_slot(static, name)) or not (generic or native) \
                 or isinstance(self.source, PrivateObjectSource):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor or {method})")
-        tx.trace.side_effects.store_attr(self, name, DELETED if value is None else value)
+        tx.trace.side_effects.store_attr(self, name, DELETED if value is None else value, None if generic else object)
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({self.cls.__qualname__})"
@@ -494,7 +498,7 @@ class NewObjectVariable(ObjectVariableBase):
             raise AttributeMissing.exactly(unset_slot(self.cls, name))
         return class_attribute(tx, self, self.cls, name, class_source=None)
 
-    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None, native: bool = False) -> None:
         static = class_static(tx, self.cls, name)
         if hasattr(static, "__set__") and not is_slot(static, name):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor)")

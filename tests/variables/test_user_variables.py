@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import symexec
-from helpers import assert_same_graphs_as_dynamo, check
+from helpers import assert_same, assert_same_graphs_as_dynamo, check
 
 
 def _t(*shape):
@@ -437,3 +437,84 @@ def test_str_of_an_object_whose_str_returns_a_non_str_raises_as_eager():
             return x + 1
 
     check(fn, torch.ones(2), expect_traced=False, captured=False)
+
+
+
+class PrefixedAttributes:
+    """Stores every attribute under a prefix through object's __setattr__; reads it back in __getattr__."""
+
+    def __setattr__(self, key, value):
+        super().__setattr__(f"pfx_{key}", value)
+
+    def __getattr__(self, key):
+        try:
+            return self.__dict__[f"pfx_{key}"]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
+def test_own_setattr_ending_in_object_setattr_on_an_input():
+    # (the store broke the graph: its replay as `obj.name = value` would run __setattr__ again)
+    # replayed as object.__setattr__(obj, "pfx_y", value), once, as eager stored it
+    def fn(obj):
+        obj.y = obj.x + 1
+        return obj.y * 2
+
+    obj = PrefixedAttributes()
+    obj.x = torch.randn(8)
+    check(fn, obj)
+    calls = []
+
+    class Counted(PrefixedAttributes):
+        def __setattr__(self, key, value):
+            calls.append(key)
+            super().__setattr__(key, value)
+
+    compiled = symexec.compile(fn, fullgraph=True)
+    fresh = Counted()
+    fresh.x = torch.randn(8)
+    calls.clear()
+    compiled(fresh)
+    assert calls == ["y"] and set(vars(fresh)) == {"pfx_x", "pfx_y"}
+    torch.testing.assert_close(fresh.pfx_y, fresh.pfx_x + 1)
+
+
+def test_thread_local_attributes_set_and_read_per_thread():
+    # (setting an attribute of a threading.local broke the graph: its __setattr__ is C) its
+    # slots are the generic ones over the calling thread's dict: stores replayed, reads guarded
+    import threading
+
+    loc = threading.local()
+
+    def store(x, l):
+        l.x = x
+        return x + 1
+
+    compiled = symexec.compile(store, fullgraph=True)
+    x = torch.ones(2, 2)
+    compiled(x, loc)
+    assert loc.x is x
+
+    def read(x, l):
+        y = l.w * x
+        l.w = y
+        return l.w + 1, getattr(l, "nope", 5)
+
+    compiled = symexec.compile(read)
+    eager_loc, x = threading.local(), torch.randn(2)
+    loc.w = eager_loc.w = torch.ones(2)
+    assert_same(compiled(x, loc), read(x, eager_loc))
+    torch.testing.assert_close(loc.w, eager_loc.w)
+    results = []
+
+    def in_another_thread():
+        loc.w, loc.nope = torch.full((2,), 3.0), 7  # (this thread's own attributes)
+        results.append((compiled(torch.ones(2), loc), loc.w))
+
+    worker = threading.Thread(target=in_another_thread)
+    worker.start()
+    worker.join()
+    (out, nope), w = results[0]
+    torch.testing.assert_close(out, torch.full((2,), 4.0))
+    torch.testing.assert_close(w, torch.full((2,), 3.0))
+    assert nope == 7 and not hasattr(loc, "nope")
