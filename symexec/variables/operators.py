@@ -31,7 +31,7 @@ from .sets import SetVariable
 from .tensor import StorageVariable, SymNodeVariable, record_call
 from .base import class_static
 from .object_protocol import call_operator
-from .user_objects import InstanceDictVariable, ObjectVariableBase
+from .user_objects import InstanceDictVariable, ObjectVariableBase, RuntimeStrVariable
 from .user_operators import DUNDERS, user_operator
 
 def _type_value(tx: TracerContext, var: VariableTracker) -> Any:
@@ -157,6 +157,8 @@ def _make_binary(fn: Any) -> Handler:
         if fn in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
             if isinstance(a, (SetVariable, DictViewVariable)) or isinstance(b, (SetVariable, DictViewVariable)):
                 return None  # a set equals a frozenset, dict_keys a set: by value, or unsupported
+            if isinstance(a, RuntimeStrVariable) or isinstance(b, RuntimeStrVariable):
+                return None  # (a str known only when the code runs: it may equal any str)
             if type(a) is not type(b) and not any(isinstance(a, family) and isinstance(b, family)
                                                   for family in (BaseListVariable, ConstDictVariable)):
                 # Different families never compare equal (tensors were handled above).

@@ -60,6 +60,7 @@ def checked_len(tx: TracerContext, result: VariableTracker) -> VariableTracker:
 
 
 _OBJECT_STR = object.__dict__["__str__"]
+_OBJECT_REPR = object.__dict__["__repr__"]
 
 
 class ObjectVariableBase(VariableTracker):
@@ -166,9 +167,13 @@ class ObjectVariableBase(VariableTracker):
 
     def to_str(self, tx: TracerContext) -> VariableTracker | None:
         """``str(obj)``: the class's Python ``__str__``, or (``object.__str__`` left in place)
-        its Python ``__repr__``, run as CPython's slot does, the result exactly a str. None
-        (the graph breaks) where neither is Python: ``object.__repr__`` shows the address."""
+        its Python ``__repr__``, run as CPython's slot does, the result exactly a str; with
+        object's both, the text made where the object exists (``RuntimeStrVariable``). None (the
+        graph breaks) for a C ``__str__`` or ``__repr__``."""
         name = "__str__" if self.has_python_method(tx, "__str__") else "__repr__"
+        if name == "__repr__" and class_static(tx, self.cls, "__str__") is _OBJECT_STR \
+                and class_static(tx, self.cls, "__repr__") is _OBJECT_REPR:
+            return RuntimeStrVariable(self)
         if name == "__repr__" and (class_static(tx, self.cls, "__str__") is not _OBJECT_STR
                                    or not self.has_python_method(tx, "__repr__")):
             return None
@@ -400,6 +405,31 @@ class UserDefinedObjectVariable(ObjectVariableBase):
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({self.cls.__qualname__})"
+
+
+class RuntimeStrVariable(VariableTracker):
+    """``str(obj)`` of an object whose class keeps object's ``__str__`` and ``__repr__``: the
+    text names the object's address, known only where the object exists, so generated code
+    makes it (``str(obj)``, the object rebuilt if the trace made it). Nothing of it is known while
+    tracing: any other use breaks the graph."""
+
+    models = str  # (object.__repr__'s text of one object)
+
+    def __init__(self, obj: VariableTracker) -> None:
+        super().__init__(None)
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return str
+
+    def describe(self) -> str:
+        return f"str() of {self.obj.describe()}"
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.obj]
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.call_const(str, lambda: [cg.reconstruct(self.obj)])
 
 
 class ObjectConstantVariable(ConstantVariable):

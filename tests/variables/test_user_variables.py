@@ -518,3 +518,31 @@ def test_thread_local_attributes_set_and_read_per_thread():
     torch.testing.assert_close(out, torch.full((2,), 4.0))
     torch.testing.assert_close(w, torch.full((2,), 3.0))
     assert nope == 7 and not hasattr(loc, "nope")
+
+
+def test_str_of_an_object_with_object_repr_is_made_where_the_object_exists():
+    # (str() of a new object broke the graph) object.__repr__ names the address: generated
+    # code makes the text of the object it makes (or was given)
+    class DefaultStr:
+        pass
+
+    def made(x):
+        return x + 1, str(DefaultStr())
+
+    compiled = symexec.compile(made, fullgraph=True)
+    out, text = compiled(torch.ones(2))
+    assert text.startswith(f"<{__name__}.test_str_of_an_object_with_object_repr_is_made_where_the_object_exists."
+                           f"<locals>.DefaultStr object at 0x")
+
+    def escapes(x):
+        a = DefaultStr()
+        return x * 2, str(a), a
+
+    out, text, obj = symexec.compile(escapes, fullgraph=True)(torch.ones(2))
+    assert text == object.__repr__(obj)
+
+    def used(x, o):
+        s = str(o)
+        return x + 1, s.split(" object at")[0], s == str(o)
+
+    check(used, torch.ones(2), DefaultStr())
