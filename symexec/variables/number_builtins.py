@@ -12,7 +12,7 @@ import torch
 
 from ..context import TracerContext
 from ..exc import Unsupported
-from .base import VariableTracker
+from .base import VariableTracker, class_static
 from .builtin_functions import HANDLERS, BuiltinVariable, Handler, handler, in_graph, is_tensor
 from .constant import ConstantVariable
 from .lists import items_one_by_one, sort_keys
@@ -82,6 +82,53 @@ HANDLERS[any] = lambda tx, iterable: ConstantVariable(any(i.truth(tx) for i in i
 HANDLERS[all] = lambda tx, iterable: ConstantVariable(all(i.truth(tx) for i in items_one_by_one(tx, iterable)))
 
 
+class RuntimeStrVariable(VariableTracker):
+    """``str(obj)`` of an object whose class keeps object's ``__str__`` and ``__repr__``: the
+    text names the object's address, known only where the object exists, so generated code
+    makes it (``str(obj)``, the object rebuilt if the trace made it). Nothing of it is known while
+    tracing: any other use breaks the graph."""
+
+    models = str  # (object.__repr__'s text of one object)
+
+    def __init__(self, obj: VariableTracker) -> None:
+        super().__init__(None)
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return str
+
+    def describe(self) -> str:
+        return f"str() of {self.obj.describe()}"
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.obj]
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.call_const(str, lambda: [cg.reconstruct(self.obj)])
+
+
+def _object_str(tx: TracerContext, obj: ObjectVariableBase) -> VariableTracker | None:
+    """``str(obj)``: the class's Python ``__str__``, or (``object.__str__`` left in place)
+    its Python ``__repr__``, run as CPython's slot does, the result exactly a str; with
+    object's both, the text made where the object exists (``RuntimeStrVariable``). None (the
+    graph breaks) for a C ``__str__`` or ``__repr__``."""
+    name = "__str__" if obj.has_python_method(tx, "__str__") else "__repr__"
+    if name == "__repr__" and class_static(tx, obj.cls, "__str__") is _OBJECT_STR \
+            and class_static(tx, obj.cls, "__repr__") is _OBJECT_REPR:
+        return RuntimeStrVariable(obj)
+    if name == "__repr__" and (class_static(tx, obj.cls, "__str__") is not _OBJECT_STR
+                               or not obj.has_python_method(tx, "__repr__")):
+        return None
+    result = obj.call_method(tx, name, [], {})
+    if result.python_type() is not str:  # (CPython's TypeError, or a str subclass: not modelled)
+        raise Unsupported(f"str() of {obj.describe()}: its {name} returned {result.describe()}")
+    return result
+
+
+_OBJECT_STR = object.__dict__["__str__"]
+_OBJECT_REPR = object.__dict__["__repr__"]
+
+
 @handler(complex)
 def _complex(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
     if len(args) == 1 and isinstance(args[0], (ExceptionVariable, ObjectVariableBase)):
@@ -94,7 +141,7 @@ def _str(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -
     if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
         return args[0].call_method(tx, "__str__", [], {})
     if len(args) == 1 and not kwargs and isinstance(args[0], ObjectVariableBase):
-        return args[0].to_str(tx)
+        return _object_str(tx, args[0])
     return _scalar(tx, *args, **kwargs)
 
 

@@ -27,11 +27,12 @@ from .functions import UserFunctionVariable
 from .lists import BaseListVariable, ListVariable, RangeVariable, SizeVariable, SliceVariable, TupleVariable
 from .classes import COMPUTED_ALIAS_TYPES, ClassDictVariable, UserDefinedClassVariable
 from .ndarray import NdarrayVariable, array_operator, getitem as array_getitem, setitem as array_setitem
+from .number_builtins import RuntimeStrVariable
 from .sets import SetVariable
 from .tensor import StorageVariable, SymNodeVariable, record_call
 from .base import class_static
 from .object_protocol import call_operator
-from .user_objects import InstanceDictVariable, ObjectVariableBase, RuntimeStrVariable
+from .user_objects import InstanceDictVariable, ObjectVariableBase
 from .user_operators import DUNDERS, user_operator
 
 def _type_value(tx: TracerContext, var: VariableTracker) -> Any:

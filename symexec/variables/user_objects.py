@@ -59,10 +59,6 @@ def checked_len(tx: TracerContext, result: VariableTracker) -> VariableTracker:
     return result
 
 
-_OBJECT_STR = object.__dict__["__str__"]
-_OBJECT_REPR = object.__dict__["__repr__"]
-
-
 class ObjectVariableBase(VariableTracker):
     """What instances of user classes share: method calls and dunders through the class."""
 
@@ -164,23 +160,6 @@ class ObjectVariableBase(VariableTracker):
             raise Unsupported(f"calling object.{name} on {self.describe()}")
         self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None, native=True)
         return ConstantVariable(None)
-
-    def to_str(self, tx: TracerContext) -> VariableTracker | None:
-        """``str(obj)``: the class's Python ``__str__``, or (``object.__str__`` left in place)
-        its Python ``__repr__``, run as CPython's slot does, the result exactly a str; with
-        object's both, the text made where the object exists (``RuntimeStrVariable``). None (the
-        graph breaks) for a C ``__str__`` or ``__repr__``."""
-        name = "__str__" if self.has_python_method(tx, "__str__") else "__repr__"
-        if name == "__repr__" and class_static(tx, self.cls, "__str__") is _OBJECT_STR \
-                and class_static(tx, self.cls, "__repr__") is _OBJECT_REPR:
-            return RuntimeStrVariable(self)
-        if name == "__repr__" and (class_static(tx, self.cls, "__str__") is not _OBJECT_STR
-                                   or not self.has_python_method(tx, "__repr__")):
-            return None
-        result = self.call_method(tx, name, [], {})
-        if result.python_type() is not str:  # (CPython's TypeError, or a str subclass: not modelled)
-            raise Unsupported(f"str() of {self.describe()}: its {name} returned {result.describe()}")
-        return result
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
         return self.iterate(tx).unpack(tx)
@@ -405,31 +384,6 @@ class UserDefinedObjectVariable(ObjectVariableBase):
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({self.cls.__qualname__})"
-
-
-class RuntimeStrVariable(VariableTracker):
-    """``str(obj)`` of an object whose class keeps object's ``__str__`` and ``__repr__``: the
-    text names the object's address, known only where the object exists, so generated code
-    makes it (``str(obj)``, the object rebuilt if the trace made it). Nothing of it is known while
-    tracing: any other use breaks the graph."""
-
-    models = str  # (object.__repr__'s text of one object)
-
-    def __init__(self, obj: VariableTracker) -> None:
-        super().__init__(None)
-        self.obj = obj
-
-    def python_type(self) -> type:
-        return str
-
-    def describe(self) -> str:
-        return f"str() of {self.obj.describe()}"
-
-    def subvalues(self) -> list[VariableTracker]:
-        return [self.obj]
-
-    def reconstruct(self, cg: Any) -> None:
-        cg.call_const(str, lambda: [cg.reconstruct(self.obj)])
 
 
 class ObjectConstantVariable(ConstantVariable):
