@@ -546,3 +546,44 @@ def test_str_of_an_object_with_object_repr_is_made_where_the_object_exists():
         return x + 1, s.split(" object at")[0], s == str(o)
 
     check(used, torch.ones(2), DefaultStr())
+
+
+def test_repr_and_formatting_of_objects_run_their_python_methods():
+    # (repr() and f-strings of a new object broke the graph) __repr__, __str__, __format__ as
+    # CPython's slots run them; object's __format__ is str(), object's __repr__ made at run time
+    class R:
+        def __repr__(self):
+            return "R!"
+
+    class S:
+        def __str__(self):
+            return "S!"
+
+    class F:
+        def __format__(self, spec):
+            return f"F<{spec}>"
+
+    class D:
+        pass
+
+    def fn(x):
+        return (x + 1, repr(R()), f"{R()}", f"{R()!r}", f"{S()}", f"{F():>5}", format(F(), "x"),
+                f"{S()!s:>4}")
+
+    check(fn, torch.ones(1))
+    assert symexec.explain(fn, torch.ones(1)).graph_break_count == 0
+
+    def default(x):
+        d = D()
+        return x + 1, f"{d}", repr(d), d
+
+    out = symexec.compile(default, fullgraph=True)(torch.ones(1))
+    assert out[1] == out[2] == object.__repr__(out[3])
+
+    def with_spec(x):
+        try:
+            return f"{D():>5}"
+        except TypeError as e:
+            return x + 1, str(e)
+
+    check(with_spec, torch.ones(1), captured=False)  # (object.__format__'s TypeError: raised by CPython)
