@@ -202,7 +202,9 @@ def _tuple_new(tx: TracerContext, cls: VariableTracker, iterable: VariableTracke
     if klass is tuple:
         return TupleVariable(items)
     if isinstance(klass, type) and issubclass(klass, tuple) and class_static(tx, klass, "_fields") is not None:
-        return NamedTupleVariable(items, klass, class_var=cls)  # (no length check: _make checks it, as CPython's does)
+        # (no length check: _make checks it, as CPython's does; a class the trace made is rebuilt
+        # per run, and its instances through it)
+        return NamedTupleVariable(items, klass, class_var=cls if cls.built_once else None)
     return None
 
 
