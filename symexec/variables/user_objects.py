@@ -26,7 +26,7 @@ from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .enums import enum_member, is_plain_enum
-from .native_methods import CONTAINER_CLASSES, NATIVE_OWNERS, NativeMethodVariable
+from .native_methods import CONTAINER_CLASSES, CONTAINER_LENS, NATIVE_OWNERS, NativeMethodVariable, native_item
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
 from .tensor import record_call
@@ -84,8 +84,12 @@ class ObjectVariableBase(VariableTracker):
         return tx.wrap(self.cls, self._class_source())
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "__len__" and not args and not kwargs and self.cls in CONTAINER_CLASSES \
-                and self.source is not None and hasattr(self, "value"):
+        if name == "__getitem__" and len(args) == 1 and not kwargs and self.source is not None and hasattr(self, "value"):
+            found = native_item(tx, self.cls, self.value, self.source, args[0])
+            if found is not None:
+                return found
+        if name == "__len__" and not args and not kwargs and self.source is not None and hasattr(self, "value") \
+                and (self.cls in CONTAINER_CLASSES or class_static(tx, self.cls, "__len__") in CONTAINER_LENS):
             # a builtin container held as an object (its items are not modelled: a dict keyed by
             # torch's operators): its length, guarded (nothing in the trace changes it: any
             # method that would breaks the graph)

@@ -259,3 +259,30 @@ def test_dict_of_a_dict_view():
 
     check(fn, {"a": torch.ones(2), "b": 3})
     check(fn, collections.OrderedDict(a=torch.ones(2)))
+
+
+class _ReversedDict(dict):
+    def __iter__(self):
+        return reversed(list(self.keys()))
+
+
+class _OneIterList(list):
+    def __iter__(self):
+        return iter([0])
+
+
+def test_subclass_with_its_own_iter_read_by_key_and_length():
+    # (d["foo"] broke the graph: "no Python __getitem__") the builtin's own lookup, read
+    # through its source; a key gone or another length retraces
+    def fn(x, d):
+        return x * d["foo"] * d["bar"], len(d)
+
+    check_sequence(fn, [torch.randn(4), _ReversedDict({"foo": 1, "bar": 2})],
+                   [torch.randn(4), _ReversedDict({"foo": 3, "bar": 2, "z": 0})], [torch.randn(4), _ReversedDict({"bar": 2})])
+    assert symexec.explain(fn, torch.randn(4), _ReversedDict({"foo": 1, "bar": 2})).graph_break_count == 0
+
+    def by_index(x, items):
+        return x * items[0] + items[-1], len(items)
+
+    check_sequence(by_index, [torch.randn(4), _OneIterList([1, 2])], [torch.randn(4), _OneIterList([3])],
+                   [torch.randn(4), _OneIterList([])])
