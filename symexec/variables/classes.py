@@ -317,6 +317,8 @@ class ClassDictVariable(VariableTracker):
         if type(key) is not str or name not in ("__contains__", "__getitem__", "get") or len(args) > 1 + (name == "get"):
             return super().call_method(tx, name, args, kwargs)
         cls = self.owner.cls
+        if tx.trace.side_effects.pending_class_attr(cls, key) is not None:
+            raise Unsupported(f"reading {key!r} of {self.describe()} after the trace set it")
         present = key in cls.__dict__
         tx.guards.class_dict_has(cls, key, present)
         if name == "__contains__":

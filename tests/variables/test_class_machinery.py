@@ -1397,3 +1397,16 @@ def test_classmethod_over_a_property_on_an_int_enum():
         return
     check(fn, _t(1, 10))
     assert_same_graphs_as_dynamo(fn, _t(1, 10))
+
+
+def test_class_dict_after_the_trace_set_the_name_breaks():
+    # the class is changed only after the graph: its dict does not hold the write yet
+    class C:
+        pass
+
+    def fn(x):
+        C.y = 3
+        return x + 1, "y" in C.__dict__, C.__dict__.get("y")
+
+    check(fn, _t(2))
+    del C.y
