@@ -82,14 +82,32 @@ STATS = Stats()
 # Python code) and re-enters a grad or inference mode at the start of each function it resumes
 # after a break, where symexec sets the mode in the code around its graphs. Counted, a case
 # whose graphs compute the same looked like a capture gap.
+# Runtime checks of facts about sizes (``torch._check``'s deferred asserts) are left out too:
+# they compute nothing, and symexec may pin the same fact by a guard instead.
 BOOKKEEPING = frozenset({torch._C._log_api_usage_once, torch._C._set_grad_enabled,
-                         torch.autograd.grad_mode._enter_inference_mode, torch.autograd.grad_mode._exit_inference_mode})
+                         torch.autograd.grad_mode._enter_inference_mode, torch.autograd.grad_mode._exit_inference_mode,
+                         torch.ops.aten._assert_scalar.default, torch.ops.aten._assert_scalar})
 
 
 def op_targets(gm: torch.fx.GraphModule) -> tuple[str, ...]:
     return tuple(node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
                  for node in gm.graph.nodes if node.op in ("call_function", "call_method", "call_module")
-                 and not (node.op == "call_function" and _bookkeeping(node.target)) and not _identity(node))
+                 and not (node.op == "call_function" and _bookkeeping(node.target)) and not _identity(node)
+                 and not _number(node))
+
+
+def _number(node: torch.fx.Node) -> bool:
+    """An op node that computes a number or a size (``x.size(0)``, ``n - 1``): a trace may compute
+    it as it goes, and symexec runs a graph of nothing else as Python, with no backend. Left out of
+    both systems' counts."""
+    def number(value: Any) -> bool:
+        if isinstance(value, tuple):
+            return all(number(v) for v in value)
+        return type(value) in (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+    if node.target is torch.scalar_tensor and node.args and isinstance(node.args[0], torch.fx.Node):
+        # (torch.compile's wrapping of a number the graph returns, item()'s, into a tensor)
+        return number(node.args[0].meta.get("example_value", node.args[0].meta.get("val")))
+    return number(node.meta.get("example_value", node.meta.get("val")))
 
 
 def _identity(node: torch.fx.Node) -> bool:
@@ -182,7 +200,7 @@ def aten_ops(gm: torch.fx.GraphModule, example_inputs: list) -> tuple[str, ...] 
         return None
     return tuple(str(node.target) for node in traced.graph.nodes
                  if node.op == "call_function" and node.target is not operator.getitem
-                 and not _bookkeeping(node.target) and not _identity(node))
+                 and not _bookkeeping(node.target) and not _identity(node) and not _number(node))
 
 
 def _counted(backend: Any, mode: Any = None, options: Any = None, dynamic: Any = None) -> Counting:

@@ -32,6 +32,7 @@ from .comprehensions import Span, cleanup_block, span_starting_at
 from .exc import Unsupported
 from .resume import live_locals, resume_code
 from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
+from .variables.autograd import AutogradApplyVariable
 from .variables.builtin_functions import PartialVariable
 from .variables.nn_module import NNModuleVariable
 
@@ -171,7 +172,7 @@ class BreakPlan:
         if self.span is not None:
             cleanups = self._emit_span(cg)
         else:
-            self._emit_instruction(cg)
+            self._emit_instruction(cg, callees)
         if handler is not None:
             cg.try_end(begin)
         for outcome in self.outcomes:
@@ -194,15 +195,29 @@ class BreakPlan:
             return None
         return slot + 1 if isinstance(self.stack[slot], NullVariable) else slot
 
-    def _emit_instruction(self, cg: Any) -> None:
+    def _emit_instruction(self, cg: Any, callees: Callees) -> None:
         inst = self.inst
         line = inst.lineno if isinstance(inst.lineno, int) else None  # tracebacks show the user's line
         if versions.needs_bool_before(inst.name):
             cg.emit("TO_BOOL", lineno=line)  # 3.13: the value may be a tensor, which the trace left unconverted
+        # A break inside the Python getter an attribute load runs (a property, a descriptor's
+        # __get__): the load runs through ``Callees.attribute``, which calls that getter compiled.
+        via_getter = inst.name in ("LOAD_ATTR", "LOAD_METHOD") and len(self.reason.user_stack) > 1
         if inst.name == "CALL":
             if self.kw_names:
                 cg.emit("KW_NAMES", self.kw_names, lineno=line)
             cg.call(inst.arg, lineno=line)
+        elif via_getter:
+            obj = cg.new_temp()
+            cg.store_fast(obj)
+            cg.push_callable(lambda: cg.load_const(callees.attribute, name="__compiled_attribute"))
+            cg.load_fast(obj)
+            cg.load_const(versions.attr_name(inst.arg))
+            cg.call(2, lineno=line)
+            if _is_method_load(inst):
+                cg.push_null()
+                if not versions.V.null_above_callable:
+                    cg.emit("SWAP", 2)
         elif _is_method_load(inst):
             if inst.name == "LOAD_SUPER_ATTR":
                 cg.emit("LOAD_SUPER_ATTR", (False, *inst.arg[1:]), note=self.note(), lineno=line)
@@ -329,4 +344,4 @@ def _real_callee(var: VariableTracker) -> bool:
         return isinstance(var.fn, UserFunctionVariable)
     if isinstance(var, PartialVariable):
         return _real_callee(var.fn)
-    return isinstance(var, (UserFunctionVariable, NNModuleVariable))
+    return isinstance(var, (UserFunctionVariable, NNModuleVariable, AutogradApplyVariable))

@@ -93,6 +93,8 @@ class Callees:
         self._closures: dict[types.CodeType, int] = {}
         self._fallback_copies: "weakref.WeakKeyDictionary[types.FunctionType, tuple[tuple, types.FunctionType]]" = \
             weakref.WeakKeyDictionary()
+        # A user's torch.autograd.Function class: (its forward, the subclass whose forward is compiled).
+        self._function_classes: "weakref.WeakKeyDictionary[type, tuple[Any, type]]" = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def __call__(self, fn: types.FunctionType) -> Callable[..., Any]:
@@ -137,9 +139,16 @@ class Callees:
             own_frame_skipped = skipped_frame(callee)
             if own_frame_skipped is not None:  # torch's disable(recursive=False), skip: its calls compiled
                 return self.fallback_copy(own_frame_skipped)
+            if callee.__code__.co_flags & inspect.CO_GENERATOR and _users_function(callee) \
+                    and not (disabled_by_torch(callee) or disabled_by_user(callee) or "_symexec_disabled" in callee.__dict__):
+                # A generator's frames run as they are (a replacement cannot stand in for one),
+                # but what they call is compiled, as Dynamo's hook compiles those frames.
+                return self.fallback_copy(callee)
             return callee if runs_as_is(callee) else self(callee)
         if kind is types.MethodType:
             fn = callee.__func__
+            if fn is _FUNCTION_APPLY and isinstance(callee.__self__, type):
+                return self._function_class(callee.__self__).apply
             compiled = self.value(fn) if type(fn) is types.FunctionType else fn
             return callee if compiled is fn else types.MethodType(compiled, callee.__self__)
         if kind is functools.partial:
@@ -148,6 +157,44 @@ class Callees:
         if isinstance(callee, torch.nn.Module):
             return self._module(callee)
         return callee
+
+    def _function_class(self, cls: type) -> type:
+        """A ``torch.autograd.Function`` class whose ``apply`` runs its forward compiled: a
+        subclass of the same name with the compiled forward (``apply`` calls forward from C,
+        where no Python code of ours could swap it); the class itself where that is not a
+        user's Python staticmethod or is not compiled. Backward runs as it is, as in eager (it
+        runs outside any compiled call)."""
+        forward = _class_lookup(cls, "forward")
+        known = self._function_classes.get(cls)
+        if known is not None and known[0] is forward:
+            return known[1]
+        made = cls
+        if type(forward) is staticmethod and _users_function(forward.__func__):
+            compiled = self.value(forward.__func__)
+            if compiled is not forward.__func__:
+                made = type(cls)(cls.__name__, (cls,), {"forward": staticmethod(compiled), "__module__": cls.__module__,
+                                                      "__qualname__": cls.__qualname__, "__doc__": cls.__doc__})
+        self._function_classes[cls] = (forward, made)
+        return made
+
+    def attribute(self, obj: Any, name: str) -> Any:
+        """``obj.name`` where the load runs a Python getter the tracer would have inlined (a
+        property's ``fget``, a descriptor's ``__get__``): that getter runs compiled (one of the
+        standard library's, ``functools.cached_property``'s, runs with its calls compiled).
+        Attribute lookup is followed as CPython's ``object.__getattribute__`` does; anything
+        else (a class's own ``__getattribute__``, a getter in C) is a plain ``getattr``."""
+        found = _python_getter(obj, name)
+        if found is None:
+            return getattr(obj, name)
+        getter, args = found
+        compiled = self.value(getter) if _users_function(getter) else self.fallback_copy(getter)
+        try:
+            return compiled(*args)
+        except AttributeError:
+            fallback = _class_lookup(type(obj), "__getattr__")
+            if fallback is _MISSING:
+                raise
+            return fallback(obj, name)  # (a Python function: _python_getter checked)
 
     def _module(self, module: torch.nn.Module) -> Any:
         """``module(...)`` with its forward compiled; hooks, ``__call__`` overrides and
@@ -186,6 +233,53 @@ class Callees:
         if known is None or any(a is not b for a, b in zip(known[0], made_from)):
             known = self._fallback_copies[fn] = (made_from, _copy_with_compiled_callees(fn, self))
         return known[1]
+
+
+_MISSING = object()
+
+
+def _class_lookup(cls: type, name: str) -> Any:
+    """What CPython's type lookup finds for ``name`` along ``cls``'s MRO (no descriptor run)."""
+    for klass in cls.__mro__:
+        found = klass.__dict__.get(name, _MISSING)
+        if found is not _MISSING:
+            return found
+    return _MISSING
+
+
+def _python_getter(obj: Any, name: str) -> tuple[types.FunctionType, tuple[Any, ...]] | None:
+    """The Python function ``getattr(obj, name)`` calls and its arguments, where the lookup is
+    ``object.__getattribute__``'s and finds a property with a Python ``fget`` or a descriptor
+    with a Python ``__get__`` (a non-data one only where the instance's ``__dict__`` lacks the
+    name); else None."""
+    cls = type(obj)
+    if _class_lookup(cls, "__getattribute__") is not object.__getattribute__:
+        return None
+    fallback = _class_lookup(cls, "__getattr__")
+    if fallback is not _MISSING and type(fallback) is not types.FunctionType:
+        return None
+    descriptor = _class_lookup(cls, name)
+    if descriptor is _MISSING:
+        return None
+    kind = type(descriptor)
+    get = _class_lookup(kind, "__get__")
+    if _class_lookup(kind, "__set__") is _MISSING and _class_lookup(kind, "__delete__") is _MISSING:
+        try:
+            attributes = object.__getattribute__(obj, "__dict__")
+        except AttributeError:
+            attributes = {}
+        if type(attributes) is not dict or name in attributes:
+            return None
+    if get is _PROPERTY_GET:
+        fget = descriptor.fget
+        return (fget, (obj,)) if type(fget) is types.FunctionType else None
+    if type(get) is types.FunctionType:
+        return get, (descriptor, obj, cls)
+    return None
+
+
+_PROPERTY_GET = property.__dict__["__get__"]
+_FUNCTION_APPLY = torch.autograd.Function.__dict__["apply"].__func__
 
 
 # Packages whose functions Dynamo's frame hook does not compile, nor does symexec where it

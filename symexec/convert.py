@@ -32,7 +32,7 @@ from .config import Config
 from .exc import BackendCompilerFailed, InternalError, SymexecWarning, Unsupported
 from .guard_compile import compile_guards, signature_text
 from .guards import GuardSet
-from .output_graph import OutputGraph
+from .output_graph import OutputGraph, with_assertions
 from .trace import Trace
 from .source import PrivateObjectSource
 from .breaks import BreakPlan
@@ -376,13 +376,18 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
         if not outputs and not output.call_node_count():
             gm = None  # (only pure nodes no value uses, dropped: no graph to compile, as under Dynamo)
     if gm is not None:
-        try:
-            # Backends that re-trace (aot_autograd, inductor) find our fake mode, and with it
-            # the symbolic sizes of the inputs, in the tracing context, as under Dynamo.
-            with torch._guards.tracing(torch._guards.TracingContext(output.fake_mode)):
-                compiled = backend(gm, examples)
-        except Exception as e:
-            raise BackendCompilerFailed(backend, e) from e
+        if output.numbers_only(gm):
+            compiled = gm
+        else:
+            try:
+                # Backends that re-trace (aot_autograd, inductor) find our fake mode, and with
+                # it the symbolic sizes of the inputs, in the tracing context, as under Dynamo.
+                with torch._guards.tracing(torch._guards.TracingContext(output.fake_mode)):
+                    compiled = backend(gm, examples)
+            except Exception as e:
+                raise BackendCompilerFailed(backend, e) from e
+            if output.assertions:
+                compiled = with_assertions(compiled, output.assertions)
         del examples
         cg.push_callable(lambda: cg.load_const(compiled, name=f"__compiled_fn_{next(_graph_numbers)}"))
         for graph_input in output.inputs:

@@ -31,10 +31,12 @@ class FrameState:
 
     ints: dict[str, int | None] = field(default_factory=dict)
     sizes: dict[str, list[int | None]] = field(default_factory=dict)
+    strides: dict[str, list[int | None]] = field(default_factory=dict)
 
     def clear(self) -> None:
         self.ints.clear()
         self.sizes.clear()
+        self.strides.clear()
 
 
 class DynamicPolicy:
@@ -78,6 +80,7 @@ class DynamicPolicy:
             changed = [old is DYNAMIC or old != new for old, new in zip(seen, size)]
             merged = [DYNAMIC if c else new for c, new in zip(changed, size)]
         self.state.sizes[source.name] = merged
+        self._stride_changes(source, tensor)
         if self.mode is False:
             return [DimDynamic.STATIC] * len(size)
         return [
@@ -87,6 +90,27 @@ class DynamicPolicy:
             for i in range(len(size))
         ]
 
+
+    def _stride_changes(self, source: Source, tensor: torch.Tensor) -> None:
+        stride = list(tensor.stride())
+        seen = self.state.strides.get(source.name)
+        if seen is None or len(seen) != len(stride):
+            self.state.strides[source.name] = list(stride)
+        else:
+            self.state.strides[source.name] = [DYNAMIC if old is DYNAMIC or old != new else new
+                                               for old, new in zip(seen, stride)]
+
+    def dynamic_strides(self, source: Source, tensor: torch.Tensor) -> list[DimDynamic] | None:
+        """For each dimension of an input tensor, after ``dynamic_dims``: ``DYNAMIC`` where its
+        stride was seen changing (a slice of another width: ``x[:, 0:1]`` of a wider ``x``), as
+        torch.compile's automatic dynamic does; else ``INFER_STRIDE`` (the ShapeEnv's own
+        strides from the sizes). None when no stride is dynamic."""
+        if self.mode is False:
+            return None
+        seen = self.state.strides.get(source.name)
+        if seen is None or DYNAMIC not in seen:
+            return None
+        return [DimDynamic.DYNAMIC if s is DYNAMIC else DimDynamic.INFER_STRIDE for s in seen]
 
     def marks_check(self, tensor: torch.Tensor, static_dims: tuple[bool, ...]) -> "MarksCheck | None":
         """What a later call's tensor at this input must not be marked, for this trace's

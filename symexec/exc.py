@@ -13,8 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 
-class SymexecError(Exception):
-    """Base class of every error symexec raises on its own behalf."""
+class SymexecError(RuntimeError):
+    """Base class of every error symexec raises on its own behalf. A ``RuntimeError``, as
+    torch.compile's own errors are: code that catches a compiler's failure (a backend that
+    raised, ``fullgraph=True`` that could not be kept) as ``RuntimeError`` catches ours."""
 
 
 class Unsupported(SymexecError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import keyword
 import math
 import linecache
 import weakref
@@ -87,6 +88,9 @@ class OutputGraph:
         self.shape_env = ShapeEnv()
         # Inputs with symbols, for the ShapeEnv's guards: (fake tensor or SymInt, source).
         self.symbolic_inputs: list[tuple[Any, Source]] = []
+        # The graph's asserts (``assert_true``): the text its torch._assert_async raises -> the
+        # message of the AssertionError the call raises instead.
+        self.assertions: dict[str, Any] = {}
         # A symbolic input tensor's sizes, strides and offset as it came in (the guards are
         # about those, whatever an in-place resize_ or transpose_ made of it since).
         self._as_given: dict[int, tuple] = {}
@@ -132,8 +136,9 @@ class OutputGraph:
         if self.closed:  # (a lazy input read once the graph and its guards are done)
             raise InternalError(f"the input {source.name} was first read after the graph was closed")
         dims = self.policy.dynamic_dims(source, value)
-        if any(d is not DimDynamic.STATIC for d in dims):
-            context = StatelessSymbolicContext(dynamic_sizes=dims)
+        strides = self.policy.dynamic_strides(source, value)
+        if any(d is not DimDynamic.STATIC for d in dims) or strides is not None:
+            context = StatelessSymbolicContext(dynamic_sizes=dims, dynamic_strides=strides)
             fake = self.fake_mode.from_tensor(value, source=source, symbolic_context=context)
             static = tuple(isinstance(s, int) for s in fake.size())
             self.guards.tensor_match(source, value, static_dims=static, marks=self.policy.marks_check(value, static))
@@ -212,6 +217,8 @@ class OutputGraph:
             node = self._root.placeholder(self._unique_input_name(placeholder_name(source)))
         node.meta["example_value"] = example
         node.meta["source"] = source
+        if isinstance(example, torch.Tensor):
+            node.meta["symexec_version"] = example._version  # (asserts check it is unchanged)
         self._last_placeholder = node
         self.inputs.append(GraphInput(source, node, real))
         return node
@@ -258,6 +265,10 @@ class OutputGraph:
     # -- operations -------------------------------------------------------------------------
     def create_call(self, op: str, target: Any, args: tuple, kwargs: dict, example: Any = None) -> tuple[torch.fx.Node, Any]:
         """Append a node and compute its fake result (unless the caller knows it)."""
+        unwritable = _keyword_overload(op, target, args, kwargs)
+        if unwritable is not None:
+            raise Unsupported(f"{unwritable}: torch.fx writes a graph as Python, where this name is a "
+                              f"keyword (torch.compile breaks on it too)")
         node = self.graph.create_node(op, target, args, kwargs)
         node.meta["stack_trace"] = self._stack_trace()
         if example is None:
@@ -375,6 +386,30 @@ class OutputGraph:
         symbolic numbers)."""
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module")
                    and not isinstance(n.meta.get("example_value"), (torch.SymInt, torch.SymFloat, torch.SymBool)))
+
+    def assert_true(self, condition: Any, message: Any) -> bool:
+        """Record ``assert condition, message`` of a one-value tensor as a check in the graph;
+        False (nothing recorded) where an input tensor was changed in place before it: a
+        backend writes those changes back only when the graph ends, which a failing check stops.
+        The graph's callable raises ``AssertionError(message)`` for it (``with_assertions``)."""
+        for node in self.graph.nodes:
+            example = node.meta.get("example_value") if node.op == "placeholder" else None
+            if isinstance(example, torch.Tensor) and example._version != node.meta.get("symexec_version"):
+                return False
+        marker = f"symexec assertion {len(self.assertions)} of graph {id(self):x}"
+        self.create_call("call_function", torch._assert_async, (condition.as_proxy(), marker), {}, example=False)
+        self.assertions[marker] = message
+        return True
+
+    @staticmethod
+    def numbers_only(gm: torch.fx.GraphModule) -> bool:
+        """Whether every operation of ``gm`` computes a number or a size (``x.size(0) * 2``, the
+        sizes a function returns past a break): such a graph runs as the Python it is, with no
+        backend, as there is nothing for one to compile."""
+        calls = [n for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+        return bool(calls) and all(_is_number(n.meta.get("example_value")) and (
+            n.op == "call_method" and n.target in _SIZE_METHODS or not any(
+                isinstance(a.meta.get("example_value"), torch.Tensor) for a in n.all_input_nodes)) for n in calls)
 
     def grad_mode_only(self) -> bool | None:
         """The grad mode a graph leaves set when all it does is set it (a ``with no_grad()``
@@ -570,3 +605,73 @@ def _source_code(source: Any) -> Source | Code:
     if isinstance(base, Source) and method in ("size", "stride"):
         return code(ShapeCall(base, method), f"[{int(source.idx)}]")
     return code(base, f".{method}()[{int(source.idx)}]")
+
+
+# What a number-only graph may read of a tensor: its sizes, never its data (``item()`` stays in
+# a graph, as under torch.compile).
+_SIZE_METHODS = frozenset({"size", "stride", "numel", "dim", "storage_offset"})
+
+
+def _is_number(value: Any) -> bool:
+    """A Python or symbolic number, or a size (a tuple of them)."""
+    if isinstance(value, tuple):
+        return all(_is_number(v) for v in value)
+    return type(value) in (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _keyword_overloads() -> dict[str, list[tuple[str, int, set[str], set[str]]]]:
+    """ATen overloads named by a Python keyword (``aten::random_.from``): by op name, the
+    overload's name, its required positional arguments (self included), the names of its
+    positional arguments, and the names no other overload of the op has."""
+    schemas: dict[str, list[Any]] = {}
+    for schema in torch._C._jit_get_all_schemas():
+        schemas.setdefault(schema.name.partition("::")[2], []).append(schema)
+    found: dict[str, list[tuple[str, int, set[str], set[str]]]] = {}
+    for name, overloads in schemas.items():
+        for schema in overloads:
+            if keyword.iskeyword(schema.overload_name):
+                positional = [a for a in schema.arguments if not a.kwarg_only]
+                others = {a.name for other in overloads if other is not schema for a in other.arguments}
+                found.setdefault(name, []).append((
+                    schema.overload_name, sum(1 for a in positional if a.default_value is None),
+                    {a.name for a in positional}, {a.name for a in schema.arguments} - others))
+    return found
+
+
+_KEYWORD_OVERLOADS = _keyword_overloads()
+
+
+def _keyword_overload(op: str, target: Any, args: tuple, kwargs: dict) -> str | None:
+    """The ``aten::name.overload`` a call would dispatch to when that overload's name is a
+    Python keyword: a backend that re-traces the graph (AOTAutograd) writes it as
+    ``torch.ops.aten.random_.from(...)``, which is not Python. None for any other call."""
+    if op == "call_method" and isinstance(target, str):
+        name = target
+    elif op == "call_function" and isinstance(target, torch._ops.OpOverload):
+        name = target._schema.name.partition("::")[2]
+        return f"aten::{name}.{target._overloadname}" if keyword.iskeyword(target._overloadname) else None
+    elif op == "call_function" and getattr(torch.Tensor, getattr(target, "__name__", ""), None) is target:
+        name = target.__name__
+    else:
+        return None
+    for overload, required, positional, unique in _KEYWORD_OVERLOADS.get(name, ()):
+        if unique & kwargs.keys() or len(args) + len(positional & kwargs.keys()) >= required:
+            return f"aten::{name}.{overload}"
+    return None
+
+
+def with_assertions(compiled: Callable[..., Any], assertions: dict[str, Any]) -> Callable[..., Any]:
+    """The graph's callable, raising eager's ``AssertionError(message)`` where one of its
+    asserts fails (its ``torch._assert_async`` raised RuntimeError with that assert's text)."""
+    def graph_with_assertions(*args: Any) -> Any:
+        try:
+            return compiled(*args)
+        except RuntimeError as e:
+            message = assertions.get(str(e), _NO_ASSERTION)
+            if message is _NO_ASSERTION:
+                raise
+            raise (AssertionError() if message is None else AssertionError(message)) from None
+    return graph_with_assertions
+
+
+_NO_ASSERTION = object()

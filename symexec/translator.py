@@ -215,6 +215,15 @@ class InstructionTranslator:
     def jump(self, label: Label) -> None:
         self.ip = self.program.labels[label]
 
+    def handled_here_or_above(self, index: int) -> bool:
+        """Whether an exception raised by instruction ``index`` of this frame would meet an
+        exception handler (a ``try``, a ``with``) in this frame or a caller's in the trace; a
+        generator's frame counts as handled (its consumer's frame is not its caller)."""
+        if self.program.handlers[index] is not None or self.generator is not None:
+            return True
+        parent = self.parent
+        return parent is not None and parent.handled_here_or_above(parent.ip - 1)
+
     def raise_exception(self, error: TracedException) -> None:
         """Unwind to the handler covering the instruction being run, as CPython's exception
         table says; with none, the exception leaves this frame."""

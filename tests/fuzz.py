@@ -109,8 +109,9 @@ _DT = {torch.float32: "f32", torch.float64: "f64", torch.int64: "i64", torch.com
 
 
 class T(Spec):
-    """A tensor: dtype, shape, variant (c contiguous, t strided, off storage_offset, conj, neg,
-    nonleaf, scale = a Python attribute .scale), requires_grad."""
+    """A tensor: dtype, shape, variant (c contiguous, t strided, off storage_offset, wide2/wide3
+    the leading columns of a tensor 2 or 3 times wider, conj, neg, nonleaf, scale = a Python
+    attribute .scale), requires_grad."""
 
     def __init__(self, dtype=torch.float32, shape=(4,), variant="c", rg=False, seed=0):
         self.dtype, self.shape, self.variant, self.rg, self.seed = dtype, tuple(shape), variant, rg, seed
@@ -144,6 +145,11 @@ class T(Spec):
             big = torch.zeros(n + 2, dtype=self.dtype)
             big[2:] = base
             x = big[2:].reshape(self.shape)
+        elif v in ("wide2", "wide3"):  # the leading columns of a wider tensor: strides of its width
+            last = self.shape[-1] if self.shape else 1
+            big = torch.zeros(*self.shape[:-1], last * int(v[-1]), dtype=self.dtype)
+            big[..., :last] = base.reshape(self.shape)
+            x = big[..., :last]
         else:
             x = base.reshape(self.shape).clone()
         if v == "conj":
@@ -509,7 +515,7 @@ def fn(x):
         r = r * 5
     return r, x.shape, x.stride(), x.dtype
 """, args(tensors(dtypes=(torch.float32, torch.float64), shapes=((4,), (2, 3), (3, 2), (1, 4)),
-                  variants=("c", "t", "off", "nonleaf"), rg=(False, True))))
+                  variants=("c", "t", "off", "wide2", "wide3", "nonleaf"), rg=(False, True))))
 
 template("tensor_conj_neg", "is_conj via .conj(), is_neg", """
 def fn(x):

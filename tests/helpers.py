@@ -494,6 +494,21 @@ class CountingBackend:
         ops = ("call_function", "call_method", "call_module")
         return [sum(node.op in ops for node in gm.graph.nodes) for gm in self.graphs]
 
+    def tensor_op_counts(self):
+        """``op_counts`` without the nodes that compute a number or a size (``size``, its
+        arithmetic) and those with no value that nothing uses (torch.compile's
+        ``broadcast_shapes`` of constant sizes): a trace may compute those as it goes."""
+        ops = ("call_function", "call_method", "call_module")
+        return [sum(node.op in ops and not _number_or_size(node.meta.get("example_value"))
+                    and ("example_value" in node.meta or bool(node.users)) for node in gm.graph.nodes)
+                for gm in self.graphs]
+
+
+def _number_or_size(value):
+    if isinstance(value, tuple):
+        return all(_number_or_size(v) for v in value)
+    return type(value) in (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
 
 def symexec_graphs(fn, *args, **kwargs):
     """Run `fn` under symexec with a fresh CountingBackend; return (result, backend)."""

@@ -316,7 +316,7 @@ class Capture:
     fullgraph: bool  # fullgraph=True ran every call
     fullgraph_error: str | None = None
     new_graphs: list = dataclasses.field(default_factory=list)  # graphs compiled by each call
-    ops: int = 0  # op nodes of the first call's graphs
+    ops: int = 0  # op nodes of the first call's graphs (not those computing numbers or sizes)
     problems: list = dataclasses.field(default_factory=list)  # differences from eager, errors
     graphs: list = dataclasses.field(default_factory=list)  # every GraphModule, in order
 
@@ -357,7 +357,7 @@ def _run_sequence(system, model, make, sizes, fullgraph):
             return result
         result.new_graphs.append(backend.graph_count - before)
         if number == 1:
-            result.ops = sum(backend.op_counts())
+            result.ops = sum(backend.tensor_op_counts())
         result.problems += [f"call {number} (size {size}): {d}" for d in differences(actual, expected)]
         # The inputs, which both runs shared, are as make() builds them: neither wrote into them.
         result.problems += [f"call {number} (size {size}): input {d}" for d in differences((args, kwargs), make(size))]

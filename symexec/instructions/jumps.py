@@ -16,6 +16,7 @@ from ..exc import Unsupported
 from ..variables import BuiltinVariable, ConstantVariable, IteratorVariable, identical
 from ..variables.generators import GeneratorVariable, is_none
 from ..variables.iteration import iterator_of
+from ..variables.tensor import TensorVariable, is_symbolic
 from ..variables.user_objects import ObjectVariableBase
 from ..versions import V
 from .registry import instruction
@@ -49,13 +50,49 @@ def _register_pop_jump(names: tuple[str, ...], taken: Any) -> None:
 
 
 _register_pop_jump(("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_IF_TRUE"),
-                   lambda tx, v: v.truth(tx))
+                   lambda tx, v: asserted_in_graph(tx, v) or v.truth(tx))
 _register_pop_jump(("POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_BACKWARD_IF_FALSE", "POP_JUMP_IF_FALSE"),
                    lambda tx, v: not v.truth(tx))
 _register_pop_jump(("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_IF_NONE"),
                    lambda tx, v: identical(v, _NONE, tx))
 _register_pop_jump(("POP_JUMP_FORWARD_IF_NOT_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE"),
                    lambda tx, v: not identical(v, _NONE, tx))
+
+
+def asserted_in_graph(tx: HandlerContext, value: Any) -> bool:
+    """``assert <tensor>, <constant message>``: the check is a node of the graph
+    (``torch._assert_async``, as under torch.compile), and the trace goes on past it. Where it
+    fails the graph stops there, as eager stops at the assert, and the call raises eager's
+    ``AssertionError(message)`` (``OutputGraph.assert_true``). Only where that is all eager
+    would have done: nothing catches it in the trace's frames, nothing is pending to replay
+    after the graph, no input tensor was changed in place (a backend writes those back at the
+    graph's end), and the tensor holds one value. False: the branch breaks the graph."""
+    if not isinstance(value, TensorVariable):
+        return False
+    message = _assertion_message(tx.program.instructions, tx.ip)
+    if message is _NOT_AN_ASSERT or tx.handled_here_or_above(tx.ip - 1):
+        return False
+    effects = tx.trace.side_effects
+    if effects or effects.class_attrs or is_symbolic(value.example.numel()) or value.example.numel() != 1:
+        return False
+    return tx.trace.graph.assert_true(value, message)
+
+
+_NOT_AN_ASSERT = object()
+
+
+def _assertion_message(instructions: list[Any], index: int) -> Any:
+    """The constant message of the assert statement whose raise starts at ``index``
+    (``LOAD_ASSERTION_ERROR [LOAD_CONST m, PRECALL 0, CALL 0] RAISE_VARARGS 1``), None for
+    none; ``_NOT_AN_ASSERT`` when the code there is something else."""
+    names = [getattr(i, "name", None) for i in instructions[index:index + 5]]
+    if names[:2] == ["LOAD_ASSERTION_ERROR", "RAISE_VARARGS"]:
+        return None
+    calls = (["PRECALL", "CALL"] if "PRECALL" in names else ["CALL"])
+    if names[:2 + len(calls) + 1] == ["LOAD_ASSERTION_ERROR", "LOAD_CONST", *calls, "RAISE_VARARGS"] \
+            and all(instructions[index + 2 + k].arg == 0 for k in range(len(calls))):
+        return instructions[index + 1].arg
+    return _NOT_AN_ASSERT
 
 
 @instruction("JUMP_IF_TRUE_OR_POP", pops=1)

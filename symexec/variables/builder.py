@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import operator
 import os
+import re
 import types
 import typing
 import weakref
@@ -50,6 +51,7 @@ from . import numpy_functions  # noqa: F401  (fills ndarray's tables)
 from .numpy_calls import NumpyFunctionVariable, is_numpy_function
 from .nn_module import NNModuleVariable
 from .optimizer import OptimizerVariable
+from .regex import RegexPatternVariable
 from .stdlib import EnvironVariable, WeakRefVariable, operator_callable
 from .user_objects import ObjectConstantVariable, UserDefinedObjectVariable
 from .tensor import tensor_method
@@ -397,6 +399,14 @@ def _wrap_value(b: VariableBuilder, value: Any, source: Source | None) -> Variab
         var.source = source
         return var
     return ConstantVariable(value)  # slice: immutable, compared by value
+
+
+@wraps(re.Pattern)
+def _wrap_pattern(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:
+    # (immutable; equal patterns, by text and flags, answer alike)
+    if source is not None:
+        b.guards.equals_match(source, value)
+    return RegexPatternVariable(value, source)
 
 
 @wraps(types.FunctionType)

@@ -14,8 +14,8 @@ import inspect
 import types
 from typing import Any, Callable
 
-from ..torch_api import disable_reason, disabled_by_torch, disabled_by_user
 from .. import versions
+from ..torch_api import allowed_in_graph_by_torch, disable_reason, disabled_by_torch, disabled_by_user
 from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, ConstSource, GetItemSource, GlobalSource, Source
@@ -266,6 +266,11 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             return inner.call_function(tx, args, kwargs)
         if is_marked_constant(self.fn) and not getattr(self.fn, "_symexec_disabled", False):
             return call_marked_constant(self.fn, args, kwargs)
+        if getattr(self.fn, "_symexec_allow_in_graph", False) or getattr(self.fn, "_symexec_graph_break", False) \
+                or allowed_in_graph_by_torch(self.fn):
+            # (found where no builder saw it: a staticmethod read from its class) one node, or
+            # the break, as the builder makes of it
+            return tx.wrap(self.fn, self.source or ConstSource.of(self.fn)).call_function(tx, args, kwargs)
         if args:
             result = args[0].own_call(tx, self.fn, args, kwargs)
             if result is not None:

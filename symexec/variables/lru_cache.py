@@ -13,6 +13,7 @@ from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..source import Source
 from .base import Identity, VariableTracker, class_static
+from .constant import ConstantVariable, is_literal
 from .dicts import ConstDictVariable
 from .functions import UserFunctionVariable, call_marked_constant, is_marked_constant
 from .lists import ListVariable, TupleVariable
@@ -71,6 +72,10 @@ class LruCacheVariable(VariableTracker):
         constants = all(a.is_python_constant() for a in [*args, *kwargs.values()])
         if constants and isinstance(self.wrapped, UserFunctionVariable) and is_marked_constant(self.wrapped.fn):
             return call_marked_constant(self.value, args, kwargs)  # (through the cache, as eager calls it)
+        if not args and not kwargs:
+            filled = self._filled_answer(tx)
+            if filled is not None:
+                return filled
         tensor_ops = tx.trace.graph.tensor_op_count()
         with tx.trace.side_effects.watch() as changes:
             result = self.wrapped.call_function(tx, args, kwargs)
@@ -90,6 +95,20 @@ class LruCacheVariable(VariableTracker):
         self._check_cached(*at_hints)
         return result
 
+    def _filled_answer(self, tx: TracerContext) -> VariableTracker | None:
+        """A call with no argument has one key: where the cache already holds it, eager's call
+        is a hit that runs no code (torch's ``is_fx_tracing`` logs its warning once this way),
+        and the answer, a literal, is the call's. Guarded: the cache still holds it (else the
+        code runs again, as after ``cache_clear()``). None where the cache is empty."""
+        info = getattr(self.value, "cache_info", None)
+        if info is None or info().currsize == 0:
+            return None
+        answer = self.value()  # (a hit: its counts are what differs from eager, as above)
+        if not is_literal(answer):
+            return None
+        tx.guards.global_state([(f"{self.describe()} holds its answer", _holds_answer(self.value), True)])
+        return ConstantVariable(answer)
+
     def _check_cached(self, args: list[Any], kwargs: dict[str, Any], traced: Any) -> None:
         """The real wrapper's answer for these values (constants, or what the symbolic ones are
         in this call) equals the traced one: called once, as eager's call would."""
@@ -102,6 +121,10 @@ class LruCacheVariable(VariableTracker):
 
     def __repr__(self) -> str:
         return f"LruCacheVariable({getattr(self.value, '__qualname__', '?')})"
+
+
+def _holds_answer(wrapper: Any) -> Any:
+    return lambda: wrapper.cache_info().currsize != 0
 
 
 _UNHASHABLE = (list, dict, set, bytearray)

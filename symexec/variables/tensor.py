@@ -265,6 +265,8 @@ class TensorVariable(VariableTracker):
         if name in _METADATA_METHODS and not (name == "type" and (args or kwargs)) or name == "size":  # (x.type(dtype) converts)
             value = getattr(self.example, name)(*[a.as_python_constant() for a in args],
                                                 **{k: v.as_python_constant() for k, v in kwargs.items()})
+            if not is_symbolic(value):
+                value = _plain_numbers(value)  # (a symbol a guard fixed, x.is_contiguous(): its number)
             if isinstance(value, torch.Size) and not is_symbolic(value):
                 return wrap_constant(value)
             if isinstance(value, tuple) and not is_symbolic(value):  # stride(): a plain tuple
@@ -409,6 +411,8 @@ class SymNodeVariable(VariableTracker):
         if name in _VALUE_METHODS and not args and not kwargs and hasattr(self.python_type(), name):
             if name == "conjugate" and self.python_type() is not bool:
                 return self  # (an int's or float's conjugate is itself, of its type)
+            if name == "as_integer_ratio" and self.python_type() is int:
+                return TupleVariable([self, ConstantVariable(1)])  # (an int's is (itself, 1): no value read)
             if name in ("is_integer", "bit_length") and hasattr(type(self.example), name):
                 # answered by the ShapeEnv, symbolically: a node of the graph, as torch.compile's
                 return record_call(tx, "call_method", name, [self], {})
@@ -442,6 +446,19 @@ def is_symbolic(value: Any) -> bool:
     if isinstance(value, (tuple, list)):
         return any(is_symbolic(v) for v in value)
     return False
+
+
+def _plain_numbers(value: Any) -> Any:
+    """``value`` with each symbolic number whose expression is a number (a symbol the guards
+    fixed) made that Python number: a result handed to the program holds no SymInt."""
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        expr = value.node.expr
+        return int(expr) if isinstance(value, torch.SymInt) else float(expr) if isinstance(value, torch.SymFloat) \
+            else bool(expr)
+    if isinstance(value, tuple):
+        items = [_plain_numbers(v) for v in value]
+        return torch.Size(items) if isinstance(value, torch.Size) else tuple(items)
+    return value
 
 
 # The dtype torch's argument parser reads a Python number type as (``x.to(float)``: float64).

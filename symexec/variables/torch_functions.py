@@ -68,8 +68,8 @@ def is_torch_operation(fn: Any) -> bool:
     function there (a lambda or helper of ``torch.testing._internal``, a private module's
     function, ``F._canonical_mask``) is inlined like a user's: a node must be something the
     graph can call by name and that is a real operation."""
-    if not isinstance(fn, types.FunctionType) or fn in _PRIVATE_OPERATIONS:
-        return True
+    if not isinstance(fn, types.FunctionType) or fn in _PRIVATE_OPERATIONS or fn in _SPECIAL_CALLS:
+        return True  # (a private function the trace answers itself: _SPECIAL_CALLS)
     wrapped = getattr(fn, "__wrapped__", None)
     if wrapped is not None and getattr(wrapped, "__name__", None) == fn.__name__ and is_torch_object(wrapped):
         # torch's own wrapper of an operation (importing torch._dynamo replaces torch.manual_seed
@@ -341,6 +341,14 @@ def _size(tx: TracerContext, fn: Any, args: list[VariableTracker], kwargs: dict[
     return SizeVariable(items)
 
 
+def _guarded_state(tx: TracerContext, text: str, read: Callable[[], Any]) -> VariableTracker:
+    """A fact of torch's state read where the code reads it, and guarded as the global state is
+    (``global_state.py``: those read by every entry), for the entries that read it."""
+    value = read()
+    tx.guards.global_state([(text, read, value)])
+    return ConstantVariable(value)
+
+
 # torch callables the trace answers itself, each by one handler ``(tx, fn, args, kwargs)``
 # (None: not this call, the general rules apply). Asked after the checks for what never goes in
 # a graph (global state changes, fused kernels), before torch's classes and functions are made
@@ -352,6 +360,13 @@ _SPECIAL_CALLS.update({
     torch.Size: _size,
     # every entry guards the mode at entry
     torch.is_grad_enabled: lambda tx, fn, args, kwargs: ConstantVariable(tx.trace.torch.grad_enabled),
+    # symexec traces only with no dispatch mode (``global_state.modes_transparent``, guarded):
+    # the trace's own fake mode is not the user's
+    torch._C._len_torch_dispatch_stack: lambda tx, fn, args, kwargs: None if args or kwargs else ConstantVariable(0),
+    # no torch.jit.trace is running (global_state: guarded by every entry)
+    torch._C._get_tracing_state: lambda tx, fn, args, kwargs: None if args or kwargs else ConstantVariable(None),
+    torch.autograd._is_checkpoint_valid: lambda tx, fn, args, kwargs: None if args or kwargs else _guarded_state(
+        tx, "torch.autograd._is_checkpoint_valid()", torch.autograd.variable.Variable._execution_engine.is_checkpoint_valid),
     **dict.fromkeys((torch.no_grad, torch.enable_grad, torch.set_grad_enabled),
                     lambda tx, fn, args, kwargs: GradModeVariable.create(tx, fn, args)),
     **dict.fromkeys({torch.autocast, torch.amp.autocast},

@@ -107,6 +107,30 @@ def test_backend_object_returning_none_is_named():
         compiled(torch.randn(2))
 
 
+def test_compiler_failures_are_runtime_errors_as_under_torch_compile():
+    # AOTAutograd's refusal of a mutation through an as_strided view of a view: the caller
+    # catches it as RuntimeError under either compiler (PyTorch's
+    # test_as_strided_on_existing_view_banned).
+    def foo(a):
+        e = a.diagonal()
+        f = e.as_strided((2,), (1,), 0)
+        f.add_(1.0)
+        return a
+
+    for compiled in (symexec.compile(foo, backend="aot_eager"), torch.compile(foo, backend="aot_eager")):
+        with pytest.raises(RuntimeError, match="mutation on a view chain of length 2, where view 1 was an as_strided"):
+            compiled(torch.randn(2, 4))
+    torch._dynamo.reset()
+
+    def breaks(x):
+        print("a break")
+        return x + 1
+
+    with pytest.raises(RuntimeError) as info:
+        symexec.compile(breaks, fullgraph=True)(torch.randn(2))
+    assert isinstance(info.value, symexec.Unsupported)
+
+
 def test_checked_backend_still_compiles_and_hits():
     calls = []
 

@@ -104,6 +104,31 @@ def test_allow_in_graph_is_one_node():
     assert any(getattr(t, "__name__", "") == "fused" for t in targets)
 
 
+@pytest.mark.parametrize("marker", [symexec, torch.compiler], ids=["symexec", "torch"])
+def test_allow_in_graph_staticmethod_read_from_its_class_is_one_node(marker):
+    # Read through the class, the staticmethod's function reached no builder and was traced
+    # into: its break (never run, in the graph) broke the graph (PyTorch's
+    # test_staticmethod_allow_in_graph).
+    class Scaling:
+        factor = 3
+
+        @staticmethod
+        def inner(x):
+            return torch.mul(x, Scaling.factor)
+
+        @staticmethod
+        @marker.allow_in_graph
+        def outer(x):
+            symexec.graph_break()  # (run with real tensors when the graph runs: a no-op there)
+            return Scaling.inner(x)
+
+    def fn(x):
+        return Scaling.outer(x) + 1
+
+    check(fn, torch.randn(2, 2))
+    assert symexec.explain(fn, torch.randn(2, 2)).graph_break_count == 0
+
+
 def test_allow_in_graph_under_explain_shows_the_call():
     @symexec.allow_in_graph
     def scale(t, k):

@@ -48,6 +48,8 @@ REPROS = {
         fuzz.Mut("fn.__defaults__ = (3,)"), fuzz.Call([fuzz.T()])]),
     "enum_member_value_unguarded": ("enum_member", None, [
         fuzz.Call([_X, fuzz.Ref("Color.RED")]), fuzz.Call([_X, fuzz.Ref("Color.GREEN")])]),
+    "stride_symbol_fixed_by_a_guard": ("tensor_meta", None, [
+        fuzz.Call([fuzz.T(shape=(2, 3), variant="t")]), fuzz.Call([fuzz.T(shape=(2, 3))])]),
     "zero_after_inf": ("floats", None, [
         fuzz.Call([_X, 0.0]), fuzz.Call([_X, float("inf")]), fuzz.Call([_X, 0.0])]),
 }

@@ -59,6 +59,27 @@ def test_first_dimension_becomes_dynamic_on_change():
     assert "2 <= L['a'].size()[0]" in texts
 
 
+def _column(width):
+    x = torch.randn(4, width)
+    return x if width == 1 else x[:, 0:1]  # a (4, 1) view whose row stride is the width
+
+
+def test_a_stride_seen_changing_becomes_symbolic():
+    # As torch.compile's automatic dynamic: a column sliced from ever wider tensors compiled a
+    # graph per width (PyTorch's test_changing_stride); the second trace's stride is a symbol.
+    def fn(x, y):
+        return x * y
+
+    calls = [(_column(w), torch.randn(4, 1)) for w in (1, 2, 3, 5)]
+    compiled, ours, theirs = run_both(fn, calls)
+    assert ours.graph_count == theirs.graph_count == 2
+    texts = [g.text for g in symexec.cache_entries(compiled)[0].guards]
+    assert "2 <= L['x'].stride()[0]" in texts and "L['x'].size()[1] == 1" in texts
+    # (a transposed and a contiguous input of the same sizes still run their own entries)
+    check_sequence(fn, [_column(3), torch.randn(4, 1)], [_column(2), torch.randn(4, 1)],
+                   [torch.randn(1, 4).t(), torch.randn(4, 1)], [torch.randn(4, 1), torch.randn(4, 1)])
+
+
 def rows_branch(a):
     if a.shape[0] * 2 < 16:
         return a + 1

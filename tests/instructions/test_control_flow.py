@@ -3,6 +3,7 @@ iterable the tracer models, break/continue, comprehensions, lambdas, closures, n
 
 import pytest
 import torch
+import symexec
 
 from helpers import check
 
@@ -667,3 +668,37 @@ def test_item_in_python_arithmetic():
         return x * 2, v + 1
 
     check(fn, torch.ones(2))
+
+
+# -- assert on a tensor's value: a check in the graph -------------------------------------------
+_POSITIVE, _NEGATIVE = torch.tensor([3.0, 4.0, 5.0]), torch.tensor([-2.0, 4.0, 5.0])
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("name, one_graph", [
+    ("tensor_assert", True), ("tensor_assert_bare", True), ("tensor_assert_other_message", True),
+    ("tensor_assert_in_callee", True),
+    # what eager would do besides raising: the graph breaks at the assert, CPython takes it
+    ("tensor_assert_after_in_place", False), ("tensor_assert_caught", False),
+    ("tensor_assert_in_callee_caught_by_caller", False), ("tensor_assert_many_values", None),
+    ("tensor_assert_formatted_message", False),
+])
+def test_an_assert_on_a_tensor_is_checked_in_the_graph(name, one_graph, backend):
+    # `assert x[0] == 3, "msg"` broke the graph; as under torch.compile (PyTorch's
+    # test_rewrite_assert_with_msg) it is one graph, where failing raises eager's AssertionError
+    # with its message before anything after it runs.
+    import plain_asserts
+
+    fn = getattr(plain_asserts, name)
+    for x in (_POSITIVE, _NEGATIVE, torch.tensor([3.0, float("nan")]), torch.tensor([0.0, 1.0])):
+        check(fn, x.clone(), backend=backend)
+    if one_graph is not None:  # (None: eager raises RuntimeError for every value)
+        assert (symexec.explain(fn, _POSITIVE.clone()).graph_break_count == 0) is one_graph
+
+
+def test_an_assert_after_a_pending_side_effect_breaks_the_graph():
+    import plain_asserts
+
+    check(plain_asserts.tensor_assert_after_list_append, _NEGATIVE.clone(), [])
+    check(plain_asserts.tensor_assert_after_list_append, _POSITIVE.clone(), [])
+    assert symexec.explain(plain_asserts.tensor_assert_after_list_append, _POSITIVE.clone(), []).graph_break_count == 1

@@ -369,3 +369,48 @@ def test_a_torch_module_imported_lazily_inside_is_traced_through(monkeypatch):
     compiled = symexec.compile(fn)
     assert torch.equal(compiled(torch.ones(2)), torch.ones(2) * len("torch.utils.show_pickle"))
     assert [e.break_reason for e in symexec.cache_entries(compiled)] == [None]
+
+
+def test_the_dispatch_mode_stack_read_in_the_trace_is_the_callers():
+    # torch's own "am I under make_fx?" check read the trace's fake mode, and the call broke
+    # ("an operation returned a FakeTensorMode"; PyTorch's test_is_make_fx_tracing).
+    def fn(x):
+        tracing = torch.nn.modules.activation._is_make_fx_tracing()
+        modes = torch.utils._python_dispatch._get_current_dispatch_mode_stack()
+        return torch.sin(x), tracing, modes
+
+    check(fn, _t(4))  # (torch.compile 2.13 answers True: not eager's answer)
+    assert symexec.explain(fn, _t(4)).graph_break_count == 0
+
+
+def test_an_op_whose_aten_overload_is_a_python_keyword_breaks():
+    # t.random_(from, to) dispatches to aten::random_.from, which AOTAutograd's graph writes as
+    # `torch.ops.aten.random_.from(...)`: not Python. It raised BackendCompilerFailed (PyTorch's
+    # test_tensor_random); it breaks, as under torch.compile, and runs as in eager.
+    def fn(t, params):
+        return t.random_(**params) * 2, t.random_(-3, 3) + 1, t.random_(5) - 1
+
+    for backend in ("aot_eager",):  # (inductor re-traces through AOTAutograd alike)
+        compiled = symexec.compile(fn, backend=backend)
+        for _ in range(2):
+            torch.manual_seed(0)
+            expected = fn(torch.randn(2, 3), {"from": -10, "to": 10})
+            torch.manual_seed(0)
+            actual = compiled(torch.randn(2, 3), {"from": -10, "to": 10})
+            assert all(torch.equal(e, a) for e, a in zip(expected, actual))
+    reasons = [str(r) for r in symexec.explain(fn, torch.randn(2, 3), {"from": -10, "to": 10}).break_reasons]
+    assert len(reasons) == 2 and all("aten::random_.from" in r for r in reasons)
+
+
+def test_checkpoint_validity_is_read_and_guarded():
+    # torch.autograd._is_checkpoint_valid() reads the autograd engine (a C method the trace
+    # broke on): answered where read, guarded as torch's global state is.
+    def fn(x):
+        if torch.autograd._is_checkpoint_valid():
+            return x + 1
+        return x - 1
+
+    check(fn, _t(3))
+    out = symexec.explain(fn, _t(3))
+    assert out.graph_break_count == 0
+    assert any("torch.autograd._is_checkpoint_valid() == True" in g.text for g in out.guards)

@@ -439,3 +439,37 @@ def test_partial_made_inside_has_its_own_dict():
     for f in (fn, written):
         check(f, torch.randn(3, 4))
         assert symexec.explain(f, torch.randn(3, 4)).graph_break_count == 0
+
+
+def test_lru_cache_of_no_argument_already_filled_answers_without_running():
+    # A hit runs no code: torch's is_fx_tracing logs its warning once through one (its logging
+    # broke the graph). Once the cache is cleared, the code runs again, as in eager.
+    calls = []
+
+    @functools.lru_cache
+    def warn_once():
+        print("warned")
+        calls.append(1)
+        return 7
+
+    def fn(x):
+        return x + warn_once()
+
+    warn_once()
+    check(fn, torch.randn(3))
+    assert symexec.explain(fn, torch.randn(3)).graph_break_count == 0
+    compiled = symexec.compile(fn)
+    x = torch.randn(3)
+    assert torch.equal(compiled(x), x + 7) and len(calls) == 1
+    warn_once.cache_clear()  # (the eager and compiled calls share the cache: compiled alone here)
+    assert torch.equal(compiled(x), x + 7) and len(calls) == 2  # its code ran again
+    assert torch.equal(compiled(x), x + 7) and len(calls) == 2
+
+    def flag(x, y):
+        if torch.fx._symbolic_trace.is_fx_tracing():
+            return x - 1
+        return y + 1
+
+    torch.fx._symbolic_trace.is_fx_tracing()  # (its warning logged once, as a first call would)
+    check(flag, torch.randn(2), torch.randn(2))
+    assert symexec.explain(flag, torch.randn(2), torch.randn(2)).graph_break_count == 0

@@ -8,6 +8,7 @@ import inspect
 import operator
 import os
 import pickle
+import re
 import sys
 import types
 import typing
@@ -1128,3 +1129,59 @@ def test_os_fspath_of_a_path_like_runs_its_fspath():
         return x + 1, os.fspath(where)
 
     check(fn, torch.randn(3), Where())
+
+
+# -- re: patterns and matches on constant text ----------------------------------------------------
+_LAYER = re.compile(r"layers\.(?P<index>\d+)\.(?P<kind>\w+)")
+
+
+def test_regex_on_constant_text_is_answered_while_tracing():
+    # Pattern.fullmatch / Match.group broke the graph (PyTorch's test_packaging_version_parse).
+    def fn(x, name):
+        m = _LAYER.fullmatch(name)
+        if m is None:
+            return x
+        scale = int(m.group("index")) + len(m.groups()) + m.span()[1]
+        parts = re.split(r"\.", name)
+        return x * scale + len(parts), re.sub(r"\d", "#", name), m.groupdict(), _LAYER.pattern
+
+    for name in ("layers.3.attn", "layers.12.mlp", "head"):
+        check(fn, torch.randn(3), name, captured=name != "head")
+        assert symexec.explain(fn, torch.randn(3), name).graph_break_count == 0
+
+
+def test_regex_passed_in_is_guarded_by_its_text_and_flags():
+    def fn(x, pattern):
+        return x + (1 if pattern.search("Abc") else 2)
+
+    check_sequence(fn, [torch.randn(2), re.compile("a")], [torch.randn(2), re.compile("a", re.I)],
+                   [torch.randn(2), re.compile("b")], [torch.randn(2), re.compile("a")])
+
+
+def test_regex_errors_and_functions_behave_as_eager():
+    def bad(x):
+        return x + len(re.findall("(", "abc"))  # re.error, raised where eager raises it
+
+    def with_function(x):
+        return x + len(re.sub("a", lambda m: m.group(0) * 2, "banana"))  # its code: a break
+
+    def match_returned(x):
+        return x * 2, re.match(r"(\d+)", "42abc")
+
+    check(bad, torch.randn(2), captured=False)
+    check(with_function, torch.randn(2))
+    compiled = symexec.compile(match_returned)
+    out = compiled(torch.randn(2))[1]
+    assert isinstance(out, re.Match) and out.group(1) == "42" and out.span() == (0, 2)
+
+
+def test_packaging_version_comparison_is_one_graph():
+    version = pytest.importorskip("packaging.version")
+
+    def fn(x):
+        if version.parse(torch.__version__) >= version.parse("2.0.0"):
+            return x + 1
+        return x
+
+    check(fn, torch.zeros(1))
+    assert symexec.explain(fn, torch.zeros(1)).graph_break_count == 0

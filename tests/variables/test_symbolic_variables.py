@@ -4,7 +4,7 @@ results staying equal to eager across the recompiles."""
 import torch
 
 import symexec
-from helpers import CountingBackend, check, check_sequence
+from helpers import CountingBackend, check, check_sequence, run_both
 
 
 def _t(*shape):
@@ -182,6 +182,17 @@ def test_value_methods_of_dynamic_numbers():
             return (2 * t if value else t), value
 
         check_sequence(forward, *[[torch.tensor([1]), kind(i)] for i in (0, 1, 2.5, 3)], dynamic=True)
+
+
+def test_an_ints_ratio_reads_no_value():
+    # (m, 1): a dynamic int's as_integer_ratio() specialised it, one graph per value
+    # (PyTorch's test_number_method); as many graphs as torch.compile.
+    def forward(t, m):
+        return 2 * t if m.as_integer_ratio() else t, m.as_integer_ratio()
+
+    calls = [(torch.tensor([1]), m) for m in (0, 1, 2, 5)]
+    _, ours, theirs = run_both(forward, calls)
+    assert ours.graph_count == theirs.graph_count == 2
 
 
 def _pack(x):
