@@ -218,7 +218,7 @@ class OutputGraph:
         node.meta["example_value"] = example
         node.meta["source"] = source
         if isinstance(example, torch.Tensor):
-            node.meta["symexec_version"] = example._version  # (asserts check it is unchanged)
+            node.meta["symexec_version"] = _version(example)  # (asserts check it is unchanged)
         self._last_placeholder = node
         self.inputs.append(GraphInput(source, node, real))
         return node
@@ -394,8 +394,9 @@ class OutputGraph:
         The graph's callable raises ``AssertionError(message)`` for it (``with_assertions``)."""
         for node in self.graph.nodes:
             example = node.meta.get("example_value") if node.op == "placeholder" else None
-            if isinstance(example, torch.Tensor) and example._version != node.meta.get("symexec_version"):
-                return False
+            if isinstance(example, torch.Tensor) and (
+                    node.meta.get("symexec_version") is None or _version(example) != node.meta["symexec_version"]):
+                return False  # (an inference tensor keeps no version: it may have changed)
         marker = f"symexec assertion {len(self.assertions)} of graph {id(self):x}"
         self.create_call("call_function", torch._assert_async, (condition.as_proxy(), marker), {}, example=False)
         self.assertions[marker] = message
@@ -658,6 +659,15 @@ def _keyword_overload(op: str, target: Any, args: tuple, kwargs: dict) -> str | 
         if unique & kwargs.keys() or len(args) + len(positional & kwargs.keys()) >= required:
             return f"aten::{name}.{overload}"
     return None
+
+
+def _version(t: torch.Tensor) -> int | None:
+    """The tensor's version counter (bumped by every in-place change); None for an inference
+    tensor, which keeps none."""
+    try:
+        return t._version
+    except RuntimeError:
+        return None
 
 
 def with_assertions(compiled: Callable[..., Any], assertions: dict[str, Any]) -> Callable[..., Any]:
