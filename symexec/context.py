@@ -13,6 +13,9 @@ anything of ``tx`` they do not declare.
     ``config``: the ``Config`` of the compiled function.
     ``code``, ``cells``, ``get_local``: the frame's code, its cell and free variables, a local
         (zero-argument ``super()`` reads ``__class__`` and the first argument).
+    ``f_globals``, ``globals_source``: the frame's globals and how generated code reaches them
+        (None: the compiled function's own), for what reads the calling frame's globals
+        (``collections.namedtuple``'s ``__module__``).
     ``wrap(value, source)``: a real value as a tracker, with its guards (the builder).
     ``inline_call(fn, args, kwargs)``: run a user function's code in a child frame.
 
@@ -22,8 +25,7 @@ every frame): a ``TracerContext`` with its ``stack``, ``locals``, instruction po
 
 ``HandlerContext`` (instruction handlers, ``instructions/``): a ``Frame`` with the operations
 on it that the bytecode names: ``peek``, ``jump``, locals by name (``has_local``, ``set_local``,
-``delete_local``), globals (``f_globals``, ``globals_source``, ``load_global``,
-``store_global``), ``call``, ``finish``, ``yield_value``, the pending ``kw_names`` (3.11/3.12)
+``delete_local``), globals (``load_global``, ``store_global``), ``call``, ``finish``, ``yield_value``, the pending ``kw_names`` (3.11/3.12)
 and ``exc_info``, the exception being handled.
 
 This module imports nothing of symexec at run time: every layer may name these types.
@@ -54,6 +56,8 @@ class TracerContext(Protocol):
     config: "Config"
     code: types.CodeType
     cells: dict[str, Any]  # name -> CellVariable
+    f_globals: dict[str, Any]
+    globals_source: "Source | None"
 
     def wrap(self, value: Any, source: "Source | None") -> "VariableTracker": ...
     def inline_call(self, fn: Any, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker": ...
@@ -81,8 +85,6 @@ class Frame(TracerContext, Protocol):
 class HandlerContext(Frame, Protocol):
     """What instruction handlers use of the translator (see the module's docstring)."""
 
-    f_globals: dict[str, Any]
-    globals_source: "Source | None"
     kw_names: tuple[str, ...]
     exc_info: "VariableTracker | None"
 

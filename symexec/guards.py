@@ -487,6 +487,15 @@ class GuardSet:
                      f"{_qualname(found)}.__dict__[{display(name)}] is <as traced> (via {_qualname(cls)})",
                      f"{self._class_dict(found)}[{key or self._const(name)}] is {self._const(static)}")
 
+    def class_dict_has(self, cls: type, name: Any, present: bool) -> None:
+        """``name in cls.__dict__`` (the class's own dict, not its MRO) is still ``present``."""
+        if not _mutable_class(cls):
+            return
+        key = (_literal(name) if type(name) is str else None) or self._const(name)
+        neg = "" if present else "not "
+        self.add(GuardKind.ID_MATCH, f"{display(name)} {neg}in {_qualname(cls)}.__dict__",
+                 f"{key} {neg}in {self._class_dict(cls)}")
+
     def _class_dict(self, cls: type) -> str:
         """The name of ``cls.__dict__`` in guard expressions: the class's mappingproxy, made once
         (a live view of the class's own dict, which a class never swaps for another), so a

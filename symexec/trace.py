@@ -56,6 +56,9 @@ class Memos:
         self.getattribute: dict[tuple, Any] = {}
         self.real_cells: dict[int, Any] = {}  # closure cells met while tracing, one tracker each
         self.generators: list[Any] = []  # every generator the trace made (generators.py)
+        # Classes the trace made (``collections.namedtuple``): id -> their one tracker, which
+        # generated code rebuilds once per run (classes.NewClassVariable).
+        self.made_classes: dict[int, VariableTracker] = {}
 
     def clear(self) -> None:
         for memo in vars(self).values():

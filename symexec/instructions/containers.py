@@ -11,7 +11,9 @@ from ..variables import (
 )
 from ..variables.base import hash_key
 from ..variables.dicts import mapping_items
+from ..variables.builtin_functions import BuiltinVariable
 from ..variables.object_protocol import tp_name
+from ..variables.user_objects import ObjectVariableBase
 from .registry import instruction
 
 
@@ -54,7 +56,11 @@ def BUILD_SLICE(tx: HandlerContext, inst: Any, *parts: Any) -> Any:
 _CONVERSIONS = {1: str, 2: repr, 3: ascii}
 
 
-def _format(value: Any, spec: Any, conversion: int = 0) -> Any:
+def _format(tx: HandlerContext, value: Any, spec: Any, conversion: int = 0) -> Any:
+    if isinstance(value, ObjectVariableBase):  # (its own __str__, __repr__ or __format__: traced)
+        if conversion:
+            value = BuiltinVariable(_CONVERSIONS[conversion]).call_function(tx, [value], {})
+        return BuiltinVariable(format).call_function(tx, [value, *([spec] if spec is not None else [])], {})
     v = value.as_python_constant()
     if conversion:
         v = _CONVERSIONS[conversion](v)
@@ -63,23 +69,25 @@ def _format(value: Any, spec: Any, conversion: int = 0) -> Any:
 
 @instruction("FORMAT_VALUE", pops=lambda flags: 2 if flags & 0x04 else 1, pushes=1)
 def FORMAT_VALUE(tx: HandlerContext, inst: Any, value: Any, spec: Any = None) -> Any:
-    return _format(value, spec, inst.arg & 0x03)
+    return _format(tx, value, spec, inst.arg & 0x03)
 
 
 # 3.13 splits FORMAT_VALUE: CONVERT_VALUE (!s, !r, !a), then FORMAT_SIMPLE or FORMAT_WITH_SPEC.
 @instruction("CONVERT_VALUE", pops=1, pushes=1)
 def CONVERT_VALUE(tx: HandlerContext, inst: Any, value: Any) -> Any:
+    if isinstance(value, ObjectVariableBase):
+        return BuiltinVariable(_CONVERSIONS[int(inst.arg)]).call_function(tx, [value], {})
     return ConstantVariable(_CONVERSIONS[int(inst.arg)](value.as_python_constant()))
 
 
 @instruction("FORMAT_SIMPLE", pops=1, pushes=1)
 def FORMAT_SIMPLE(tx: HandlerContext, inst: Any, value: Any) -> Any:
-    return _format(value, None)
+    return _format(tx, value, None)
 
 
 @instruction("FORMAT_WITH_SPEC", pops=2, pushes=1)
 def FORMAT_WITH_SPEC(tx: HandlerContext, inst: Any, value: Any, spec: Any) -> Any:
-    return _format(value, spec)
+    return _format(tx, value, spec)
 
 
 @instruction("LIST_APPEND", pops=1)

@@ -14,6 +14,7 @@ of higher layers; ``context.TracerContext`` is all they may use of it.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 import types
@@ -358,7 +359,10 @@ def find_on_class(tx: TracerContext, cls: type, name: str, start_after: type | N
 # Builtin types whose instances carry no attributes of their own (no ``__dict__``) and whose
 # own attributes cannot be set (immutable types).
 _NO_INSTANCE_ATTRIBUTES = frozenset({dict, list, tuple, set, frozenset, int, float, complex, bool, str, bytes,
-                                     type(None), range, slice})
+                                     type(None), range, slice,
+                                     # dicts' views (``hasattr(d.items(), "keys")``: dict() asks it)
+                                     *(type(view) for d in ({}, collections.OrderedDict())
+                                       for view in (d.keys(), d.values(), d.items()))})
 
 
 def class_static(tx: TracerContext, cls: type, name: str) -> Any:

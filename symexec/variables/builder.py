@@ -550,6 +550,9 @@ else:  # pragma: no cover - numpy missing
 
 @wraps(type)
 def _wrap_class(b: VariableBuilder, value: type, source: Source | None) -> VariableTracker:
+    made = b.memos.made_classes.get(id(value))
+    if made is not None and made.as_python_constant() is value:  # (a class the trace made: one tracker)
+        return made
     if source is not None:
         b.guards.id_match(source, value)
     if value in HANDLERS or value in FOLDABLE:

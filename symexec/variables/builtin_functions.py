@@ -313,6 +313,7 @@ class PartialVariable(VariableTracker):
                 self.source = fn_source.base
         self.cls = cls  # None: some subclass of partial, not known here
         self.own_attrs: frozenset[str] = frozenset()  # the names in the __dict__ of one passed in
+        self.instance_dict: ConstDictVariable | None = None  # the __dict__ of one the trace made, once read
 
     def python_type(self) -> type:
         if self.cls is None:
@@ -329,6 +330,13 @@ class PartialVariable(VariableTracker):
             return TupleVariable(list(self.args))
         if name == "keywords":
             return ConstDictVariable(dict(self.kwargs))
+        if self.instance_dict is not None and self.instance_dict.call_method(
+                tx, "__contains__", [ConstantVariable(name)], {}).as_python_constant():
+            return self.instance_dict.call_method(tx, "__getitem__", [ConstantVariable(name)], {})
+        if name == "__dict__" and self.source is None and self.cls is functools.partial:
+            if self.instance_dict is None:  # (a new partial's own dict: empty, one object)
+                self.instance_dict = ConstDictVariable({})
+            return self.instance_dict
         if self.cls is functools.partial and name not in self.own_attrs:
             # Not in its own __dict__ (one made by the trace has nothing there: setting an
             # attribute on it breaks; one passed in, guarded): what it has is functools.partial's
@@ -343,7 +351,7 @@ class PartialVariable(VariableTracker):
         return super().var_getattr(tx, name)
 
     def subvalues(self) -> list[VariableTracker]:
-        return [self.fn, *self.args, *self.kwargs.values()]
+        return [self.fn, *self.args, *self.kwargs.values(), *([self.instance_dict] if self.instance_dict is not None else [])]
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
@@ -351,6 +359,8 @@ class PartialVariable(VariableTracker):
             return
         if self.cls is not functools.partial:
             raise Unsupported("re-creating a functools.partial passed in without a source")
+        if self.instance_dict is not None:
+            raise Unsupported("re-creating a functools.partial whose __dict__ the trace read")
 
         def arguments() -> list[None]:
             cg.reconstruct(self.fn)

@@ -4,6 +4,8 @@ user classes are in ``user_objects.py``)."""
 
 from __future__ import annotations
 
+import collections
+import functools
 import inspect
 import types
 import typing
@@ -12,11 +14,11 @@ from typing import Any
 import torch
 
 from ..context import TracerContext
-from ..exc import AttributeMissing, Unsupported
-from ..source import AttrSource, ConstSource, Source
+from ..exc import AttributeMissing, TracedException, Unsupported
+from ..source import AttrSource, ConstSource, GetItemSource, GlobalSource, Source
 from ..guards import GuardKind
 from .base import BoundMethodVariable, VariableTracker, class_static, find_on_class, is_data_descriptor, subclass_check
-from .lists import ListVariable
+from .lists import MADE_CLASSES, ListVariable, NamedTupleVariable
 from .constant import COMPUTED_WRAPPERS, ConstantVariable
 from .enums import enum_class_method, enum_member, enum_members, is_plain_enum
 from .new_modules import construct_user_module
@@ -24,11 +26,16 @@ from .model_output import construct_model_output, is_model_output_class
 from . import user_objects
 from .functions import UserMethodVariable
 from .object_protocol import HANDLERS, class_attribute, python_function, tp_name
+from .builtin_functions import handler
 from .user_objects import call_getattr_hook
 
 
 # What ``type`` holds of every class, plain data.
 CLASS_DATA_ATTRS = frozenset({"__name__", "__qualname__", "__module__", "__doc__", "__mro__", "__bases__"})
+# Its layout and flags, read-only numbers (``__flags__`` changes as CPython caches lookups: read
+# through a source, so guarded equal).
+CLASS_LAYOUT_ATTRS = frozenset({"__flags__", "__basicsize__", "__itemsize__", "__dictoffset__", "__weakrefoffset__"})
+_TYPE_DICT = type.__dict__["__dict__"]  # (the getset giving a class its own dict's mappingproxy)
 
 
 _CLASSMETHOD_DESCRIPTOR = type(inspect.getattr_static(dict, "fromkeys"))  # (a C classmethod)
@@ -132,6 +139,10 @@ class UserDefinedClassVariable(VariableTracker):
         if class_static(tx, meta, "__getattribute__") is not type.__getattribute__:
             raise Unsupported(f"reading {name!r} of class {self.cls.__qualname__}: its metaclass has __getattribute__")
         meta_klass, meta_static = find_on_class(tx, meta, name)
+        if meta_klass is type and name in CLASS_LAYOUT_ATTRS:
+            return tx.wrap(getattr(self.cls, name), AttrSource(self.source or ConstSource.of(self.cls), name))
+        if meta_static is _TYPE_DICT:  # (type's data descriptor: before the class's own names)
+            return ClassDictVariable(self)
         from_python_meta = meta_klass is not None and meta_klass.__module__ != "builtins"
         if from_python_meta and is_data_descriptor(meta_static):
             return self._from_metaclass(tx, meta_klass, meta_static, name)
@@ -222,11 +233,105 @@ class UserDefinedClassVariable(VariableTracker):
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
             self.source.emit_load(cg)
+        elif self.cls in MADE_CLASSES:
+            raise Unsupported(f"rebuilding {self.describe()}, a class the trace made, other than through its tracker")
         else:
             cg.load_const(self.cls)
 
     def __repr__(self) -> str:
         return f"UserDefinedClassVariable({self.cls.__qualname__})"
+
+
+class NewClassVariable(UserDefinedClassVariable):
+    """A class the trace made (``collections.namedtuple(...)`` of constants): made while
+    tracing to trace with, and rebuilt by the generated code once per run with the same
+    arguments, so each call has its own class as in eager; its instances rebuild through this
+    tracker. Not modelled (the graph breaks): setting an attribute of the class."""
+
+    models = type  # (a class made by the trace)
+    built_once = True  # (one class per run, however many places hold it)
+
+    def __init__(self, cls: type, maker: functools.partial) -> None:
+        super().__init__(cls, None)
+        self.maker = maker  # makes the class again, with the arguments the trace made it with
+
+    def store_attr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+        raise Unsupported(f"setting attribute {name!r} of {self.describe()}, a class the trace made")
+
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        made = super().call_function(tx, args, kwargs)
+        if isinstance(made, NamedTupleVariable) and made.cls is self.cls:
+            made.class_var = self
+        return made
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.call_const(self.maker, lambda: [])
+
+
+@handler(collections.namedtuple)
+def _namedtuple(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+    """``collections.namedtuple(...)`` of constants: the class made now (its ``__module__``
+    the calling frame's global ``__name__``, read through its source, as CPython's frame
+    lookup finds it); a new class per run in generated code (``NewClassVariable``)."""
+    if not all(v.is_python_constant() for v in (*args, *kwargs.values())):
+        return None
+    const_args = [v.as_python_constant() for v in args]
+    const_kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+    if const_kwargs.get("module") is None:
+        if "__name__" not in tx.f_globals or (tx.globals_source is None and "__name__" in tx.trace.side_effects.globals):
+            return None
+        source = GlobalSource("__name__") if tx.globals_source is None else GetItemSource(tx.globals_source, "__name__")
+        module = tx.wrap(tx.f_globals["__name__"], source)
+        const_kwargs["module"] = module.as_python_constant() if module.is_python_constant() else None
+        if type(const_kwargs["module"]) is not str:
+            return None
+    maker = functools.partial(collections.namedtuple, *const_args, **const_kwargs)
+    try:
+        cls = maker()
+    except (TypeError, ValueError) as e:
+        raise TracedException(e) from None
+    MADE_CLASSES.add(cls)
+    var = tx.trace.memos.made_classes[id(cls)] = NewClassVariable(cls, maker)
+    return var
+
+
+class ClassDictVariable(VariableTracker):
+    """``cls.__dict__``: the live mappingproxy of a class's own names. Reads of one name
+    (``in``, ``[name]``, ``get``) are guarded on that name alone; what needs every key
+    (iterating, ``len``, ``keys()``) is not modelled."""
+
+    models = types.MappingProxyType  # (of a class's own dict)
+
+    def __init__(self, owner: UserDefinedClassVariable) -> None:
+        super().__init__(None)
+        self.owner = owner
+
+    def python_type(self) -> type:
+        return types.MappingProxyType
+
+    def describe(self) -> str:
+        return f"{self.owner.cls.__qualname__}.__dict__"
+
+    def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        key = args[0].as_python_constant() if args and not kwargs and args[0].is_python_constant() else None
+        if type(key) is not str or name not in ("__contains__", "__getitem__", "get") or len(args) > 1 + (name == "get"):
+            return super().call_method(tx, name, args, kwargs)
+        cls = self.owner.cls
+        if tx.trace.side_effects.pending_class_attr(cls, key) is not None:
+            raise Unsupported(f"reading {key!r} of {self.describe()} after the trace set it")
+        present = key in cls.__dict__
+        tx.guards.class_dict_has(cls, key, present)
+        if name == "__contains__":
+            return ConstantVariable(present)
+        if not present:
+            if name == "get":
+                return args[1] if len(args) > 1 else ConstantVariable(None)
+            raise TracedException(KeyError(key))
+        return tx.wrap(cls.__dict__[key], GetItemSource(AttrSource(self.owner.source or ConstSource.of(cls), "__dict__"), key))
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.reconstruct(self.owner)
+        cg.load_attr("__dict__")
 
 
 class PythonModuleVariable(VariableTracker):

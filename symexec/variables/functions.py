@@ -14,6 +14,7 @@ import inspect
 import types
 from typing import Any, Callable
 
+from .. import versions
 from ..torch_api import allowed_in_graph_by_torch, disable_reason, disabled_by_torch, disabled_by_user
 from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
@@ -608,9 +609,13 @@ def _bind_staticmethod(tx: TracerContext, static: Any, obj: VariableTracker | No
 
 def _bind_classmethod(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,
                       class_source: Source | None) -> VariableTracker | None:
-    if not isinstance(static.__func__, types.FunctionType):
+    func = static.__func__
+    if versions.V.classmethod_chains_get and type(func) is property and isinstance(func.fget, types.FunctionType):
+        # ``@classmethod @property`` (3.9-3.12): the property's __get__ on the class, its getter run
+        return _class_function(func.fget).call_function(tx, [tx.wrap(cls, class_source)], {})
+    if not isinstance(func, types.FunctionType):
         return None
-    return UserMethodVariable(_class_function(static.__func__), tx.wrap(cls, class_source))
+    return UserMethodVariable(_class_function(func), tx.wrap(cls, class_source))
 
 
 def _bind_property(tx: TracerContext, static: Any, obj: VariableTracker | None, cls: type, name: str,

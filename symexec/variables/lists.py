@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import operator
 import types
+import weakref
 from typing import Any, Callable
 
 import torch
@@ -232,15 +233,20 @@ class SizeVariable(TupleVariable):
 
 
 _TUPLEGETTER = type(collections.namedtuple("_Probe", "a").a)  # a namedtuple's field descriptor
+# Classes made by a trace (``collections.namedtuple`` called while tracing): generated code makes
+# its own per run, so the one made while tracing must never be loaded as a constant.
+MADE_CLASSES: "weakref.WeakSet[type]" = weakref.WeakSet()
 
 class NamedTupleVariable(TupleVariable):
     """A named tuple or a torch structseq (``torch.return_types.max``): items plus field names."""
 
     models = tuple  # named tuple classes and torch's structseqs
 
-    def __init__(self, items: list[VariableTracker], cls: type, source: Source | None = None) -> None:
+    def __init__(self, items: list[VariableTracker], cls: type, source: Source | None = None,
+                 class_var: VariableTracker | None = None) -> None:
         super().__init__(items, source)
         self.cls = cls
+        self.class_var = class_var  # the class's tracker, where rebuilding must go through it (made by the trace)
         # A subclass without __slots__ gives its instances a __dict__: one object, however many
         # places hold it (an attribute set on it at a graph break must be there for all).
         self.built_once = cls.__dictoffset__ != 0
@@ -317,7 +323,14 @@ class NamedTupleVariable(TupleVariable):
         cg.build(dict, len(self.attrs))
 
     def _reconstruct_made(self, cg: Any) -> None:
-        if hasattr(self.cls, "_make"):
+        if self.class_var is not None:  # ``cls._make(items)``, of the class as this run has it
+            cg.push_callable(lambda: (cg.reconstruct(self.class_var), cg.load_attr("_make")))
+            self._reconstruct_tuple(cg)
+            cg.call(1)
+        elif self.cls in MADE_CLASSES:
+            raise Unsupported(f"rebuilding an instance of {self.cls.__qualname__}, a class the trace made, "
+                              f"reached other than through the class")
+        elif hasattr(self.cls, "_make"):
             cg.call_const(self.cls._make, lambda: [self._reconstruct_tuple(cg)])
         else:
             cg.call_const(self.cls, lambda: [self._reconstruct_tuple(cg)])

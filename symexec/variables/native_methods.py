@@ -10,11 +10,29 @@ from typing import Any
 
 from ..context import TracerContext
 from ..exc import Unsupported
-from ..source import ConstSource, Source
-from .base import VariableTracker
+from ..source import ConstSource, GetItemSource, Source
+from .base import VariableTracker, class_static
 from .constant import ConstantVariable
 from .lists import ListVariable
 from .object_protocol import DESCRIPTORS
+
+
+# The builtin containers' own C lookups, kept by a subclass that overrides other methods.
+CONTAINER_LENS = frozenset(c.__dict__["__len__"] for c in (list, tuple, dict))
+_CONTAINER_GETITEMS = frozenset(c.__dict__["__getitem__"] for c in (list, tuple, dict))
+
+
+def native_item(tx: TracerContext, cls: type, value: Any, source: Source, index: VariableTracker) -> VariableTracker | None:
+    """``obj[key]`` of a dict, list or tuple (or a subclass keeping its ``__getitem__`` and no
+    ``__missing__``) passed in, a str or int key it holds: the item, read through its source (a
+    guard that finds it gone fails). None where another path decides."""
+    key = index.as_python_constant() if index.is_python_constant() else None
+    if type(key) not in (str, int) or class_static(tx, cls, "__getitem__") not in _CONTAINER_GETITEMS \
+            or class_static(tx, cls, "__missing__") is not None:
+        return None
+    if not (key in value if isinstance(value, dict) else type(key) is int and -len(value) <= key < len(value)):
+        return None
+    return tx.wrap(value[key], GetItemSource(source, key))
 
 
 class NativeMethodVariable(VariableTracker):

@@ -18,13 +18,14 @@ import torch
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, GetItemSource, ModuleMemberSource, PrivateObjectSource
+from ..source import AttrSource, GetItemSource, ModuleMemberSource, ObjectAttrSource, PrivateObjectSource
 from .base import DELETED, BoundMethodVariable, Methods, VariableTracker, class_static, is_data_descriptor
 from .dicts import ConstDictVariable
+from .functions import UserMethodVariable
 from .constant import ConstantVariable
 from .lists import IteratorVariable, ListVariable, TupleVariable
-from .object_protocol import class_attribute, lookup_on_class, tp_name
-from .user_objects import InstanceDictVariable, UserDefinedObjectVariable
+from .object_protocol import class_attribute, lookup_on_class, no_attribute, python_function, tp_name
+from .user_objects import InstanceDictVariable, UserDefinedObjectVariable, call_getattr_hook
 
 # What Module.__setattr__ changes besides the name itself: stale until the writes are replayed.
 _INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
@@ -33,6 +34,22 @@ _INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_
 _STORES = ("_parameters", "_buffers", "_modules")
 
 _HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+# What ``nn.Module.__call__`` reads of the module, in order, when it has no hooks.
+_CALL_READS = ("_compiled_call_impl", "_call_impl", "forward", "_backward_hooks", "_backward_pre_hooks",
+               "_forward_hooks", "_forward_pre_hooks")
+
+
+def _same_read(read: VariableTracker, plain: VariableTracker) -> bool:
+    """Whether two reads of an attribute are the same value: one tracker, or one function
+    bound to one object."""
+    if read is plain:
+        return True
+    if isinstance(read, UserMethodVariable) and isinstance(plain, UserMethodVariable):
+        return read.obj is plain.obj and read.fn.is_python_constant() and plain.fn.is_python_constant() and \
+            read.fn.as_python_constant() is plain.fn.as_python_constant()
+    return False
 
 
 _GLOBAL_HOOK_DICTS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
@@ -172,6 +189,9 @@ class NNModuleVariable(UserDefinedObjectVariable):
         written = self.written_attribute(tx, name)
         if written is not None:
             return written
+        own = class_static(tx, self.cls, "__getattribute__")
+        if own is not object.__getattribute__:
+            return self._through_own_getattribute(tx, own, name)
         mod = self.module
         source = AttrSource(self.source, name)
         instance_dict = mod.__dict__
@@ -185,7 +205,9 @@ class NNModuleVariable(UserDefinedObjectVariable):
             # A data descriptor on the class (a property) wins over the instance dict, as
             # object.__getattribute__ has it.
             return class_attribute(tx, self, self.cls, name, class_source=self._class_source())
-        for store in _STORES:
+        hook = class_static(tx, self.cls, "__getattr__")
+        own_hook = hook is not torch.nn.Module.__getattr__ and isinstance(hook, types.FunctionType)
+        for store in () if own_hook else _STORES:  # (torch's __getattr__ looks there: a class's own first)
             if name in instance_dict.get(store, {}):
                 return tx.wrap(instance_dict[store][name], self._member_source(tx, store, name))
         if self.source is not None:  # an instance attribute set later (``m.forward = ...``) shadows it
@@ -195,12 +217,63 @@ class NNModuleVariable(UserDefinedObjectVariable):
         try:
             return class_attribute(tx, self, self.cls, name, class_source=self._class_source())
         except AttributeMissing:
+            if own_hook and class_static(tx, self.cls, "__getattribute__") is object.__getattribute__:
+                # the class's own __getattr__, traced (it may end in torch's through super())
+                return call_getattr_hook(tx, UserMethodVariable(python_function(hook), self), name)
             if self.source is None or not self._plain_lookup(tx):
                 raise
             for store in _STORES:  # (torch's __getattr__ finds it in none of them either)
                 tx.guards.not_in_member_store(self.source, store, name)
             raise AttributeMissing.exactly(AttributeError(f"'{self.cls.__name__}' object has no attribute '{name}'"),
                                            guarded=True) from None
+
+    def _through_own_getattribute(self, tx: TracerContext, own: Any, name: str) -> VariableTracker:
+        """``module.name`` where the class has its own Python ``__getattribute__``: traced, as
+        any call (its ``super().__getattribute__`` is ``object_getattribute``); an AttributeError
+        it raises calls ``__getattr__`` (torch's, or the class's own), traced too."""
+        if not isinstance(own, types.FunctionType) or self.source is None:
+            raise Unsupported(f"reading {name!r} of {self.describe()}, whose class's __getattribute__ is not Python")
+        try:
+            return call_getattr_hook(tx, UserMethodVariable(python_function(own), self), name)
+        except AttributeMissing as missing:
+            hook = class_static(tx, self.cls, "__getattr__")
+            if missing.error is None or not isinstance(hook, types.FunctionType):
+                raise
+            return call_getattr_hook(tx, UserMethodVariable(python_function(hook), self), name)
+
+    def native_call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """``object.__getattribute__(module, name)`` (``super().__getattribute__`` in a class's
+        own): ``object_getattribute``; an AttributeError raised for the code to handle."""
+        if name == "__getattribute__" and len(args) == 1 and not kwargs and type(args[0].as_python_constant()) is str:
+            try:
+                return self.object_getattribute(tx, args[0].as_python_constant())
+            except AttributeMissing as e:
+                if e.error is None:
+                    raise
+                raise TracedException(e.error) from None
+        return super().native_call_method(tx, name, args, kwargs)
+
+    def object_getattribute(self, tx: TracerContext, name: str) -> VariableTracker:
+        """``object.__getattribute__`` of the module: the class's data descriptor, its own
+        ``__dict__``, the class; not torch's stores (``Module.__getattr__`` looks there). What it
+        reads is re-read as that (``object.__getattribute__(m, name)``), past the class's own."""
+        written = self.written_attribute(tx, name)
+        if written is not None:
+            return written
+        if name == "__dict__":
+            return ModuleInstanceDictVariable.of(tx, self, native=True)
+        source = ObjectAttrSource(self.source, name) if self.source is not None else None
+        instance_dict = self.module.__dict__
+        if name in instance_dict and not is_data_descriptor(class_static(tx, self.cls, name)):
+            return tx.wrap(instance_dict[name], source)
+        if self.source is not None and name not in instance_dict:
+            tx.guards.not_in_instance_dict(self.source, name, native=True)
+        try:
+            return class_attribute(tx, self, self.cls, name, class_source=self._class_source())
+        except AttributeMissing as e:
+            if e.error is not None:
+                raise
+            raise AttributeMissing.exactly(no_attribute(self.cls, name), guarded=True) from None
 
     def _plain_lookup(self, tx: TracerContext) -> bool:
         """The module's attribute lookup is torch's own: ``Module.__getattr__`` (the stores),
@@ -318,6 +391,8 @@ class NNModuleVariable(UserDefinedObjectVariable):
         _, call = lookup_on_class(tx, self.cls, "__call__")
         if call is not torch.nn.Module.__call__:  # the class's own __call__ runs, as in eager
             return super().call_function(tx, args, kwargs)
+        if class_static(tx, self.cls, "__getattribute__") is not object.__getattribute__:
+            return self._call_through_own_getattribute(tx, args, kwargs)
         if any(getattr(mod, hooks, None) for hooks in _HOOK_DICTS) or _global_hooks(tx):
             raise Unsupported(f"calling {self.describe()}, which has hooks", hint="CPython runs it, hooks and all")
         if issubclass(self.cls, torch.nn.RNNBase):
@@ -329,6 +404,26 @@ class NNModuleVariable(UserDefinedObjectVariable):
             checks = tx.guards.code(*(piece for i, h in enumerate(_HOOK_DICTS) for piece in (" and not " if i else "not ", self.source, f".{h}")))
             tx.guards.add(GuardKind.ID_MATCH, f"no hooks on {self.source.name}", checks, self.source)
         forward = self.var_getattr(tx, "forward")
+        return forward.call_function(tx, args, kwargs)
+
+    def _call_through_own_getattribute(self, tx: TracerContext, args: list[VariableTracker],
+                                       kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        """``module(...)`` where the class has its own ``__getattribute__``: what
+        ``Module.__call__`` reads of the module, in its order, read through it (traced); each
+        must be what ``object.__getattribute__`` finds (the forward excepted), the hooks empty."""
+        forward = None
+        for name in _CALL_READS:
+            read = self.var_getattr(tx, name)
+            if name == "forward":
+                forward = read
+                continue
+            if not _same_read(read, self.object_getattribute(tx, name)):
+                raise Unsupported(f"calling {self.describe()}, whose __getattribute__ changes {name!r}")
+            if name in _HOOK_DICTS and read.truth(tx):
+                raise Unsupported(f"calling {self.describe()}, which has hooks", hint="CPython runs it, hooks and all")
+        if _global_hooks(tx):
+            raise Unsupported(f"calling {self.describe()}, with global module hooks")
+        assert forward is not None
         return forward.call_function(tx, args, kwargs)
 
     def _children(self, tx: TracerContext) -> list[tuple[Any, VariableTracker]]:

@@ -1,7 +1,8 @@
 """Numbers and reductions over items: ``min``/``max`` (symbolic sizes through ``torch.sym_min``
 and ``sym_max``), ``sum``, ``pow``, ``any``/``all``, and the conversions ``int``, ``float``,
-``str``, ``complex`` (a symbolic number stays symbolic; a tensor's value is not read). Handlers
-register in ``object_protocol.HANDLERS`` like the builtins'."""
+``str``, ``complex`` (a symbolic number stays symbolic; a tensor's value is not read); ``str``,
+``repr`` and ``format`` of user objects (their Python methods, or object's run where the object
+exists). Handlers register in ``object_protocol.HANDLERS`` like the builtins'."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 
 from ..context import TracerContext
 from ..exc import Unsupported
-from .base import VariableTracker
+from .base import VariableTracker, class_static
 from .builtin_functions import HANDLERS, BuiltinVariable, Handler, handler, in_graph, is_tensor
 from .constant import ConstantVariable
 from .lists import items_one_by_one, sort_keys
@@ -82,10 +83,85 @@ HANDLERS[any] = lambda tx, iterable: ConstantVariable(any(i.truth(tx) for i in i
 HANDLERS[all] = lambda tx, iterable: ConstantVariable(all(i.truth(tx) for i in items_one_by_one(tx, iterable)))
 
 
-@handler(str, complex)
-def _scalar(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+class RuntimeStrVariable(VariableTracker):
+    """``str(obj)`` or ``repr(obj)`` of an object whose class keeps object's ``__repr__`` (and
+    ``__str__``): the text names the object's address, known only where the object exists, so
+    generated code makes it (``repr(obj)``, the object rebuilt if the trace made it). Nothing of
+    it is known while tracing: any other use breaks the graph."""
+
+    models = str  # (object.__repr__'s text of one object)
+
+    def __init__(self, obj: VariableTracker) -> None:
+        super().__init__(None)
+        self.obj = obj
+
+    def python_type(self) -> type:
+        return str
+
+    def describe(self) -> str:
+        return f"repr() of {self.obj.describe()}"
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.obj]
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.call_const(repr, lambda: [cg.reconstruct(self.obj)])
+
+
+def _object_text(tx: TracerContext, obj: ObjectVariableBase, name: str,
+                 args: tuple[VariableTracker, ...] = ()) -> VariableTracker | None:
+    """``str(obj)`` (``name`` "__str__"), ``repr(obj)`` or ``format(obj, spec)``, as CPython's
+    slots run them: the class's Python method, its result exactly a str; object's ``__format__``
+    (an empty spec) is ``str``, its ``__str__`` ``repr``; object's ``__repr__`` names the address,
+    made where the object exists (``RuntimeStrVariable``). None (the graph breaks) for a C one."""
+    if obj.has_python_method(tx, name):
+        result = obj.call_method(tx, name, list(args), {})
+        if result.python_type() is not str:  # (CPython's TypeError, or a str subclass: not modelled)
+            raise Unsupported(f"{name} of {obj.describe()} returned {result.describe()}")
+        return result
+    static = class_static(tx, obj.cls, name)
+    if name == "__format__" and (static is not _OBJECT_SLOTS[name] or args[0].as_python_constant() != ""):
+        return None  # (a C __format__, or object's with a spec: its TypeError, not modelled)
+    if name != "__repr__" and static is _OBJECT_SLOTS[name]:  # (object's __format__ is str(), its __str__ repr())
+        return _object_text(tx, obj, "__str__" if name == "__format__" else "__repr__")
+    return RuntimeStrVariable(obj) if static is _OBJECT_SLOTS["__repr__"] else None
+
+
+_OBJECT_SLOTS = {name: object.__dict__[name] for name in ("__str__", "__repr__", "__format__")}
+
+
+@handler(repr)
+def _repr(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+    if len(args) == 1 and not kwargs and isinstance(args[0], ObjectVariableBase):
+        return _object_text(tx, args[0], "__repr__")
+    return None
+
+
+@handler(format)
+def _format(tx: TracerContext, value: VariableTracker, spec: VariableTracker | None = None) -> VariableTracker | None:
+    spec = spec if spec is not None else ConstantVariable("")
+    if isinstance(value, ObjectVariableBase) and spec.is_python_constant() and type(spec.as_python_constant()) is str:
+        return _object_text(tx, value, "__format__", (spec,))
+    return None
+
+
+@handler(complex)
+def _complex(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
     if len(args) == 1 and isinstance(args[0], (ExceptionVariable, ObjectVariableBase)):
-        return args[0].call_method(tx, "__str__", [], {}) if isinstance(args[0], ExceptionVariable) else None
+        return None
+    return _scalar(tx, *args, **kwargs)
+
+
+@handler(str)
+def _str(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
+    if len(args) == 1 and not kwargs and isinstance(args[0], ExceptionVariable):
+        return args[0].call_method(tx, "__str__", [], {})
+    if len(args) == 1 and not kwargs and isinstance(args[0], ObjectVariableBase):
+        return _object_text(tx, args[0], "__str__")
+    return _scalar(tx, *args, **kwargs)
+
+
+def _scalar(tx: TracerContext, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker | None:
     if any(is_tensor(a) for a in args):
         raise Unsupported("converting a tensor to a Python number reads its value", hint="keep it a tensor")
     return None

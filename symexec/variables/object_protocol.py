@@ -27,6 +27,7 @@ A descriptor written in Python (its class's ``__get__`` a Python function) has t
 
 from __future__ import annotations
 
+import _thread
 import types
 from typing import Any, Callable, Protocol
 
@@ -155,6 +156,8 @@ def generic_getattr(tx: TracerContext, obj: RealInstance, name: str, native: boo
     static = class_static(tx, cls, name)
     if static is not None and type(static).__name__ == "member_descriptor":  # __slots__
         return tx.wrap(object.__getattribute__(obj.value, name), attr_source)
+    if type(static) is property and _native_getter(static.fget):  # (a pybind11 property)
+        return tx.wrap(static.__get__(obj.value, cls), attr_source)
     data_descriptor = is_data_descriptor(static)
     if data_descriptor and class_static(tx, type(static), "__get__") is None:  # (the instance dict, then the descriptor)
         raise Unsupported(f"reading the data descriptor {cls.__qualname__}.{name}, which has no __get__")
@@ -170,6 +173,13 @@ def generic_getattr(tx: TracerContext, obj: RealInstance, name: str, native: boo
     if instance_dict is not None and not data_descriptor:  # an instance attribute set later shadows it
         tx.guards.not_in_instance_dict(obj.source, name, native)
     return class_attribute(tx, obj.receiver, cls, name, class_source=obj._class_source())
+
+
+def _native_getter(fget: Any) -> bool:
+    """Whether a property's getter is an extension's compiled accessor (pybind11's
+    ``instancemethod``, which runs no Python code of the user's): read for real, the value
+    wrapped with its source. (A builtin such as ``len`` may call the object's Python methods.)"""
+    return type(fget).__name__ == "instancemethod" and type(fget).__module__ == "builtins"
 
 
 def descriptor_store(tx: TracerContext, obj: VariableTracker, cls: type, name: str, value: VariableTracker | None) -> bool:
@@ -201,15 +211,20 @@ def descriptor_store(tx: TracerContext, obj: VariableTracker, cls: type, name: s
 
 
 def _instance_dict(value: Any) -> dict | None:
-    """The object's own ``__dict__`` as the generic lookup reads it, or None (slots only)."""
+    """The object's own ``__dict__`` as the generic lookup reads it, or None (slots only): a
+    ``threading.local``'s is the calling thread's."""
     try:
+        if isinstance(value, _thread._local):
+            return _thread._local.__getattribute__(value, "__dict__")
         return object.__getattribute__(value, "__dict__")
     except AttributeError:
         return None
 
 
-# C classes whose __getattribute__/__setattr__ slots are CPython's generic ones, set explicitly.
-_GENERIC_ACCESS = frozenset({types.SimpleNamespace})
+# C classes whose __getattribute__/__setattr__ slots are CPython's generic ones, set explicitly
+# (``threading.local``'s over the calling thread's own dict: the one the trace, the guards and
+# the replay all see, since each runs in the thread making the call).
+_GENERIC_ACCESS = frozenset({types.SimpleNamespace, _thread._local})
 
 
 def tp_name(cls: type) -> str:

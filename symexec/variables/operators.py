@@ -26,8 +26,9 @@ from .dicts import ConstDictVariable, DictViewVariable
 from .functions import UserFunctionVariable
 from .lists import (BaseListVariable, InputIteratorVariable, IteratorVariable, ListVariable, RangeVariable, SizeVariable,
                     SliceVariable, TupleVariable, items_one_by_one)
-from .classes import COMPUTED_ALIAS_TYPES, UserDefinedClassVariable
+from .classes import COMPUTED_ALIAS_TYPES, ClassDictVariable, UserDefinedClassVariable
 from .ndarray import NdarrayVariable, array_operator, getitem as array_getitem, setitem as array_setitem
+from .number_builtins import RuntimeStrVariable
 from .sets import SetVariable
 from .tensor import StorageVariable, SymNodeVariable, record_call
 from .base import class_static
@@ -160,6 +161,8 @@ def _make_binary(fn: Any) -> Handler:
         if fn in (operator.eq, operator.ne) and not (a.is_python_constant() and b.is_python_constant()):
             if isinstance(a, (SetVariable, DictViewVariable)) or isinstance(b, (SetVariable, DictViewVariable)):
                 return None  # a set equals a frozenset, dict_keys a set: by value, or unsupported
+            if isinstance(a, RuntimeStrVariable) or isinstance(b, RuntimeStrVariable):
+                return None  # (a str known only when the code runs: it may equal any str)
             if type(a) is not type(b) and not any(isinstance(a, family) and isinstance(b, family)
                                                   for family in (BaseListVariable, ConstDictVariable)):
                 # Different families never compare equal (tensors were handled above).
@@ -332,7 +335,7 @@ HANDLERS[operator.is_not] = lambda tx, a, b: ConstantVariable(not identical(a, b
 def _contains(tx: TracerContext, container: VariableTracker, item: VariableTracker) -> VariableTracker | None:
     if isinstance(container, ObjectVariableBase) and container.has_python_method(tx, "__contains__"):
         return ConstantVariable(container.call_method(tx, "__contains__", [item], {}).truth(tx))
-    if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable, InstanceDictVariable)):
+    if isinstance(container, (ConstDictVariable, SetVariable, DictViewVariable, InstanceDictVariable, ClassDictVariable)):
         return container.call_method(tx, "__contains__", [item], {})
     if is_tensor(container) or is_tensor(item) and not isinstance(container, BaseListVariable):
         return None

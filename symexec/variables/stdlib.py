@@ -20,7 +20,7 @@ from .. import versions
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, EnvironItemSource, PrivateObjectSource, Source, WeakRefTargetSource
+from ..source import AttrSource, EnvironItemSource, LocalSource, PrivateObjectSource, Source, WeakRefTargetSource
 from .base import VariableTracker, class_static, hash_key
 from .builtin_functions import CLASS_METHODS, HANDLERS, BuiltinVariable, Handler, handler, run_pure
 from .dicts import ConstDictVariable
@@ -146,6 +146,45 @@ class WeakRefVariable(VariableTracker):
         self.source.emit_load(cg)
 
 
+# -- weakref.ref(obj) made inside -----------------------------------------------------------------
+class NewWeakRefVariable(VariableTracker):
+    """``weakref.ref(x)`` made by the trace, of an object held by a local of the compiled frame
+    (an argument): calling it gives that object while the local still holds it (then CPython's
+    referent is alive); once the local is rebound the graph breaks (it may be dead). Rebuilt as
+    ``weakref.ref(x)`` (CPython hands back the one plain reference of an object). Not modelled:
+    a callback, a referent not held by a local of the frame."""
+
+    models = weakref.ReferenceType
+
+    def __init__(self, tx: TracerContext, referent: VariableTracker) -> None:
+        super().__init__(None)
+        self.referent = referent
+        self.frame = tx.trace.translators[0]  # (the compiled frame, whose local holds the referent)
+
+    def python_type(self) -> type:
+        return weakref.ReferenceType
+
+    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        name = self.referent.source.local  # type: ignore[union-attr]
+        if args or kwargs or self.frame.locals.get(name) is not self.referent:
+            raise Unsupported("calling a weak reference whose referent the frame no longer holds in its local")
+        return self.referent
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.referent]
+
+    def reconstruct(self, cg: Any) -> None:
+        cg.call_const(weakref.ref, lambda: [cg.reconstruct(self.referent)])
+
+
+@handler(weakref.ref)
+def _weakref_new(tx: TracerContext, obj: VariableTracker, *rest: VariableTracker) -> VariableTracker | None:
+    if rest or not isinstance(obj.source, LocalSource) or obj.python_type().__weakrefoffset__ == 0 \
+            or tx.trace.translators[0].locals.get(obj.source.local) is not obj:
+        return None
+    return NewWeakRefVariable(tx, obj)
+
+
 # -- sys.intern(s): the one str object of that value (namedtuple() interns its field names) ----
 @handler(sys.intern)
 def _intern(tx: TracerContext, string: VariableTracker) -> VariableTracker | None:
@@ -163,7 +202,9 @@ def _tuple_new(tx: TracerContext, cls: VariableTracker, iterable: VariableTracke
     if klass is tuple:
         return TupleVariable(items)
     if isinstance(klass, type) and issubclass(klass, tuple) and class_static(tx, klass, "_fields") is not None:
-        return NamedTupleVariable(items, klass)  # (no length check: _make checks it, as CPython's does)
+        # (no length check: _make checks it, as CPython's does; a class the trace made is rebuilt
+        # per run, and its instances through it)
+        return NamedTupleVariable(items, klass, class_var=cls if cls.built_once else None)
     return None
 
 

@@ -21,7 +21,7 @@ from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, Source
-from .base import BoundMethodVariable, Registry, VariableTracker, as_proxy, only_asking
+from .base import BoundMethodVariable, Registry, VariableTracker, as_proxy, class_static, only_asking
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import set_grad_mode
 from .lists import ListVariable, NamedTupleVariable, SizeVariable, TupleVariable
@@ -67,6 +67,9 @@ _BREAKING_METHODS = {
 # ``t.numpy()``: the array over the tensor's memory (registered by ndarray.py, whose trackers
 # hold tensors: it comes after this module).
 NUMPY_CONVERSION: dict[str, Any] = Registry("tensor.NUMPY_CONVERSION")
+
+
+_OBJECT_CLASS = object.__dict__["__class__"]  # (the getset every object's ``__class__`` is, unless overridden)
 
 
 class TensorVariable(VariableTracker):
@@ -131,6 +134,8 @@ class TensorVariable(VariableTracker):
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name == "shape":
             return self.call_method(tx, "size", [], {})
+        if name == "__class__" and class_static(tx, self.python_type(), "__class__") is _OBJECT_CLASS:
+            return tx.wrap(self.python_type(), None)  # (its exact type: pinned by the tensor's guard)
         if name in _METADATA_ATTRS:
             if self.source is not None and name not in _PINNED_BY_TENSOR_GUARD:
                 return self.input_fact(tx, name, f".{name}", lambda t: getattr(t, name))

@@ -26,7 +26,7 @@ from .constant import ConstantVariable, is_literal
 from .builtin_subclasses import construct_list_subclass
 from .dicts import construct_dict_subclass
 from .enums import enum_member, is_plain_enum
-from .native_methods import CONTAINER_CLASSES, NATIVE_OWNERS, NativeMethodVariable
+from .native_methods import CONTAINER_CLASSES, CONTAINER_LENS, NATIVE_OWNERS, NativeMethodVariable, native_item
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
 from .tensor import record_call
@@ -84,8 +84,12 @@ class ObjectVariableBase(VariableTracker):
         return tx.wrap(self.cls, self._class_source())
 
     def call_method(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if name == "__len__" and not args and not kwargs and self.cls in CONTAINER_CLASSES \
-                and self.source is not None and hasattr(self, "value"):
+        if name == "__getitem__" and len(args) == 1 and not kwargs and self.source is not None and hasattr(self, "value"):
+            found = native_item(tx, self.cls, self.value, self.source, args[0])
+            if found is not None:
+                return found
+        if name == "__len__" and not args and not kwargs and self.source is not None and hasattr(self, "value") \
+                and (self.cls in CONTAINER_CLASSES or class_static(tx, self.cls, "__len__") in CONTAINER_LENS):
             # a builtin container held as an object (its items are not modelled: a dict keyed by
             # torch's operators): its length, guarded (nothing in the trace changes it: any
             # method that would breaks the graph)
@@ -133,13 +137,15 @@ class ObjectVariableBase(VariableTracker):
         """What the class's methods and descriptors get as the object."""
         return self
 
-    def object_setattr(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+    def object_setattr(self, tx: TracerContext, name: str, value: VariableTracker | None, native: bool = False) -> None:
         """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None):
-        a data descriptor of the class takes it (traced), else the instance store."""
+        a data descriptor of the class takes it (traced), else the instance store. ``native``:
+        called as ``object``'s method itself (``super().__setattr__`` in a class's own), which
+        is what a replay must call too."""
         if not descriptor_store(tx, self.receiver, self.cls, name, value):
-            self.generic_store(tx, name, value)
+            self.generic_store(tx, name, value, native)
 
-    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None, native: bool = False) -> None:
         """``object.__setattr__(obj, name, value)`` (``object.__delattr__`` when value is None)."""
         raise Unsupported(f"setting attribute {name!r} of {self.describe()}")
 
@@ -156,7 +162,7 @@ class ObjectVariableBase(VariableTracker):
         arity = {"__setattr__": 2, "__delattr__": 1}.get(name)
         if arity is None or kwargs or len(args) != arity or type(args[0].as_python_constant()) is not str:
             raise Unsupported(f"calling object.{name} on {self.describe()}")
-        self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None)
+        self.object_setattr(tx, args[0].as_python_constant(), args[1] if arity == 2 else None, native=True)
         return ConstantVariable(None)
 
     def unpack(self, tx: TracerContext) -> list[VariableTracker]:
@@ -368,15 +374,17 @@ class UserDefinedObjectVariable(ObjectVariableBase):
             return
         super().store_attr(tx, name, value)
 
-    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None, native: bool = False) -> None:
         """Replayed after the graph as ``obj.name = value``, which is the generic store only
-        where the class's ``__setattr__`` (``__delattr__``) is object's."""
+        where the class's ``__setattr__`` (``__delattr__``) is object's; ``native`` (object's
+        own method was called, inside the class's own): as ``object.__setattr__(obj, name, value)``."""
         static = class_static(tx, self.cls, name)
         method = "__delattr__" if value is None else "__setattr__"
-        if (hasattr(static, "__set__") and not is_slot(static, name)) or not generic_access(tx, self.cls, method) \
+        generic = generic_access(tx, self.cls, method)
+        if (hasattr(static, "__set__") and not is_slot(static, name)) or not (generic or native) \
                 or isinstance(self.source, PrivateObjectSource):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor or {method})")
-        tx.trace.side_effects.store_attr(self, name, DELETED if value is None else value)
+        tx.trace.side_effects.store_attr(self, name, DELETED if value is None else value, None if generic else object)
 
     def __repr__(self) -> str:
         return f"UserDefinedObjectVariable({self.cls.__qualname__})"
@@ -478,7 +486,7 @@ class NewObjectVariable(ObjectVariableBase):
             raise AttributeMissing.exactly(unset_slot(self.cls, name))
         return class_attribute(tx, self, self.cls, name, class_source=None)
 
-    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None) -> None:
+    def generic_store(self, tx: TracerContext, name: str, value: VariableTracker | None, native: bool = False) -> None:
         static = class_static(tx, self.cls, name)
         if hasattr(static, "__set__") and not is_slot(static, name):
             raise Unsupported(f"setting {self.cls.__qualname__}.{name} runs Python code (a descriptor)")
@@ -666,6 +674,10 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
         call = class_static(tx, type(cls), "__call__")
         if isinstance(call, types.FunctionType):
             return _function(call, None).call_function(tx, [tx.wrap(cls, ConstSource.of(cls)), *args], kwargs)
+        if isinstance(call, type) and class_static(tx, type(call), "__get__") is None:
+            # Not a descriptor, so not bound to the class: called as it is (a TypedDict's
+            # metaclass has ``__call__ = dict``, its classes make plain dicts).
+            return tx.wrap(call, None).call_function(tx, args, kwargs)
         if call is not type.__call__:  # ABCMeta is fine; a metaclass's C __call__ is not
             raise Unsupported(f"constructing {cls.__qualname__}, whose metaclass is {type(cls).__qualname__}")
     if issubclass(cls, BaseException) and not kwargs and not any(

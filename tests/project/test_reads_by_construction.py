@@ -30,6 +30,15 @@ ALLOWED = {
     ("variables/optimizer.py", "InitGroupVariable._make_state"):
         "whether to make an optimizer's missing state for real before tracing _init_group, which reads it guarded",
     ("variables/base.py", "find_on_class"): "the one guarded class lookup",
+    ("variables/classes.py", "ClassDictVariable.call_method"):
+        "a class's own dict read by one name (cls.__dict__[name]): the name's presence guarded (class_dict_has), "
+        "the value wrapped with its source",
+    ("variables/nn_module.py", "NNModuleVariable.object_getattribute"):
+        "a module's own instance dict (object.__getattribute__): a name in it re-read through "
+        "object.__getattribute__ (its source), one not in it guarded absent",
+    ("variables/native_methods.py", "<module>"): "list's, tuple's and dict's own __len__ and __getitem__: builtin classes",
+    ("variables/number_builtins.py", "<module>"): "object's own __str__ and __repr__: a builtin class, which cannot change",
+    ("variables/tensor.py", "<module>"): "object's own __class__ descriptor: a builtin class, which cannot change",
     ("variables/functions.py", "<module>"):
         "the attribute names of the builtin function and method types and of object (immutable), read at import",
     ("variables/functions.py", "_with_attributes"):

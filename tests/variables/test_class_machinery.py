@@ -1266,3 +1266,147 @@ def test_class_attribute_writes_the_trace_cannot_model_break():
     for fn in (special, through_meta, deleting):
         check(fn, _t(2), expect_traced=False)
     _Settings.__doc__ = _Settings.__dict__.get("__doc__")
+
+
+# --------------------------------------------------------------------------------------------
+# A class's own dict and layout read through type's descriptors
+
+
+def test_class_dict_membership_and_items_guarded_per_name():
+    # (reading A.__dict__ broke the graph) `in`, [name] and get() on the class's own dict
+    class A:
+        x = 4
+        y = 5
+
+        def __init__(self):
+            self.a = 6
+
+    a = A()
+
+    def fn(x):
+        d = type(a).__dict__
+        if "x" in d:
+            return x + 1, d["y"], d.get("a", "absent"), "__init__" in A.__dict__
+        return x + 2, d.get("z")
+
+    check(fn, _t(4))
+    assert_same_graphs_as_dynamo(fn, _t(4))
+
+    def drop_x():
+        del A.x
+
+    def add_a():
+        A.a = 7
+
+    check_sequence(fn, [_t(3)], drop_x, [_t(3)], add_a, [_t(3)])
+
+
+def test_class_dict_missing_name_raises_key_error_as_eager():
+    class B:
+        pass
+
+    def fn(x):
+        try:
+            return B.__dict__["nope"]
+        except KeyError as e:
+            return x + 1, e.args
+
+    check(fn, _t(3))
+
+
+def test_class_flags_read_from_type_guarded():
+    # (reading __flags__ broke the graph) the mapping flag of a class passed in or of type(mod)
+    import collections.abc
+
+    mapping_flag = 1 << 6
+
+    class ModuleA(torch.nn.ModuleDict, collections.abc.MutableMapping):
+        def __hash__(self):
+            return id(self)
+
+    def of_class(x, cls):
+        if cls.__flags__ & mapping_flag:
+            return x + 1
+        return x - 1
+
+    def of_module(x, mod):
+        if type(mod).__flags__ & mapping_flag:
+            return x + 1
+        return x - 1
+
+    check_sequence(of_class, [_t(2, 3), ModuleA], [_t(2, 3), torch.nn.ModuleDict])
+    check(of_module, _t(2, 3), ModuleA())
+    assert symexec.explain(of_class, _t(2, 3), ModuleA).graph_break_count == 0
+    assert symexec.explain(of_module, _t(2, 3), ModuleA()).graph_break_count == 0
+
+
+def test_typed_dict_class_called_makes_a_plain_dict():
+    # (constructing it broke the graph: its metaclass's __call__ is ``dict``, not bound to the class)
+    from typing import Literal, TypedDict
+
+    class PixelInputs(TypedDict):
+        type: Literal["pixel_values"]
+        data: torch.Tensor
+
+    def fn(x, y):
+        obj = PixelInputs(type=int, data=y)
+        out = x * obj["data"]
+        obj["data"] = 3
+        return out * obj["data"], obj, type(obj)
+
+    def total(x, y):
+        obj = PixelInputs({"data": y}, total=False)
+        return x * obj["data"], obj
+
+    for f in (fn, total):
+        check(f, _t(4), _t(4))
+        assert_same_graphs_as_dynamo(f, _t(4), _t(4))
+
+
+def test_classmethod_over_a_property_on_an_int_enum():
+    # (reading it broke the graph: a classmethod over a property) Python 3.9-3.12 bind it
+    # through the property's __get__ on the class: its getter runs with the class
+    class Index(enum.IntEnum):
+        _X = 0
+        _Y = 1
+        _HEADING = 2
+
+        @classmethod
+        def size(cls):
+            return 5
+
+        @classmethod
+        @property
+        def POINT(cls):
+            return slice(cls._X, cls._Y + 1)
+
+        @classmethod
+        @property
+        def HEADING(cls):
+            return cls._HEADING
+
+    linear = torch.nn.Linear(10, Index.size())
+
+    def fn(x):
+        states = linear(x)
+        states[..., Index.POINT] = states[..., Index.POINT].tanh() * 32
+        states[..., Index.HEADING] = states[..., Index.HEADING].tanh() * torch.pi
+        return states
+
+    if not symexec.versions.V.classmethod_chains_get:  # (3.13: no longer chained, eager itself fails)
+        return
+    check(fn, _t(1, 10))
+    assert_same_graphs_as_dynamo(fn, _t(1, 10))
+
+
+def test_class_dict_after_the_trace_set_the_name_breaks():
+    # the class is changed only after the graph: its dict does not hold the write yet
+    class C:
+        pass
+
+    def fn(x):
+        C.y = 3
+        return x + 1, "y" in C.__dict__, C.__dict__.get("y")
+
+    check(fn, _t(2))
+    del C.y

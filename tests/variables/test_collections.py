@@ -7,7 +7,7 @@ import typing
 import torch
 
 import symexec
-from helpers import check, check_sequence, symexec_graphs
+from helpers import check, check_sequence, dynamo_graphs, symexec_graphs
 
 
 def _t(*shape):
@@ -328,3 +328,77 @@ def test_default_factory_of_a_defaultdict_read():
         return x + 1, made.default_factory, keys.default_factory, given.default_factory
     check(fn, _t(), collections.defaultdict(int, {"a": 1}))
     assert not symexec.explain(fn, _t(), collections.defaultdict(int)).break_reasons
+
+
+# --------------------------------------------------------------------------------------------
+# collections.namedtuple called inside: a class per call, as in eager
+
+
+def _plain(value):
+    """A named tuple as data that compares across calls: each call makes its own class."""
+    return tuple(value), type(value).__name__, type(value).__module__, type(value)._fields
+
+
+def test_namedtuple_made_inside_and_used():
+    # (namedtuple() ran its eval() and broke the graph) made now, its instances traced
+    def fn(a, b):
+        mytuple = collections.namedtuple("mytuple", ["x", "y", "xy"])
+        tmp = mytuple(a, b, a + b)
+        return _plain(mytuple(tmp.x, tmp[1], tmp.xy + b))
+
+    def with_defaults(a, b):
+        mytuple = collections.namedtuple("mytuple", ["x", "y", "xy"], defaults=(None, 1, None))
+        tmp = mytuple(a, xy=b)
+        return _plain(mytuple(tmp.x, tmp[1], tmp.xy + b)), mytuple._field_defaults
+
+    for f in (fn, with_defaults):
+        check(f, _t(), _t())
+        assert symexec.explain(f, _t(), _t()).graph_break_count == 0
+        # (graphs only: torch.compile gives the class torch's own module as its __module__)
+        assert symexec_graphs(f, _t(), _t())[1].op_counts() == dynamo_graphs(f, _t(), _t())[1].op_counts()
+
+
+def test_namedtuple_class_made_inside_escapes_as_a_new_class_per_call():
+    # the class and its instances leave the call: one class per call, its instances of it
+    def fn(a):
+        P = collections.namedtuple("P", "x y")
+        p = P(a, 2)
+        q = p._replace(y=a + 1)
+        return P, p, q, type(p)
+
+    compiled = symexec.compile(fn, fullgraph=True)
+    x = _t()
+    first, second = compiled(x), compiled(x)
+    for P, p, q, kind in (first, second):
+        assert kind is P and type(p) is P and type(q) is P and P.__module__ == __name__
+        assert p.x is x and p.y == 2 and torch.equal(q.y, x + 1)
+    assert first[0] is not second[0]
+
+
+def test_namedtuple_made_inside_across_a_graph_break():
+    def fn(a):
+        P = collections.namedtuple("P", ["x", "y"], defaults=(0,))
+        p = P(a + 1)
+        symexec.graph_break()
+        return _plain(P(p.x * 2, p.y)), type(p) is P
+
+    check(fn, _t())
+
+
+def test_namedtuple_made_inside_with_bad_fields_raises_as_eager():
+    def fn(a):
+        try:
+            collections.namedtuple("P", ["x", "x"])
+        except ValueError as e:
+            return a + 1, str(e)
+
+    check(fn, _t())
+
+
+def test_namedtuple_class_made_inside_set_attribute_breaks():
+    def fn(a):
+        P = collections.namedtuple("P", "x")
+        P.extra = 3
+        return _plain(P(a + 1)), P.extra
+
+    check(fn, _t())

@@ -210,9 +210,63 @@ def test_an_uncaught_frozen_instance_error():
     check(f, Frozen(torch.ones(2), 3), torch.ones(2), expect_traced=False)
 
 
-class ReversedDict(dict):
+class _ItemsModelOutput(collections.OrderedDict):
+    """A ModelOutput as older HuggingFace wrote it: string keys through ``dict(self.items())``."""
+
+    def __getitem__(self, k):
+        if isinstance(k, str):
+            inner_dict = dict(self.items())
+            return inner_dict[k]
+        return self.to_tuple()[k]
+
+    def __setattr__(self, name, value):
+        if name in self.keys() and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+def test_ordered_dict_subclass_reading_through_dict_of_its_items():
+    # (dict(self.items()) broke the graph: whether a dict view has `keys` was not known)
+    def by_key(x):
+        return x["a"] + 1
+
+    def by_attribute(x):
+        return x.a + 1
+
+    def through_tuple(x):
+        return x.to_tuple()[0] + 1
+
+    def by_index(x):
+        return x[0] + 1
+
+    for fn in (by_key, by_attribute, through_tuple, by_index):
+        ex = _ItemsModelOutput(a=torch.randn(10), b=torch.randn(10), c=torch.randn(10))
+        check(fn, ex)
+        assert symexec.explain(fn, ex).graph_break_count == 0
+        assert_same_graphs_as_dynamo(fn, ex)
+
+
+def test_dict_of_a_dict_view():
+    def fn(d):
+        return dict(d.items())["a"] + 1, dict(d.keys() and d.items()), hasattr(d.values(), "keys")
+
+    check(fn, {"a": torch.ones(2), "b": 3})
+    check(fn, collections.OrderedDict(a=torch.ones(2)))
+
+
+class _ReversedDict(dict):
     def __iter__(self):
         return reversed(list(self.keys()))
+
+
+ReversedDict = _ReversedDict
 
 
 class ReversedKeysDict(ReversedDict):
@@ -228,3 +282,25 @@ def test_passed_in_with_its_own_iter_reads_items_natively_and_iterates_with_it()
     assert symexec.explain(fn, torch.randn(4), ReversedDict({"foo": 1, "bar": 2})).graph_break_count == 0
     check(fn, torch.randn(4), ReversedKeysDict({"foo": 1, "bar": 2}))
     assert_same_graphs_as_dynamo(lambda x, d: x * d["foo"] * d["bar"], torch.randn(4), ReversedDict({"foo": 1, "bar": 2}))
+
+
+class _OneIterList(list):
+    def __iter__(self):
+        return iter([0])
+
+
+def test_subclass_with_its_own_iter_read_by_key_and_length():
+    # (d["foo"] broke the graph: "no Python __getitem__") the builtin's own lookup, read
+    # through its source; a key gone or another length retraces
+    def fn(x, d):
+        return x * d["foo"] * d["bar"], len(d)
+
+    check_sequence(fn, [torch.randn(4), _ReversedDict({"foo": 1, "bar": 2})],
+                   [torch.randn(4), _ReversedDict({"foo": 3, "bar": 2, "z": 0})], [torch.randn(4), _ReversedDict({"bar": 2})])
+    assert symexec.explain(fn, torch.randn(4), _ReversedDict({"foo": 1, "bar": 2})).graph_break_count == 0
+
+    def by_index(x, items):
+        return x * items[0] + items[-1], len(items)
+
+    check_sequence(by_index, [torch.randn(4), _OneIterList([1, 2])], [torch.randn(4), _OneIterList([3])],
+                   [torch.randn(4), _OneIterList([])])

@@ -420,6 +420,27 @@ def test_lru_cache_called_with_dtypes_devices_and_enum_members():
     assert ours.graph_count == 1 and symexec.explain(fn, torch.randn(3)).graph_break_count == 0
 
 
+def test_partial_made_inside_has_its_own_dict():
+    # (reading a new partial's __dict__ broke the graph) an empty dict, one object, whose items
+    # are the partial's attributes
+    def fn(t):
+        f = lambda x, y: torch.sin(x) + torch.cos(y)  # noqa: E731
+        p = functools.partial(f, y=t)
+        if hasattr(p, "__dict__"):
+            return p(t), p.__dict__, p.__dict__ is p.__dict__
+        return torch.zeros_like(t)
+
+    def written(t):
+        p = functools.partial(torch.add, t)
+        d = p.__dict__
+        d["k"] = 3
+        return p(t), p.k, hasattr(p, "j")
+
+    for f in (fn, written):
+        check(f, torch.randn(3, 4))
+        assert symexec.explain(f, torch.randn(3, 4)).graph_break_count == 0
+
+
 def test_lru_cache_of_no_argument_already_filled_answers_without_running():
     # A hit runs no code: torch's is_fx_tracing logs its warning once through one (its logging
     # broke the graph). Once the cache is cleared, the code runs again, as in eager.

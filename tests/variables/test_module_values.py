@@ -377,3 +377,70 @@ def test_a_module_made_in_the_trace_with_its_own_state_protocol_is_not_copied_th
         symexec.graph_break()
         return m(x), sorted(vars(m))
     check(fn, torch.ones(2), expect_traced=False)
+
+
+# --------------------------------------------------------------------------------------------
+# A module class's own __getattr__ / __getattribute__
+
+
+class _QueueModule(torch.nn.Module):
+    """Names in a plain dict attribute answered by its own __getattr__, the rest by torch's."""
+
+    def __init__(self):
+        super().__init__()
+        self.custom_dict = {"queue": [torch.rand((2, 2)) for _ in range(3)]}
+        self.other_attr = torch.rand((2, 2))
+        self.lin = torch.nn.Linear(2, 2)
+
+    def __getattr__(self, name):
+        custom_dict = self.custom_dict
+        if name in custom_dict:
+            return custom_dict[name]
+        return super().__getattr__(name)
+
+    def forward(self, x):
+        return self.lin(x @ self.other_attr + self.queue[-1]), hasattr(self, "nope")
+
+
+def test_module_with_its_own_getattr():
+    # (a name only its __getattr__ knows was "no attribute", a break) traced, then torch's
+    mod = _QueueModule()
+    check(mod, torch.rand((2, 2)))
+    assert_same_graphs_as_dynamo(mod, torch.rand((2, 2)))
+
+    def swap_queue():
+        mod.custom_dict["queue"] = [torch.ones(2, 2)]
+
+    check_sequence(lambda x: mod(x), [torch.rand((2, 2))], swap_queue, [torch.rand((2, 2))])
+
+
+class _SpecialModule(torch.nn.Module):
+    """Its own __getattribute__: one name made up, one changed, the rest object's."""
+
+    def __init__(self):
+        super().__init__()
+        self.my_number = 42
+        self.lin = torch.nn.Linear(2, 2)
+
+    def __getattribute__(self, name):
+        if name == "special_attr":
+            return torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+        if name == "my_number":
+            return super().__getattribute__(name) + 58
+        return super().__getattribute__(name)
+
+    def forward(self, x):
+        return self.my_number * x + self.special_attr * x + self.lin(x)
+
+
+def test_module_with_its_own_getattribute():
+    # (its __getattribute__ was ignored: `self.my_number` read 42 where eager reads 100, and a
+    # name only it knows broke the graph) every read goes through it, traced
+    mod = _SpecialModule()
+    check(mod, torch.rand((2, 2)))
+    assert symexec.explain(mod, torch.rand((2, 2))).graph_break_count == 0
+
+    def fn(m, x):
+        return m(x)
+
+    check(fn, mod, torch.rand((2, 2)))

@@ -754,3 +754,27 @@ def test_len_of_a_dict_keyed_by_torch_operators():
         assert torch.equal(compiled(x), x * 3)
     finally:
         del _TABLE_OF_OPS[torch.ops.aten.sub.Tensor]
+
+
+def test_weak_reference_made_inside_to_an_argument():
+    # (constructing weakref.ref broke the graph) a reference to an argument, called while the
+    # argument is held: the argument itself; returned, it is the real reference to it
+    import weakref
+
+    def fn(x, y):
+        x_weak = weakref.ref(x)
+        return x_weak() * y, x_weak() is x
+
+    check(fn, torch.randn(4), torch.randn(4))
+    assert symexec.explain(fn, torch.randn(4), torch.randn(4)).graph_break_count == 0
+
+    def escapes(x):
+        ref = weakref.ref(x)
+        return x + 1, ref
+
+    compiled = symexec.compile(escapes, fullgraph=True)
+    x = torch.randn(3)
+    out, ref = compiled(x)
+    assert ref is weakref.ref(x) and ref() is x
+    torch.testing.assert_close(out, x + 1)
+

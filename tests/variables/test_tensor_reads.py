@@ -259,3 +259,16 @@ def test_storage_identity_breaks():
     base = torch.zeros(6)
     for args in ((torch.zeros(3), torch.zeros(3)), (base[:3], base[3:])):  # (the helpers' copies are no views)
         assert_same(fn(*args), symexec.compile(fn, backend="eager")(*args))
+
+
+def test_class_of_a_tensor_and_its_name_in_an_f_string():
+    # (x.__class__ was a bound method of the tensor) the tensor's exact type, pinned by its guard
+    def fn(x):
+        tmp = f"{x.__class__.__name__} foo"
+        if tmp.startswith("Tensor"):
+            return x + 1, x.__class__
+        return x - 1
+
+    check(fn, torch.randn(3))
+    check(fn, torch.nn.Parameter(torch.randn(3)))
+    assert_same_graphs_as_dynamo(fn, torch.randn(3))

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import symexec
-from helpers import assert_same_graphs_as_dynamo, check
+from helpers import assert_same, assert_same_graphs_as_dynamo, check
 
 
 def _t(*shape):
@@ -403,3 +403,203 @@ def test_torch_function_dispatch_follows_disabled_torch_function():
             compiled(x)
     assert str(ours.value) == str(eager.value)
     assert torch.equal(compiled(x), fn(x))
+
+
+def test_str_of_a_new_object_runs_its_python_str_or_repr():
+    # (str() of a new object broke the graph) its class's __str__, or __repr__ under object's __str__
+    class CustomStr:
+        def __str__(self):
+            return "ok"
+
+    class CustomRepr:
+        def __init__(self, n):
+            self.n = n
+
+        def __repr__(self):
+            return f"CustomRepr({self.n})"
+
+    def fn(x):
+        return x + 1, str(CustomStr()), str(CustomRepr(3))
+
+    check(fn, torch.ones(4))
+    assert symexec.explain(fn, torch.ones(4)).graph_break_count == 0
+
+
+def test_str_of_an_object_whose_str_returns_a_non_str_raises_as_eager():
+    class Bad:
+        def __str__(self):
+            return 3
+
+    def fn(x):
+        try:
+            return str(Bad())
+        except TypeError:
+            return x + 1
+
+    check(fn, torch.ones(2), expect_traced=False, captured=False)
+
+
+
+class PrefixedAttributes:
+    """Stores every attribute under a prefix through object's __setattr__; reads it back in __getattr__."""
+
+    def __setattr__(self, key, value):
+        super().__setattr__(f"pfx_{key}", value)
+
+    def __getattr__(self, key):
+        try:
+            return self.__dict__[f"pfx_{key}"]
+        except KeyError:
+            raise AttributeError(key) from None
+
+
+def test_own_setattr_ending_in_object_setattr_on_an_input():
+    # (the store broke the graph: its replay as `obj.name = value` would run __setattr__ again)
+    # replayed as object.__setattr__(obj, "pfx_y", value), once, as eager stored it
+    def fn(obj):
+        obj.y = obj.x + 1
+        return obj.y * 2
+
+    obj = PrefixedAttributes()
+    obj.x = torch.randn(8)
+    check(fn, obj)
+    calls = []
+
+    class Counted(PrefixedAttributes):
+        def __setattr__(self, key, value):
+            calls.append(key)
+            super().__setattr__(key, value)
+
+    compiled = symexec.compile(fn, fullgraph=True)
+    fresh = Counted()
+    fresh.x = torch.randn(8)
+    calls.clear()
+    compiled(fresh)
+    assert calls == ["y"] and set(vars(fresh)) == {"pfx_x", "pfx_y"}
+    torch.testing.assert_close(fresh.pfx_y, fresh.pfx_x + 1)
+
+
+def test_thread_local_attributes_set_and_read_per_thread():
+    # (setting an attribute of a threading.local broke the graph: its __setattr__ is C) its
+    # slots are the generic ones over the calling thread's dict: stores replayed, reads guarded
+    import threading
+
+    loc = threading.local()
+
+    def store(x, l):
+        l.x = x
+        return x + 1
+
+    compiled = symexec.compile(store, fullgraph=True)
+    x = torch.ones(2, 2)
+    compiled(x, loc)
+    assert loc.x is x
+
+    def read(x, l):
+        y = l.w * x
+        l.w = y
+        return l.w + 1, getattr(l, "nope", 5)
+
+    compiled = symexec.compile(read)
+    eager_loc, x = threading.local(), torch.randn(2)
+    loc.w = eager_loc.w = torch.ones(2)
+    assert_same(compiled(x, loc), read(x, eager_loc))
+    torch.testing.assert_close(loc.w, eager_loc.w)
+    results = []
+
+    def in_another_thread():
+        loc.w, loc.nope = torch.full((2,), 3.0), 7  # (this thread's own attributes)
+        results.append((compiled(torch.ones(2), loc), loc.w))
+
+    worker = threading.Thread(target=in_another_thread)
+    worker.start()
+    worker.join()
+    (out, nope), w = results[0]
+    torch.testing.assert_close(out, torch.full((2,), 4.0))
+    torch.testing.assert_close(w, torch.full((2,), 3.0))
+    assert nope == 7 and not hasattr(loc, "nope")
+
+
+def test_str_of_an_object_with_object_repr_is_made_where_the_object_exists():
+    # (str() of a new object broke the graph) object.__repr__ names the address: generated
+    # code makes the text of the object it makes (or was given)
+    class DefaultStr:
+        pass
+
+    def made(x):
+        return x + 1, str(DefaultStr())
+
+    compiled = symexec.compile(made, fullgraph=True)
+    out, text = compiled(torch.ones(2))
+    assert text.startswith(f"<{__name__}.test_str_of_an_object_with_object_repr_is_made_where_the_object_exists."
+                           f"<locals>.DefaultStr object at 0x")
+
+    def escapes(x):
+        a = DefaultStr()
+        return x * 2, str(a), a
+
+    out, text, obj = symexec.compile(escapes, fullgraph=True)(torch.ones(2))
+    assert text == object.__repr__(obj)
+
+    def used(x, o):
+        s = str(o)
+        return x + 1, s.split(" object at")[0], s == str(o)
+
+    check(used, torch.ones(2), DefaultStr())
+
+
+def test_repr_and_formatting_of_objects_run_their_python_methods():
+    # (repr() and f-strings of a new object broke the graph) __repr__, __str__, __format__ as
+    # CPython's slots run them; object's __format__ is str(), object's __repr__ made at run time
+    class R:
+        def __repr__(self):
+            return "R!"
+
+    class S:
+        def __str__(self):
+            return "S!"
+
+    class F:
+        def __format__(self, spec):
+            return f"F<{spec}>"
+
+    class D:
+        pass
+
+    def fn(x):
+        return (x + 1, repr(R()), f"{R()}", f"{R()!r}", f"{S()}", f"{F():>5}", format(F(), "x"),
+                f"{S()!s:>4}")
+
+    check(fn, torch.ones(1))
+    assert symexec.explain(fn, torch.ones(1)).graph_break_count == 0
+
+    def default(x):
+        d = D()
+        return x + 1, f"{d}", repr(d), d
+
+    out = symexec.compile(default, fullgraph=True)(torch.ones(1))
+    assert out[1] == out[2] == object.__repr__(out[3])
+
+    def with_spec(x):
+        try:
+            return f"{D():>5}"
+        except TypeError as e:
+            return x + 1, str(e)
+
+    check(with_spec, torch.ones(1), captured=False)  # (object.__format__'s TypeError: raised by CPython)
+
+
+def test_pybind_property_of_an_object_passed_in_read_through_its_source():
+    # (a property without a Python getter broke the graph) pybind11's accessor, read for real,
+    # the value guarded
+    def fn(x, pybind_obj):
+        if pybind_obj.result:
+            return torch.cos(x)
+        return torch.sin(x)
+
+    guard_info = torch._C._dynamo.guards.GuardDebugInfo
+    compiled = symexec.compile(fn)
+    for result in (True, False, True):  # (the object cannot be copied: compared by hand)
+        obj, x = guard_info(result, ["a==1"], 0), torch.randn(4)
+        assert_same(compiled(x, obj), fn(x, obj))
+    assert symexec.explain(fn, torch.randn(4), guard_info(True, ["a==1"], 0)).graph_break_count == 0
