@@ -295,6 +295,10 @@ class BreakPlan:
             cg.load_fast(self.local_temps.get(name, name))
         for name in self.tx.code.co_cellvars:
             cg.load_fast(self.cell_temps[name])
+        # What this code holds while the continuation runs: only what it passes. The graph's
+        # outputs and the temporaries go (eager drops a value its frame no longer names: a
+        # weakref to it is dead in the continuation, its memory free).
+        cg.release_temps()
         cg.call(len(temps) + len(live) + len(self.tx.code.co_cellvars))
         cg.emit("RETURN_VALUE")
 

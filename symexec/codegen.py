@@ -31,6 +31,10 @@ _KEPT_FLAGS = 0x01 | 0x02 | 0x04 | 0x08 | 0x10  # OPTIMIZED, NEWLOCALS, VARARGS,
 _BUILD = {tuple: "BUILD_TUPLE", list: "BUILD_LIST", set: "BUILD_SET", slice: "BUILD_SLICE"}
 
 
+# The local the graph's outputs are kept in, read by index.
+GRAPH_OUT = "___graph_out"
+
+
 class PyCodegen:
     def __init__(self, lineno: int) -> None:
         self.instructions: list[Instr] = []
@@ -48,6 +52,12 @@ class PyCodegen:
     def new_temp(self) -> str:
         self._temps += 1
         return f"___tmp_{self._temps}"
+
+    def release_temps(self) -> None:
+        """Set the graph's outputs and every temporary made so far to None: what the stack
+        holds by then is all the code still needs (bookkeeping: not in the readable form)."""
+        for name in [GRAPH_OUT, *(f"___tmp_{i}" for i in range(1, self._temps + 1))]:
+            self.instructions += [Instr("LOAD_CONST", None, lineno=self.lineno), Instr("STORE_FAST", name, lineno=self.lineno)]
 
     def emit(self, name: str, arg: Any = None, note: str = "", lineno: int | None = None) -> None:
         """Append one instruction (``note``: the user's line, for one copied from user code;

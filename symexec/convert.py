@@ -27,7 +27,7 @@ from torch.fx.experimental.symbolic_shapes import guarding_hint_or_throw
 
 from . import global_state, logs
 from .cache import CacheEntry
-from .codegen import PyCodegen, disassemble, guarded_function
+from .codegen import GRAPH_OUT, PyCodegen, disassemble, guarded_function
 from .config import Config
 from .exc import BackendCompilerFailed, InternalError, SymexecWarning, Unsupported
 from .guard_compile import compile_guards, signature_text
@@ -43,7 +43,6 @@ from .translator import InstructionTranslator, Program
 from .variables import TensorVariable, VariableTracker
 from .variables.tensor import SymNodeVariable
 
-GRAPH_OUT = "___graph_out"
 _graph_numbers = itertools.count(1)  # names the compiled graphs in the readable code, like Dynamo
 CompileFn = Callable[[types.FunctionType], Callable[..., Any]]
 

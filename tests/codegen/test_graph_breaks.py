@@ -324,3 +324,19 @@ def test_a_break_in_a_loop_through_its_handler_is_in_a_loop():
         return x
 
     check(fn, torch.randn(3), 3, expect_traced=False)
+
+
+def test_the_code_at_a_break_keeps_nothing_alive_the_continuation_does_not_get():
+    # The graph's outputs and the temporaries stayed in the replacement's frame while the
+    # continuation ran: a value eager no longer names stayed alive (a weakref to it was not
+    # dead, its memory not free).
+    import weakref
+
+    def fn(x):
+        y = x * 2
+        r = weakref.ref(y)  # (of a value the trace made: a break)
+        y = None
+        return r() is None, x + 1
+
+    check(fn, torch.randn(3))
+    assert symexec.compile(fn)(torch.randn(3))[0] is True
