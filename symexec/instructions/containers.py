@@ -13,6 +13,8 @@ from ..variables.base import hash_key
 from ..variables.dicts import mapping_items
 from ..variables.builtin_functions import BuiltinVariable
 from ..variables.object_protocol import tp_name
+from ..variables.number_builtins import SymTextVariable
+from ..variables.tensor import SymNodeVariable
 from ..variables.user_objects import ObjectVariableBase
 from .registry import instruction
 
@@ -57,6 +59,9 @@ _CONVERSIONS = {1: str, 2: repr, 3: ascii}
 
 
 def _format(tx: HandlerContext, value: Any, spec: Any, conversion: int = 0) -> Any:
+    lazy = _symbolic_text(value, spec, conversion)
+    if lazy is not None:
+        return lazy
     if isinstance(value, ObjectVariableBase):  # (its own __str__, __repr__ or __format__: traced)
         if conversion:
             value = BuiltinVariable(_CONVERSIONS[conversion]).call_function(tx, [value], {})
@@ -67,6 +72,18 @@ def _format(tx: HandlerContext, value: Any, spec: Any, conversion: int = 0) -> A
     return ConstantVariable(format(v, spec.as_python_constant() if spec is not None else ""))
 
 
+def _symbolic_text(value: Any, spec: Any, conversion: int) -> Any:
+    """The text of a symbolic number, made at run time (``SymTextVariable``); None otherwise."""
+    spec_text = spec.as_python_constant() if spec is not None and spec.is_python_constant() else "" if spec is None else None
+    if type(spec_text) is not str:
+        return None
+    if isinstance(value, SymNodeVariable) and value.python_type() in (int, float, bool):
+        return SymTextVariable(value, conversion, spec_text)
+    if isinstance(value, SymTextVariable) and not conversion and not value.spec and value.conversion:
+        return SymTextVariable(value.number, value.conversion, spec_text)  # (3.13: CONVERT_VALUE, then the spec)
+    return None
+
+
 @instruction("FORMAT_VALUE", pops=lambda flags: 2 if flags & 0x04 else 1, pushes=1)
 def FORMAT_VALUE(tx: HandlerContext, inst: Any, value: Any, spec: Any = None) -> Any:
     return _format(tx, value, spec, inst.arg & 0x03)
@@ -75,6 +92,8 @@ def FORMAT_VALUE(tx: HandlerContext, inst: Any, value: Any, spec: Any = None) ->
 # 3.13 splits FORMAT_VALUE: CONVERT_VALUE (!s, !r, !a), then FORMAT_SIMPLE or FORMAT_WITH_SPEC.
 @instruction("CONVERT_VALUE", pops=1, pushes=1)
 def CONVERT_VALUE(tx: HandlerContext, inst: Any, value: Any) -> Any:
+    if isinstance(value, SymNodeVariable) and value.python_type() in (int, float, bool):
+        return SymTextVariable(value, int(inst.arg))
     if isinstance(value, ObjectVariableBase):
         return BuiltinVariable(_CONVERSIONS[int(inst.arg)]).call_function(tx, [value], {})
     return ConstantVariable(_CONVERSIONS[int(inst.arg)](value.as_python_constant()))

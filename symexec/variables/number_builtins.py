@@ -108,6 +108,46 @@ class RuntimeStrVariable(VariableTracker):
         cg.call_const(repr, lambda: [cg.reconstruct(self.obj)])
 
 
+class SymTextVariable(VariableTracker):
+    """The text of a symbolic number (``f"{x.shape[0]}"``, ``format(n, spec)``, ``str(n)`` on
+    3.13's CONVERT_VALUE): made by the generated code from the number, so the number stays
+    symbolic while the text is only kept or returned (torch.compile does not guard a size
+    only formatted). Any use of the text while tracing makes it a constant: the number is
+    specialised then, with its guard, as before."""
+
+    models = str  # (the text of an int, float or bool known at run time)
+    _CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
+
+    def __init__(self, number: VariableTracker, conversion: int = 0, spec: str = "") -> None:
+        super().__init__(None)
+        self.number, self.conversion, self.spec = number, conversion, spec
+
+    def python_type(self) -> type:
+        return str
+
+    def describe(self) -> str:
+        return f"the text of {self.number.describe()}"
+
+    def is_python_constant(self) -> bool:
+        return True  # (it becomes one when asked: the number specialised, as it always was)
+
+    def as_python_constant(self) -> Any:
+        value = self.number.as_python_constant()
+        convert = self._CONVERSIONS[self.conversion]
+        return format(convert(value) if convert else value, self.spec)
+
+    def subvalues(self) -> list[VariableTracker]:
+        return [self.number]
+
+    def reconstruct(self, cg: Any) -> None:
+        convert = self._CONVERSIONS[self.conversion]
+        if convert is None:
+            cg.call_const(format, lambda: [cg.reconstruct(self.number), cg.load_const(self.spec)])
+        else:
+            cg.call_const(format, lambda: [cg.call_const(convert, lambda: [cg.reconstruct(self.number)]),
+                                           cg.load_const(self.spec)])
+
+
 def _object_text(tx: TracerContext, obj: ObjectVariableBase, name: str,
                  args: tuple[VariableTracker, ...] = ()) -> VariableTracker | None:
     """``str(obj)`` (``name`` "__str__"), ``repr(obj)`` or ``format(obj, spec)``, as CPython's

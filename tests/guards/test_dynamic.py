@@ -448,3 +448,25 @@ def test_reshape_by_a_size_then_slice_by_numel_recompiles_as_torch_compile(name,
     # the sizes stay symbolic from the second trace on: no more traces than torch.compile's
     _, ours, theirs = run_both(_RESHAPE_THEN_SLICE[name], [[torch.randn(*s)] for s in shapes])
     assert ours.graph_count == theirs.graph_count
+
+
+def _formatted_unused(x):
+    f"{x.shape[0]}"
+    return x.sin()
+
+
+def _formatted_returned(x):
+    return x.sin(), f"{x.shape[0]}", f"{x.shape[1]:>4}", f"{x.shape[0]!r}", f"rows={x.shape[0]}"  # (joined: a constant)
+
+
+def _formatted_compared(x):
+    return x + 1 if f"{x.shape[0]}" == "10" else x - 1
+
+
+@pytest.mark.parametrize("fn, entries", [(_formatted_unused, 1), (_formatted_returned, 3), (_formatted_compared, 3)])
+def test_the_text_of_a_size_is_made_at_run_time(fn, entries):
+    # f"{x.shape[0]}" specialised the size even where the text is never used (PyTorch's
+    # test_no_guard_for_unused_sym_node_fstring); the text is made from the number when the
+    # code runs, and a use while tracing (joined with other text, compared) specialises it then.
+    compiled = check_sequence(fn, *[[torch.randn(n, 11)] for n in (10, 9, 11, 10)], dynamic=True)
+    assert len(symexec.cache_entries(compiled)) == entries
