@@ -47,6 +47,17 @@ def BUILD_CONST_KEY_MAP(tx: HandlerContext, inst: Any, *values_and_keys: Any) ->
 
 @instruction("BUILD_STRING", pops=lambda n: n, pushes=1)
 def BUILD_STRING(tx: HandlerContext, inst: Any, *parts: Any) -> Any:
+    if any(isinstance(p, SymTextVariable) for p in parts):  # (f"rows={n}": made at run time too)
+        joined: list[Any] = []
+        for part in parts:
+            if isinstance(part, SymTextVariable):
+                joined += part.parts
+            else:
+                text = part.as_python_constant()
+                if type(text) is not str:
+                    raise Unsupported(f"joining {part.describe()} into a string")
+                joined.append(text)
+        return SymTextVariable(joined)
     return ConstantVariable("".join(p.as_python_constant() for p in parts))
 
 
@@ -78,9 +89,11 @@ def _symbolic_text(value: Any, spec: Any, conversion: int) -> Any:
     if type(spec_text) is not str:
         return None
     if isinstance(value, SymNodeVariable) and value.python_type() in (int, float, bool):
-        return SymTextVariable(value, conversion, spec_text)
-    if isinstance(value, SymTextVariable) and not conversion and not value.spec and value.conversion:
-        return SymTextVariable(value.number, value.conversion, spec_text)  # (3.13: CONVERT_VALUE, then the spec)
+        return SymTextVariable.of(value, conversion, spec_text)
+    if isinstance(value, SymTextVariable) and not conversion and len(value.parts) == 1:
+        number, converted, own_spec = value.parts[0]
+        if converted and not own_spec:  # (3.13: CONVERT_VALUE, then the spec)
+            return SymTextVariable.of(number, converted, spec_text)
     return None
 
 
@@ -93,7 +106,7 @@ def FORMAT_VALUE(tx: HandlerContext, inst: Any, value: Any, spec: Any = None) ->
 @instruction("CONVERT_VALUE", pops=1, pushes=1)
 def CONVERT_VALUE(tx: HandlerContext, inst: Any, value: Any) -> Any:
     if isinstance(value, SymNodeVariable) and value.python_type() in (int, float, bool):
-        return SymTextVariable(value, int(inst.arg))
+        return SymTextVariable.of(value, int(inst.arg))
     if isinstance(value, ObjectVariableBase):
         return BuiltinVariable(_CONVERSIONS[int(inst.arg)]).call_function(tx, [value], {})
     return ConstantVariable(_CONVERSIONS[int(inst.arg)](value.as_python_constant()))

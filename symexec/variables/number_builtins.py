@@ -109,43 +109,61 @@ class RuntimeStrVariable(VariableTracker):
 
 
 class SymTextVariable(VariableTracker):
-    """The text of a symbolic number (``f"{x.shape[0]}"``, ``format(n, spec)``, ``str(n)`` on
-    3.13's CONVERT_VALUE): made by the generated code from the number, so the number stays
-    symbolic while the text is only kept or returned (torch.compile does not guard a size
-    only formatted). Any use of the text while tracing makes it a constant: the number is
-    specialised then, with its guard, as before."""
+    """The text of symbolic numbers (``f"{x.shape[0]}"``, ``f"rows={n:>4}"``, ``format(n,
+    spec)``, ``str(n)`` on 3.13's CONVERT_VALUE): made by the generated code from the numbers,
+    so they stay symbolic while the text is only kept, returned or printed at a break
+    (torch.compile does not guard a size only formatted). Any use of the text while tracing
+    makes it a constant: the numbers are specialised then, with their guards, as before.
+    ``parts``: constant strings, and ``(number, conversion, spec)`` for each formatted number."""
 
-    models = str  # (the text of an int, float or bool known at run time)
+    models = str  # (the text of ints, floats or bools known at run time)
     _CONVERSIONS = {0: None, 1: str, 2: repr, 3: ascii}
 
-    def __init__(self, number: VariableTracker, conversion: int = 0, spec: str = "") -> None:
+    def __init__(self, parts: list[Any]) -> None:
         super().__init__(None)
-        self.number, self.conversion, self.spec = number, conversion, spec
+        self.parts = parts
+
+    @classmethod
+    def of(cls, number: VariableTracker, conversion: int = 0, spec: str = "") -> "SymTextVariable":
+        return cls([(number, conversion, spec)])
 
     def python_type(self) -> type:
         return str
 
     def describe(self) -> str:
-        return f"the text of {self.number.describe()}"
+        return "the text of a symbolic number"
 
     def is_python_constant(self) -> bool:
-        return True  # (it becomes one when asked: the number specialised, as it always was)
+        return True  # (it becomes one when asked: the numbers specialised, as they always were)
 
     def as_python_constant(self) -> Any:
-        value = self.number.as_python_constant()
-        convert = self._CONVERSIONS[self.conversion]
-        return format(convert(value) if convert else value, self.spec)
+        text = []
+        for part in self.parts:
+            if isinstance(part, str):
+                text.append(part)
+                continue
+            number, conversion, spec = part
+            value, convert = number.as_python_constant(), self._CONVERSIONS[conversion]
+            text.append(format(convert(value) if convert else value, spec))
+        return "".join(text)
 
     def subvalues(self) -> list[VariableTracker]:
-        return [self.number]
+        return [part[0] for part in self.parts if not isinstance(part, str)]
 
     def reconstruct(self, cg: Any) -> None:
-        convert = self._CONVERSIONS[self.conversion]
-        if convert is None:
-            cg.call_const(format, lambda: [cg.reconstruct(self.number), cg.load_const(self.spec)])
-        else:
-            cg.call_const(format, lambda: [cg.call_const(convert, lambda: [cg.reconstruct(self.number)]),
-                                           cg.load_const(self.spec)])
+        for part in self.parts:
+            if isinstance(part, str):
+                cg.load_const(part)
+                continue
+            number, conversion, spec = part
+            convert = self._CONVERSIONS[conversion]
+            if convert is None:
+                cg.call_const(format, lambda: [cg.reconstruct(number), cg.load_const(spec)])
+            else:
+                cg.call_const(format, lambda: [cg.call_const(convert, lambda: [cg.reconstruct(number)]),
+                                               cg.load_const(spec)])
+        if len(self.parts) != 1:
+            cg.emit("BUILD_STRING", len(self.parts))
 
 
 def _object_text(tx: TracerContext, obj: ObjectVariableBase, name: str,

@@ -456,14 +456,21 @@ def _formatted_unused(x):
 
 
 def _formatted_returned(x):
-    return x.sin(), f"{x.shape[0]}", f"{x.shape[1]:>4}", f"{x.shape[0]!r}", f"rows={x.shape[0]}"  # (joined: a constant)
+    return x.sin(), f"{x.shape[0]}", f"{x.shape[1]:>4}", f"{x.shape[0]!r}", f"rows={x.shape[0]}"
 
 
 def _formatted_compared(x):
     return x + 1 if f"{x.shape[0]}" == "10" else x - 1
 
 
-@pytest.mark.parametrize("fn, entries", [(_formatted_unused, 1), (_formatted_returned, 3), (_formatted_compared, 3)])
+def _formatted_printed(x):
+    y = x * 2
+    print(f"rows={x.shape[0]}, cols={x.shape[1]:>3}")  # (a break: the text is made there)
+    return y + 1
+
+
+@pytest.mark.parametrize("fn, entries", [(_formatted_unused, 1), (_formatted_returned, 1), (_formatted_compared, 3),
+                                         (_formatted_printed, 1)])
 def test_the_text_of_a_size_is_made_at_run_time(fn, entries):
     # f"{x.shape[0]}" specialised the size even where the text is never used (PyTorch's
     # test_no_guard_for_unused_sym_node_fstring); the text is made from the number when the
