@@ -218,6 +218,23 @@ class VariableTracker:
         return f"{type(self).__name__}()"
 
 
+class RealObjectVariable(VariableTracker):
+    """One immutable real object the trace knows (a ``torch.finfo``, a compiled pattern): the
+    object itself is its constant and its type its Python type."""
+
+    models = None  # (a base: each family names the types it models)
+
+    def __init__(self, value: Any, source: Source | None = None) -> None:
+        super().__init__(source)
+        self.value = value
+
+    def as_python_constant(self) -> Any:
+        return self.value
+
+    def python_type(self) -> type:
+        return type(self.value)
+
+
 class NullVariable(VariableTracker):
     """CPython's NULL stack slot (PUSH_NULL, the method/NULL pair of LOAD_METHOD)."""
 

@@ -16,8 +16,7 @@ from typing import Any
 
 from ..context import TracerContext
 from ..exc import TracedException, Unsupported
-from ..source import Source
-from .base import BoundMethodVariable, VariableTracker
+from .base import BoundMethodVariable, RealObjectVariable, VariableTracker
 from .builtin_functions import handler
 from .constant import ConstantVariable, wrap_constant
 
@@ -28,22 +27,12 @@ _MATCH_METHODS = frozenset({"group", "groups", "groupdict", "start", "end", "spa
 _MATCH_ATTRS = frozenset({"string", "re", "pos", "endpos", "lastindex", "lastgroup", "regs"})
 
 
-class _RegexObjectVariable(VariableTracker):
+class _RegexObjectVariable(RealObjectVariable):
     """A pattern or a match, by its real object (immutable): a constant of the trace."""
 
     models = None  # (an abstract base: its subclasses model re.Pattern and re.Match)
     methods: frozenset[str] = frozenset()
     attrs: frozenset[str] = frozenset()
-
-    def __init__(self, value: Any, source: Source | None = None) -> None:
-        super().__init__(source)
-        self.value = value
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def python_type(self) -> type:
-        return type(self.value)
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if name in self.methods:

@@ -18,7 +18,7 @@ from ..context import TracerContext
 from ..exc import AttributeMissing, Unsupported
 from ..source import AttrSource, CallSource, ConstSource, Source
 from ..torch_api import IS_COMPILING, compiler_api_kind, disallowed_in_graph_by_torch
-from .base import Registry, VariableTracker, as_proxy, class_static, subclass_check
+from .base import RealObjectVariable, Registry, VariableTracker, as_proxy, class_static, subclass_check
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .ctx import AutocastVariable, GradModeVariable, RecordFunctionVariable
 from .functions import UserFunctionVariable
@@ -420,20 +420,10 @@ def _unbound_tensor_method(tx: TracerContext, fn: Any, owner: type, args: list[V
     return self_var.call_method(tx, fn.__name__, args[1:], kwargs)
 
 
-class _Opaque(VariableTracker):
+class _Opaque(RealObjectVariable):
     """A constant object made by torch (finfo, iinfo), read through its attributes."""
 
     models = (torch.finfo, torch.iinfo)
-
-    def __init__(self, value: Any) -> None:
-        super().__init__()
-        self.value = value
-
-    def as_python_constant(self) -> Any:
-        return self.value
-
-    def python_type(self) -> type:
-        return type(self.value)
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         return wrap_constant(getattr(self.value, name))
