@@ -243,6 +243,9 @@ class UserFunctionVariable(BaseUserFunctionVariable):
     # Whether the guards pin this very object (False for a function made per call, whose code,
     # globals and empty ``__dict__`` are pinned instead: ``is`` on it is then guarded by source).
     identity_pinned = True
+    # Set where a function marked allow_in_graph is traced into after all (given what a graph
+    # cannot hold: TorchVariable): its marks are not asked again.
+    traced_into = False
 
     def __init__(self, fn: types.FunctionType, source: Source | None = None) -> None:
         super().__init__(source)
@@ -266,8 +269,8 @@ class UserFunctionVariable(BaseUserFunctionVariable):
             return inner.call_function(tx, args, kwargs)
         if is_marked_constant(self.fn) and not getattr(self.fn, "_symexec_disabled", False):
             return call_marked_constant(self.fn, args, kwargs)
-        if getattr(self.fn, "_symexec_allow_in_graph", False) or getattr(self.fn, "_symexec_graph_break", False) \
-                or allowed_in_graph_by_torch(self.fn):
+        if not self.traced_into and (getattr(self.fn, "_symexec_allow_in_graph", False)
+                                     or getattr(self.fn, "_symexec_graph_break", False) or allowed_in_graph_by_torch(self.fn)):
             # (found where no builder saw it: a staticmethod read from its class) one node, or
             # the break, as the builder makes of it
             return tx.wrap(self.fn, self.source or ConstSource.of(self.fn)).call_function(tx, args, kwargs)

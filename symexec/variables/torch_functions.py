@@ -195,7 +195,9 @@ class TorchVariable(VariableTracker):
             # function as the distance of triplet_margin_with_distance_loss, an options
             # object): traced into, as a user's function, with its code pinned.
             tx.guards.id_match(AttrSource(self.source or ConstSource.of(fn), "__code__"), fn.__code__)
-            return UserFunctionVariable(fn, self.source).call_function(tx, args, kwargs)
+            inlined = UserFunctionVariable(fn, self.source)
+            inlined.traced_into = True
+            return inlined.call_function(tx, args, kwargs)
         if isinstance(fn, types.BuiltinFunctionType) and is_torch_object(fn):  # (torch's parser reads dtype=float)
             overridden = _torch_function_override(tx, self, args, kwargs)
             if overridden is not None:

@@ -129,6 +129,29 @@ def test_allow_in_graph_staticmethod_read_from_its_class_is_one_node(marker):
     assert symexec.explain(fn, torch.randn(2, 2)).graph_break_count == 0
 
 
+def test_allow_in_graph_given_what_a_graph_cannot_hold_is_traced_into():
+    # (a frozen dataclass made in the trace: one node cannot take it, so the function is
+    # traced into; asking its mark again there recursed without end: PyTorch's
+    # test_frozen_dataclass_default_value)
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Pair:
+        x: torch.Tensor
+        y: torch.Tensor
+        z: int = dataclasses.field(default=5)
+
+    @symexec.allow_in_graph
+    def combine(pair):
+        return pair.x + pair.y + pair.z
+
+    def fn(x, y):
+        return combine(Pair(x, y))
+
+    check(fn, torch.ones(2, 2), torch.ones(2, 2))
+    assert symexec.explain(fn, torch.ones(2, 2), torch.ones(2, 2)).graph_break_count == 0
+
+
 def test_allow_in_graph_under_explain_shows_the_call():
     @symexec.allow_in_graph
     def scale(t, k):
