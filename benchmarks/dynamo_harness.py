@@ -346,7 +346,7 @@ def _set_graph_break() -> None:
 # torch._dynamo.config options that have a symexec.config counterpart of the same meaning: in the
 # symexec run symexec reads them from torch._dynamo.config, so a test's
 # ``torch._dynamo.config.patch(capture_scalar_outputs=True)`` applies to symexec too.
-MIRRORED_OPTIONS = ("capture_scalar_outputs", "cache_size_limit")
+MIRRORED_OPTIONS = ("capture_scalar_outputs", "cache_size_limit", "nested_graph_breaks")
 
 
 def _mirrored(name: str) -> property:

@@ -19,7 +19,10 @@ stack and locals as CPython would have them. The replacement code then (SPEC §6
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import types
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -38,6 +41,21 @@ from .variables.nn_module import NNModuleVariable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (the translator drives this module)
     from .translator import InstructionTranslator
+
+
+@dataclass
+class _Caller:
+    """A frame around a nested break: it called the frame inside it at ``index`` and goes on
+    after that call (at ``index + 1``) with the call's result on its stack."""
+    tx: "InstructionTranslator"
+    fn: Any  # the function tracker whose code it runs (None: the compiled function's own frame)
+    index: int
+    stack: list[VariableTracker]
+    nulls: list[bool]  # its stack after the call, the result last
+    live: list[str] = dataclasses.field(default_factory=list)
+    stack_temps: list[str] = dataclasses.field(default_factory=list)
+    local_temps: dict[str, str] = dataclasses.field(default_factory=dict)
+    cell_temps: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass
@@ -69,6 +87,17 @@ class BreakPlan:
         # there): the comprehension runs as it is, as on 3.11 (comprehensions.py).
         self.span: Span | None = span_starting_at(tx.program, self.index) if self.inst.name == "LOAD_FAST_AND_CLEAR" else None
         self.outcomes = self._outcomes()
+        # A nested break (the translator stopped inside inlined calls): the frames around this
+        # one, innermost first; each goes on after its call with the result of the one inside.
+        self.callers: list[_Caller] = []
+        frame = tx
+        while frame.parent is not None:
+            parent = frame.parent
+            stack = list(parent.stack)
+            self.callers.append(_Caller(parent, parent.function if parent.parent is not None else None,
+                                        parent.ip - 1, stack, [isinstance(v, NullVariable) for v in stack] + [False]))
+            frame = parent
+        assert not (self.callers and any(o.handler for o in self.outcomes)), "a nested break inside a try"
 
     def _outcomes(self) -> list[_Outcome]:
         inst, program = self.inst, self.tx.program
@@ -104,16 +133,20 @@ class BreakPlan:
             outcomes.append(_Outcome(Label(), program.labels[handler.target], there, handler=True))
         return outcomes
 
-    def bound_locals(self) -> dict[str, VariableTracker | None]:
-        """Every bound local: its tracker, or None for an argument the trace never read."""
-        bound: dict[str, VariableTracker | None] = dict.fromkeys(self.tx._unwrapped)
-        bound.update(self.tx.locals)
+    def bound_locals(self, frame: Any = None) -> dict[str, VariableTracker | None]:
+        """Every bound local of ``frame`` (the breaking one): its tracker, or None for an
+        argument the trace never read."""
+        frame = self.tx if frame is None else frame
+        bound: dict[str, VariableTracker | None] = dict.fromkeys(frame._unwrapped)
+        bound.update(frame.locals)
         return bound
 
     def live_values(self) -> list[VariableTracker]:
-        values = list(self.stack)
-        values += [v for v in self.bound_locals().values() if v is not None]
-        values += [self.tx.cells[n] for n in self.tx.code.co_cellvars if n in self.tx.cells]
+        values: list[VariableTracker] = []
+        for frame, stack in [(self.tx, self.stack), *((c.tx, c.stack) for c in self.callers)]:
+            values += stack
+            values += [v for v in self.bound_locals(frame).values() if v is not None]
+            values += [frame.cells[n] for n in frame.code.co_cellvars if n in frame.cells]
         return values
 
     # -- code --------------------------------------------------------------------------------
@@ -146,13 +179,9 @@ class BreakPlan:
                 cg.reconstruct(var)
                 self.local_temps[name] = cg.new_temp()
                 cg.store_fast(self.local_temps[name])
-        self.cell_temps: dict[str, str] = {}
-        for name in self.tx.code.co_cellvars:
-            if name not in self.tx.cells:
-                raise Unsupported(f"a graph break before the cell {name!r} exists")
-            cg.reconstruct(self.tx.cells[name])
-            self.cell_temps[name] = cg.new_temp()
-            cg.store_fast(self.cell_temps[name])
+        self.cell_temps = self._store_cells(cg, self.tx, bool(self.callers))
+        for caller in self.callers:
+            self._store_caller(cg, caller)
         apply_side_effects()
         if self.grad_mode != torch.is_grad_enabled():
             cg.call_const(torch._C._set_grad_enabled, lambda: [cg.load_const(self.grad_mode)])
@@ -184,6 +213,37 @@ class BreakPlan:
         if self.span is not None:
             self._copy(cg, cleanups, self._span_labels)
 
+    @staticmethod
+    def _store_cells(cg: Any, frame: Any, inlined: bool) -> dict[str, str]:
+        """The cells the frame's continuation takes, in temporaries: its own; an inlined frame's
+        also those of its free variables (its continuation takes them as arguments)."""
+        temps: dict[str, str] = {}
+        for name in (*frame.code.co_cellvars, *(frame.code.co_freevars if inlined else ())):
+            if name not in frame.cells:
+                raise Unsupported(f"a graph break before the cell {name!r} exists")
+            cg.reconstruct(frame.cells[name])
+            temps[name] = cg.new_temp()
+            cg.store_fast(temps[name])
+        return temps
+
+    def _store_caller(self, cg: Any, caller: _Caller) -> None:
+        """What a frame around a nested break passes to its continuation, in temporaries: its
+        stack under the call, its live locals after it, its cells."""
+        for var in caller.stack:
+            if not isinstance(var, NullVariable):
+                cg.reconstruct(var)
+                caller.stack_temps.append(cg.new_temp())
+                cg.store_fast(caller.stack_temps[-1])
+        bound = self.bound_locals(caller.tx)
+        caller.live = sorted(live_locals(caller.tx.program, caller.index + 1) & bound.keys())
+        for name in caller.live:
+            var = bound[name]
+            if var is not None:  # (the root's argument the trace never touched: its own local)
+                cg.reconstruct(var)
+                caller.local_temps[name] = cg.new_temp()
+                cg.store_fast(caller.local_temps[name])
+        caller.cell_temps = self._store_cells(cg, caller.tx, caller.fn is not None)
+
     def _callee_slot(self) -> int | None:
         """Where the callable of a breaking call sits on the stack: of the two slots under the
         arguments, the one that is not NULL, or the first (a method and its self)."""
@@ -202,7 +262,7 @@ class BreakPlan:
             cg.emit("TO_BOOL", lineno=line)  # 3.13: the value may be a tensor, which the trace left unconverted
         # A break inside the Python getter an attribute load runs (a property, a descriptor's
         # __get__): the load runs through ``Callees.attribute``, which calls that getter compiled.
-        via_getter = inst.name in ("LOAD_ATTR", "LOAD_METHOD") and len(self.reason.user_stack) > 1
+        via_getter = inst.name in ("LOAD_ATTR", "LOAD_METHOD") and len(self.reason.user_stack) > 1 + len(self.callers)
         if inst.name == "CALL":
             if self.kw_names:
                 cg.emit("KW_NAMES", self.kw_names, lineno=line)
@@ -284,23 +344,75 @@ class BreakPlan:
             cg.store_fast(temp)  # a NULL stored in a local leaves it unbound; it is not passed
         temps = [t for t, null in zip(temps, outcome.nulls) if not null]
         live = self.live[outcome.target]
-        code = resume_code(fn.__code__, outcome.target, outcome.nulls, live)
-        continuation = types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__)
+        # An inlined frame's continuation (a nested break's) takes its cells as arguments: one
+        # function, whichever closure of the callee's code ran.
+        continuation = _continuation(self.tx.function if self.callers else fn, outcome.target, outcome.nulls, live)
+        code = continuation.__code__
+        shown = code.co_name
+        args = [*temps, *(self.local_temps.get(name, name) for name in live),
+                *(self.cell_temps[name] for name in code.co_cellvars)]
+        for caller in self.callers:  # a nested break: the frames around it go on after their calls
+            outer = _continuation(caller.fn or fn, caller.index + 1, caller.nulls, caller.live)
+            continuation = _chained(continuation, len(args), outer, len(caller.stack_temps))
+            shown = continuation.__code__.co_name
+            args += [*caller.stack_temps, *(caller.local_temps.get(name, name) for name in caller.live),
+                     *(caller.cell_temps[name] for name in outer.__code__.co_cellvars)]
         if not outcome.handler:
             continuation = callees(continuation)
-        cg.push_callable(lambda: cg.load_const(continuation, name=code.co_name))
-        for temp in temps:
-            cg.load_fast(temp)
-        for name in live:
-            cg.load_fast(self.local_temps.get(name, name))
-        for name in self.tx.code.co_cellvars:
-            cg.load_fast(self.cell_temps[name])
+        cg.push_callable(lambda: cg.load_const(continuation, name=shown))
+        for name in args:
+            cg.load_fast(name)
         # What this code holds while the continuation runs: only what it passes. The graph's
         # outputs and the temporaries go (eager drops a value its frame no longer names: a
         # weakref to it is dead in the continuation, its memory free).
         cg.release_temps()
-        cg.call(len(temps) + len(live) + len(self.tx.code.co_cellvars))
+        cg.call(len(args))
         cg.emit("RETURN_VALUE")
+
+
+_chain_numbers = itertools.count(1)
+
+
+def _continuation(fn: Any, target: int, nulls: list[bool], live: list[str]) -> types.FunctionType:
+    """The function that goes on with ``fn``'s code at ``target``: the compiled function's over its
+    closure; an inlined frame's (``fn`` its tracker: a real function, or one made by the trace)
+    with no closure, its cells arguments (one continuation for every closure of the code)."""
+    if isinstance(fn, types.FunctionType):
+        code = resume_code(fn.__code__, target, nulls, live)
+        return types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__ if code.co_freevars else None)
+    code = resume_code(fn.code, target, nulls, live, cells_as_args=True)
+    return types.FunctionType(code, fn.f_globals, code.co_name)
+
+
+def _chained(inner: types.FunctionType, count: int, outer: types.FunctionType, below: int) -> types.FunctionType:
+    """The continuation of a nested break: the callee's continuation ``inner`` (its ``count``
+    first arguments), whose result the caller's continuation ``outer`` takes after its ``below``
+    stack values, before its locals. Compiled as one function, it traces both: the graph after
+    the break spans the frames as the one before it does. Each has its own code object (a
+    continuation's compiled wrapper is found by its code)."""
+
+    key = (_identity(inner), _identity(outer), count, below)
+    made = _chains.get(key)
+    if made is not None:  # (one per break: a recompile of the caller finds the one compiled before)
+        return made
+
+    def chained(*args: Any) -> Any:
+        result = inner(*args[:count])
+        return outer(*args[count:count + below], result, *args[count + below:])
+
+    name = f"__resume_at_nested_{next(_chain_numbers)}_{outer.__code__.co_name.removeprefix('__resume_at_')}"
+    code = chained.__code__.replace(co_name=name, co_qualname=name)
+    made = _chains[key] = types.FunctionType(code, chained.__globals__, name, None, chained.__closure__)
+    return made
+
+
+def _identity(fn: types.FunctionType) -> tuple:
+    """What makes two continuations the same function: code, globals and closure cells (ids: a
+    chain alive holds them)."""
+    return (fn.__code__, id(fn.__globals__), *map(id, fn.__closure__ or ()))
+
+
+_chains: "weakref.WeakValueDictionary[tuple, types.FunctionType]" = weakref.WeakValueDictionary()
 
 
 def _is_method_load(inst: Instr) -> bool:

@@ -23,6 +23,12 @@ class Config:
     # Tensor.item() and .tolist() in the graph as symbolic numbers known only at run time
     # (torch.compile's capture_scalar_outputs); off, they break the graph, as under Dynamo.
     capture_scalar_outputs: bool = False
+    # A graph break inside an inlined call goes on in the callee (torch.compile's
+    # nested_graph_breaks): the graph before the break spans the caller and the callee, and so
+    # does the one after it (the callee's rest, then the caller's). Off, the caller breaks at the
+    # call and the callee's frame is compiled on its own (graphs of its own), as under Dynamo's
+    # default.
+    nested_graph_breaks: bool = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         # A misspelt option would otherwise be a new attribute nobody reads, silently.

@@ -18,6 +18,8 @@ anything of ``tx`` they do not declare.
         (``collections.namedtuple``'s ``__module__``).
     ``wrap(value, source)``: a real value as a tracker, with its guards (the builder).
     ``inline_call(fn, args, kwargs)``: run a user function's code in a child frame.
+    ``calling``: the callable of the CALL being run (how the translator tells the call's own
+        inlining from a tracker's, for nested breaks).
 
 ``Frame`` (a frame of the trace, as a generator resumes it or a tracker walks the live values of
 every frame): a ``TracerContext`` with its ``stack``, ``locals``, instruction pointer ``ip``,
@@ -58,6 +60,9 @@ class TracerContext(Protocol):
     cells: dict[str, Any]  # name -> CellVariable
     f_globals: dict[str, Any]
     globals_source: "Source | None"
+    # The callable of the CALL being run: a tracker that makes that call by inlining a function
+    # whose result is the call's (a module's forward) hands it on (a nested break's direct call).
+    calling: "VariableTracker | None"
 
     def wrap(self, value: Any, source: "Source | None") -> "VariableTracker": ...
     def inline_call(self, fn: Any, args: list["VariableTracker"], kwargs: dict[str, "VariableTracker"]) -> "VariableTracker": ...

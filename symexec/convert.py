@@ -29,7 +29,7 @@ from . import global_state, logs
 from .cache import CacheEntry
 from .codegen import GRAPH_OUT, PyCodegen, disassemble, guarded_function
 from .config import Config
-from .exc import BackendCompilerFailed, InternalError, SymexecWarning, Unsupported
+from .exc import BackendCompilerFailed, InternalError, StoppedAtBreak, SymexecWarning, Unsupported
 from .guard_compile import compile_guards, signature_text
 from .guards import GuardSet
 from .output_graph import OutputGraph, with_assertions
@@ -101,10 +101,11 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                    compile_fn: CompileFn, hold_weakly: bool = False) -> CacheEntry:
     start = time.perf_counter()
     break_at: tuple[int, int] | None = None
+    break_below: list[tuple[int, int]] = []
     reason: Unsupported | None = None
     state = global_state.read()
     grad_mode = torch.is_grad_enabled()
-    for attempt in range(2):
+    for attempt in range(3):
         guards = GuardSet()
         guards.global_state(state)
         guards.function_match(fn, args, kwargs, weak=hold_weakly)
@@ -125,9 +126,12 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
             return _fallback_entry(fn, guards, "the function is marked torch.compiler.disable", start, fullgraph=fullgraph)
         try:
             tx = InstructionTranslator.for_function(fn, args, kwargs, trace, config)
-            tx.break_at = break_at
+            tx.break_at, tx.break_below = break_at, break_below
+            stopped = tx
             try:
                 tx.run()
+            except StoppedAtBreak as stop:  # a nested break: the frame that breaks, inside the call at break_at
+                stopped = stop.tx
             finally:
                 torch._C._set_grad_enabled(grad_mode)  # a traced `with no_grad()` may have changed it
                 while trace.torch.active_contexts:  # and a traced autocast block that did not end
@@ -136,9 +140,9 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
             if any(generator.cleanup_runs_code() for generator in trace.memos.generators):
                 raise Unsupported("a generator left suspended inside a try or with block (CPython runs its "
                                   "cleanup when the generator is collected)")
-            if tx.stopped_at_break:
+            if stopped.stopped_at_break:
                 assert reason is not None
-                return _build_entry(fn, tx, guards, backend, index, start, compile_fn, reason)
+                return _build_entry(fn, stopped, guards, backend, index, start, compile_fn, reason)
             return _build_entry(fn, tx, guards, backend, index, start, compile_fn, None)
         except Unsupported as e:
             if fullgraph:
@@ -156,7 +160,10 @@ def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend
                                        loop_break=_without_tracebacks(e))
             if attempt == 0 and e.break_point is not None:
                 # Kept in the entry: without its traceback, whose frames hold this call's arguments.
-                break_at, reason = e.break_point, _without_tracebacks(e)
+                break_at, break_below, reason = e.break_point, e.nested, _without_tracebacks(e)
+                continue
+            if break_below:  # the nested break could not be made: the frame breaks at the call
+                break_below = []
                 continue
             _try_shape_guards(trace.graph)
             text = str(e) if reason is None or e is reason else f"{reason}\n  (and the graph break could not be made: {e})"

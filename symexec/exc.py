@@ -10,7 +10,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .translator import InstructionTranslator
 
 
 class SymexecError(RuntimeError):
@@ -37,6 +40,15 @@ class Unsupported(SymexecError):
         # (instruction index, occurrence) in the compiled frame where it surfaced: where the
         # graph breaks when the frame is traced again.
         self.break_point: tuple[int, int] | None = None
+        # Where the break is inside the functions that call at ``break_point`` inlined: the
+        # (instruction, occurrence) of each frame in, down to the one whose instruction breaks
+        # (a nested break: the graph goes on across the frames; empty where it breaks at the call).
+        self.nested: list[tuple[int, int]] = []
+        # While the error goes out through the frames: the points from the frame it surfaced in
+        # (or the innermost that can go on after a break) outwards, and the inlined frame it
+        # just left through a direct call (``InstructionTranslator._locate``).
+        self.path: list[tuple[int, int]] | None = None
+        self.via: Any = None
         # Set where the break is in a loop of the compiled frame (a break inside an inlined call
         # breaks at the call): the frame then runs as its code, as torch.compile's "graph break
         # in loop" skips it.
@@ -106,3 +118,13 @@ class SymexecWarning(RuntimeWarning):
     """symexec ran a function eagerly because of its own bug (an internal error): once per
     function, with the reason and the user's location. ``SYMEXEC_LOGS=fallbacks`` logs every
     fallback, this one included."""
+
+
+class StoppedAtBreak(BaseException):
+    """Raised by an inlined frame that reached the nested break point it was handed: the trace
+    stops there, its frames as they are (not an ``Exception``: no handler of the tracer on the way
+    out catches it, none of them runs)."""
+
+    def __init__(self, tx: "InstructionTranslator") -> None:
+        super().__init__()
+        self.tx = tx

@@ -18,7 +18,7 @@ import types
 import weakref
 from typing import Any
 
-from bytecode import Bytecode, Instr, Label, TryBegin
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin
 
 from . import assembler
 from .exc import Unsupported
@@ -111,6 +111,10 @@ _origin: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, list[i
     weakref.WeakKeyDictionary()
 
 
+# Continuations that take the cells of the original's free variables as parameters.
+_cells_as_args: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+
+
 def is_continuation(code: types.CodeType) -> bool:
     return code in _origin
 
@@ -128,12 +132,19 @@ def original_position(code: types.CodeType, index: int) -> tuple[types.CodeType,
     return original, positions[index]
 
 
-def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list[str]) -> types.CodeType:
+def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list[str],
+                cells_as_args: bool = False) -> types.CodeType:
     """The continuation of ``code`` at abstract instruction ``target`` (cached). ``nulls`` says,
     for each stack slot from the bottom, whether it holds CPython's NULL (pushed by the
-    prologue: NULL cannot be passed as an argument); the other slots are parameters."""
+    prologue: NULL cannot be passed as an argument); the other slots are parameters.
+
+    ``cells_as_args``: the cells of the original's free variables are parameters too (after its
+    own cells), so the continuation needs no closure: one function serves every closure of the
+    code (a nested break's callee, which the guards pin by code, not identity). A continuation
+    of such a continuation is one too (``co_cellvars`` names every cell it takes)."""
+    cells_as_args = cells_as_args or code in _cells_as_args
     code, target = original_position(code, target)
-    key = (target, tuple(nulls), tuple(live))
+    key = (target, tuple(nulls), tuple(live), cells_as_args)
     made = _made.setdefault(code, {})
     if key in made:
         return made[key]
@@ -152,19 +163,23 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
             # 3.13's two-local instructions are written as their two halves: the parameters
             # come first here, and a local's index past 15 cannot be packed into one.
             halves = split_superinstruction(item)
+            if cells_as_args:
+                halves = [_free_as_cell(half) for half in halves]
             items += halves
             positions += [index] * len(halves)
             index += 1
         else:
             items.append(item)
     lineno = code.co_firstlineno
-    prologue: list[Any] = assembler.prologue(code.co_freevars, lineno)
+    free = () if cells_as_args else code.co_freevars
+    cells = (*code.co_cellvars, *code.co_freevars) if cells_as_args else code.co_cellvars
+    prologue: list[Any] = assembler.prologue(free, lineno)
     prologue += [Instr("PUSH_NULL", lineno=lineno) if null else Instr("LOAD_FAST", f"___stack{i}", lineno=lineno)
                  for i, null in enumerate(nulls)]
     prologue.append(Instr("JUMP_FORWARD", label, lineno=lineno))
     # Cell variables come last, as the cells themselves: the prologue skips the original's
     # MAKE_CELL, so their slots hold the cells the caller made (and shared with inner functions).
-    argnames = [*[f"___stack{i}" for i, null in enumerate(nulls) if not null], *live, *code.co_cellvars]
+    argnames = [*[f"___stack{i}" for i, null in enumerate(nulls) if not null], *live, *cells]
     first = super_reads(code)
     if first is not None and first in live and argnames[0] != first:
         # The first slot must hold what super() reads: a stack value is loaded by now (its
@@ -177,7 +192,7 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
     name = f"__resume_at_{offsets(code)[target]}_{len(made) + 1}"
     signature = assembler.Signature(
         name=name, argnames=tuple(argnames), argcount=len(argnames), posonlyargcount=0, kwonlyargcount=0,
-        freevars=code.co_freevars, cellvars=code.co_cellvars,
+        freevars=free, cellvars=cells,
         flags=code.co_flags & (0x01 | 0x02 | 0x10),  # OPTIMIZED, NEWLOCALS, NESTED
         filename=code.co_filename, first_lineno=code.co_firstlineno)
     # The stack never runs deeper than in the original code, and the handlers' depths are the
@@ -185,7 +200,19 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
     new = assembler.assemble(prologue + items, signature, stacksize=code.co_stacksize)
     made[key] = new
     _origin[new] = (code, [None] * len(prologue) + positions)
+    if cells_as_args:
+        _cells_as_args.add(new)
     return new
+
+
+def _free_as_cell(inst: Instr) -> Instr:
+    """``inst`` where the code's free variables are its own cells (``cells_as_args``); its
+    COPY_FREE_VARS (before any continuation's entry: never run) is a NOP."""
+    if inst.name == "COPY_FREE_VARS":
+        return Instr("NOP", lineno=inst.lineno)
+    if isinstance(inst.arg, FreeVar):
+        return Instr(inst.name, CellVar(inst.arg.name), lineno=inst.lineno)
+    return inst
 
 
 def handler_of(program: Any, index: int) -> TryBegin | None:

@@ -23,7 +23,7 @@ from . import faults, logs
 from .codegen import parameter_names
 from .comprehensions import loop_head, span_at
 from .config import Config
-from .exc import InternalError, TracedException, Unsupported
+from .exc import InternalError, StoppedAtBreak, TracedException, Unsupported
 from .guards import GuardSet
 from .instructions import DISPATCH
 from .trace import Trace
@@ -31,7 +31,7 @@ from .resume import is_continuation, reachable, set_handler_depths
 from .source import AttrSource, BuiltinSource, ClosureCellSource, ClosureSource, ConstSource, GetItemSource, GlobalSource, LocalSource, Source
 from .variables import ConstantVariable, VariableBuilder, VariableTracker
 from .variables.user_objects import ExceptionVariable
-from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFunctionVariable, real_cell
+from .variables.functions import BaseUserFunctionVariable, CellVariable, UserFunctionVariable, UserMethodVariable, real_cell
 from .variables.generators import GeneratorVariable
 
 _UNBOUND = object()
@@ -124,6 +124,25 @@ def bind_arguments(fn: types.FunctionType, args: tuple, kwargs: dict) -> dict[st
     return dict(bound.arguments)
 
 
+_CALLS = frozenset({"CALL", "CALL_KW", "CALL_FUNCTION_EX"})
+
+# The instructions an inlined frame may break at and go on after (a nested break): each reads
+# only the stack (no local, global, cell or name: the code that runs it is the compiled
+# function's, where those would be its own).
+NESTED_BREAKS = frozenset({
+    *_CALLS, "LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "DELETE_ATTR",
+    "POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE",
+    "POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
+    "JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP",
+    "BINARY_OP", "BINARY_SUBSCR", "STORE_SUBSCR", "DELETE_SUBSCR", "BINARY_SLICE", "STORE_SLICE",
+    "COMPARE_OP", "CONTAINS_OP", "IS_OP", "UNARY_NEGATIVE", "UNARY_NOT", "UNARY_INVERT", "TO_BOOL",
+    "GET_ITER", "UNPACK_SEQUENCE", "UNPACK_EX", "FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC",
+    "CONVERT_VALUE", "BUILD_STRING", "BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP", "BUILD_CONST_KEY_MAP",
+    "BUILD_SET", "BUILD_SLICE", "LIST_EXTEND", "LIST_APPEND", "SET_ADD", "SET_UPDATE", "MAP_ADD",
+    "DICT_UPDATE", "DICT_MERGE",
+})
+
+
 class InstructionTranslator:
     """Symbolically runs one frame of user code."""
 
@@ -149,11 +168,17 @@ class InstructionTranslator:
         self.ip = 0
         self.done = False
         self.return_value: VariableTracker | None = None
-        # The root frame counts how often each instruction ran, to name a break point as
-        # (instruction index, occurrence) and stop there when the trace is run again.
+        # Each frame counts how often each instruction ran, to name a break point as
+        # (instruction index, occurrence) and stop there when the trace is run again; a nested
+        # break names one per frame, down to the frame that breaks (``break_below``: the points
+        # in the frames the call at ``break_at`` inlines, handed to the one it calls directly).
         self.break_at: tuple[int, int] | None = None
+        self.break_below: list[tuple[int, int]] = []
         self.stopped_at_break = False
         self._runs: dict[int, int] = {}
+        self._hand_down: list[tuple[int, int]] | None = None
+        self.calling: Any = None  # the callable of the CALL being run (set by the call handlers)
+        self.function: Any = None  # the function tracker whose code this inlined frame runs
         self.generator: Any = None  # the GeneratorVariable whose frame this is (generators.py)
         self.exc_info: VariableTracker | None = None  # the exception being handled (PUSH_EXC_INFO)
         self.instruction: Instr | None = None
@@ -296,15 +321,40 @@ class InstructionTranslator:
             else:
                 globals_source = fn.globals_source  # made by MAKE_FUNCTION in that frame
         child = InstructionTranslator(fn.code, fn.f_globals, self.trace, self.config, globals_source=globals_source, parent=self)
+        child.function = fn
         child.locals = fn.bind(self, args, kwargs)
         for name, cell in zip(fn.code.co_freevars, fn.closure_cells(self)):
             child.cells[name] = cell
+        if is_continuation(fn.code):  # (a nested break's: it takes its cells as arguments)
+            for name in fn.code.co_cellvars:
+                cell = child.locals.pop(name, None)
+                if not isinstance(cell, CellVariable):
+                    raise Unsupported(f"a continuation called with {name!r} not a cell")
+                child.cells[name] = cell
         if fn.code.co_flags & inspect.CO_GENERATOR:
             return GeneratorVariable(child, (fn, args, kwargs))  # (runs item by item, when asked: generators.py)
-        child.run()  # a TracedException it does not handle goes on to this frame's step
+        direct = self._calls_directly(fn)
+        if direct and self._hand_down:
+            child.break_at, *child.break_below = self._hand_down
+            self._hand_down = None
+        try:
+            child.run()  # a TracedException it does not handle goes on to this frame's step
+        except Unsupported as e:
+            e.via = child if direct else None
+            raise
         self.trace.location = self.location()  # back to the caller's line
         assert child.return_value is not None
         return child.return_value
+
+    def _calls_directly(self, fn: BaseUserFunctionVariable) -> bool:
+        """Whether inlining ``fn`` is the call this frame's CALL makes, its result the call's:
+        the callable on the stack is ``fn`` or a method of it (not a call a tracker makes on its
+        own account: ``map``'s, a decorator's, a module's)."""
+        calling = self.calling
+        if calling is None or self.instruction is None or self.instruction.name not in _CALLS:
+            return False
+        self.calling = None
+        return calling is fn or (isinstance(calling, UserMethodVariable) and calling.fn is fn)
 
     def root(self) -> "InstructionTranslator":
         tx = self
@@ -320,14 +370,18 @@ class InstructionTranslator:
     def run(self) -> None:
         instructions = self.program.instructions
         trace = logs.enabled("trace")
-        root = self.parent is None
+        runs_of = self._runs
         while not self.done:
             inst = self.instruction = instructions[self.ip]
-            if root:
-                runs = self._runs[self.ip] = self._runs.get(self.ip, 0) + 1
-                if self.break_at == (self.ip, runs):
+            runs = runs_of[self.ip] = runs_of.get(self.ip, 0) + 1
+            if self.break_at == (self.ip, runs):
+                if self.break_below:  # the break is inside the function this instruction calls
+                    self._hand_down = self.break_below
+                else:
                     self.stopped_at_break = True  # the state is as CPython's before ``inst``
-                    return
+                    if self.parent is None:
+                        return
+                    raise StoppedAtBreak(self)
             self.ip += 1
             self.trace.location = location = (self.code.co_filename, inst.lineno, self.code.co_name)
             self.guards.location = location[:2]
@@ -384,8 +438,37 @@ class InstructionTranslator:
     def _locate(self, e: Unsupported) -> None:
         filename, lineno, function = self.location()
         e.add_location(filename, lineno, linecache.getline(filename, lineno or 0), function)
+        child, e.via = e.via, None
+        if e.path is not None and child is not None and child.parent is self and self._holds_nested(child, e.path[0]):
+            e.path.insert(0, (self.ip - 1, self._runs[self.ip - 1]))  # the graph goes on in the callee
+        else:
+            e.path = [self._break_point(self.ip - 1)]
         if self.parent is None and e.break_point is None:
-            e.break_point = self._break_point(self.ip - 1)
+            e.break_point, *e.nested = e.path
+
+    def _holds_nested(self, child: "InstructionTranslator", point: tuple[int, int]) -> bool:
+        """Whether a break at ``point`` in ``child``, which this frame's CALL inlined, can be
+        made there (a nested break: the graph before it spans both frames, and the continuation
+        of the callee hands its result to this frame's, traced as one): both points outside any
+        ``try``/``with`` (an exception of the callee's continuation would not reach this frame's
+        handler) and outside loops (continued anew each time round), no exception being handled,
+        an instruction that reads nothing of its frame but the stack (the code that runs it is
+        the compiled function's), and a callee that is a real function (its continuation takes
+        its code and globals, which the guards pin, and its cells as arguments)."""
+        if not self.config.nested_graph_breaks:
+            return False
+        index, inner = self.ip - 1, point[0]
+        if not isinstance(child.function, BaseUserFunctionVariable):
+            return False
+        if child.program.instructions[inner].name not in NESTED_BREAKS:
+            return False
+        if self.exc_info is not None or child.exc_info is not None:
+            return False
+        if self.program.handlers[index] is not None or child.program.handlers[inner] is not None:
+            return False
+        if child.program.in_loop(inner) or (self.parent is not None and self.program.in_loop(index)):
+            return False
+        return True
 
     def _break_point(self, index: int) -> tuple[int, int]:
         """Where the graph breaks for an instruction that cannot be traced: the instruction, or

@@ -27,6 +27,7 @@ def _callable_and_args(first: Any, second: Any, args: tuple) -> tuple[Any, list[
 
 def _call(tx: HandlerContext, first: Any, second: Any, args: tuple, kw_names: tuple) -> Any:
     fn, positional = _callable_and_args(first, second, args)
+    tx.calling = fn
     kwargs = {}
     if kw_names:
         kwargs = dict(zip(kw_names, positional[-len(kw_names):]))
@@ -59,6 +60,7 @@ def CALL_FUNCTION_EX(tx: HandlerContext, inst: Any, first: Any, second: Any, arg
         fn = first
     else:
         raise Unsupported("CALL_FUNCTION_EX without the NULL slot")
+    tx.calling = fn
     positional = args.unpack(tx)
     keywords = {}
     if kwargs is not None:

@@ -38,7 +38,7 @@ from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
 from .deques import wrap_deque
 from .dicts import ConstDictVariable, DictSubclassVariable, MappingProxyVariable, dict_base, wrap_tensor_keyed_dict
 from .higher_order import HigherOrderOpVariable
-from .functions import GraphBreakVariable, UserFunctionVariable, UserMethodVariable
+from .functions import GraphBreakVariable, UserFunctionVariable, UserMethodVariable, real_cell
 from .lru_cache import LruCacheVariable
 from .lists import InputIteratorVariable, ListVariable, NamedTupleVariable, RangeVariable, SizeVariable, TupleVariable
 from .model_output import is_model_output_class, wrap_model_output
@@ -450,6 +450,21 @@ def _wrap_function(b: VariableBuilder, value: types.FunctionType, source: Source
     var = UserFunctionVariable(value, source)
     var.identity_pinned = pinned
     return var
+
+
+@wraps(types.CellType)
+def _wrap_cell(b: VariableBuilder, value: types.CellType, source: Source | None) -> VariableTracker:
+    """A closure cell passed as a value (a nested break's continuation takes its callee's cells
+    as arguments): the cell itself, its contents read and written through it."""
+    if source is None:
+        raise Unsupported("a closure cell that generated code cannot reach")
+    b.guards.type_match(source, value)
+
+    def store(cg: Any) -> None:
+        source.emit_load(cg)
+        cg.emit("STORE_ATTR", "cell_contents")
+
+    return real_cell(b.tx, value, AttrSource(source, "cell_contents"), store, source)
 
 
 @wraps(torch.jit.ScriptFunction)

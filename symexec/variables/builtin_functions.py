@@ -321,6 +321,8 @@ class PartialVariable(VariableTracker):
         return self.cls
 
     def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
+        if tx.calling is self:  # the call's result is the function's: a nested break goes on inside it
+            tx.calling = self.fn
         return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:

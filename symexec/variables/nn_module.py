@@ -404,6 +404,8 @@ class NNModuleVariable(UserDefinedObjectVariable):
             checks = tx.guards.code(*(piece for i, h in enumerate(_HOOK_DICTS) for piece in (" and not " if i else "not ", self.source, f".{h}")))
             tx.guards.add(GuardKind.ID_MATCH, f"no hooks on {self.source.name}", checks, self.source)
         forward = self.var_getattr(tx, "forward")
+        if tx.calling is self:  # the call's result is forward's: a nested break goes on inside it
+            tx.calling = forward
         return forward.call_function(tx, args, kwargs)
 
     def _call_through_own_getattribute(self, tx: TracerContext, args: list[VariableTracker],
