@@ -18,7 +18,7 @@ Each test method (``make_test`` cases of test_functions.py included: they call t
 ``torch.compile``, ``torch._dynamo.optimize``, ``optimize_assert``, ``run``, ``reset``,
 ``graph_break``, ``allow_in_graph``, ``mark_dynamic`` replaced by symexec's, with the same backend
 in the same counter; the ``torch._dynamo.config`` options that have a ``symexec.config`` option
-of the same meaning (``capture_scalar_outputs``, ``cache_size_limit``) are read from
+of the same meaning (``capture_scalar_outputs``, ``cache_size_limit``, ``nested_graph_breaks``) are read from
 ``torch._dynamo.config`` in that run, so a test's ``config.patch(...)`` applies to both. The tests' own assertions (``CompileCounter``, ``same(...)``) then judge
 symexec. Cases that use an API symexec has no counterpart for (``torch._dynamo.explain``,
 ``export``, ``optimize`` as a context manager) are "n/a" under symexec.
@@ -233,9 +233,13 @@ def verdict(r: dict) -> str:
         if r.get("internals"):
             return "internals"
         e = r.get("eager", {})
-        if s["kind"] == "error" and e.get("status") == s["status"] and e.get("message") == s["message"]:
+        if s["kind"] in ("error", "assertion") and e.get("status") == s["status"] and e.get("kind") == s["kind"] \
+                and e.get("message") == s["message"]:
             # the exception eager raises, where torch.compile raises none (it computes something
-            # else than CPython: min() of an array, ...): symexec is exact, the test is about Dynamo
+            # else than CPython: min() of an array, ...), or the test's assertion failing eagerly
+            # just so (it asserts what torch.compile does that CPython does not: raising on
+            # mark_dynamic inside a compiled function, not warning on a read-only array): symexec
+            # is exact, the test is about Dynamo
             return "as eager"
         if s["kind"] == "assertion":
             return "wrong result"
@@ -284,7 +288,7 @@ def cause(r: dict) -> str:
     if verdict(r) == "internals":
         return "the test reads Dynamo internals: " + ", ".join(r["internals"])
     if verdict(r) == "as eager":
-        return "as eager (eager raises it too; torch.compile does not): " + normalise(s["message"])
+        return "as eager (eager fails so too; torch.compile does not): " + normalise(s["message"])
     if s["internal"]:
         return "internal error: " + normalise(s["internal"][0].split(": ", 1)[-1])
     if s["status"] == "timeout":
@@ -331,8 +335,9 @@ def report(results: list[dict], files: list[str], stubbed: list[str], show: int)
               "measure: code torch.compile ran as Python), over the tc-ok cases (n/a, internals and as eager excluded)",
               "n/a: an API with no symexec counterpart; internals: fails under symexec and reads Dynamo's own "
               "caches/counters/config/errors",
-              "as eager: symexec raises the exception eager raises, where torch.compile raises none "
-              "(listed below, not judged)",
+              "as eager: symexec fails the case as eager does (the exception eager raises where torch.compile "
+              "raises none, or the same failed assertion: the test asserts what torch.compile does that CPython "
+              "does not); listed below, not judged",
               "acceptance: 'sx fail|tc ok' = 0 and conform >= 97%"]
     if stubbed:
         lines.append(f"names the 2.6 test files import that this torch lacks (stubbed): {', '.join(stubbed)}")

@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 from bytecode import Instr, Label, TryBegin
 
-from . import versions
+from . import assembler, versions
 from .callees import Callees
 from .comprehensions import Span, cleanup_block, span_starting_at
 from .exc import Unsupported
-from .resume import live_locals, resume_code
+from .resume import chain_codes, live_locals, resume_code
 from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
 from .variables.autograd import AutogradApplyVariable
 from .variables.builtin_functions import PartialVariable
@@ -401,8 +401,9 @@ def _chained(inner: types.FunctionType, count: int, outer: types.FunctionType, b
         return outer(*args[count:count + below], result, *args[count + below:])
 
     name = f"__resume_at_nested_{next(_chain_numbers)}_{outer.__code__.co_name.removeprefix('__resume_at_')}"
-    code = chained.__code__.replace(co_name=name, co_qualname=name)
+    code = assembler.checked(chained.__code__.replace(co_name=name, co_qualname=name))
     made = _chains[key] = types.FunctionType(code, chained.__globals__, name, None, chained.__closure__)
+    chain_codes.add(code)
     return made
 
 

@@ -326,9 +326,15 @@ def _users_function(callee: Any) -> bool:
         return _users_code(callee.func)
     if type(callee) is not types.FunctionType:
         return False
-    if (callee.__module__ or "").partition(".")[0] in _LIBRARY_PACKAGES:
+    return users_code_object(callee.__code__, callee.__module__)
+
+
+def users_code_object(code: types.CodeType, module: str | None) -> bool:
+    """Whether ``code`` (of a function of ``module``) is the user's, or a library's outside the
+    standard library and ``_LIBRARY_PACKAGES``: the frames Dynamo's hook compiles."""
+    if (module or "").partition(".")[0] in _LIBRARY_PACKAGES:
         return False
-    filename = callee.__code__.co_filename
+    filename = code.co_filename
     return not (filename.startswith(_STDLIB_DIRS) and "site-packages" not in filename)
 
 

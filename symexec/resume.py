@@ -115,6 +115,11 @@ _origin: "weakref.WeakKeyDictionary[types.CodeType, tuple[types.CodeType, list[i
 _cells_as_args: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
 
 
+# The functions that chain a nested break's continuations (``breaks._chained``): symexec's code,
+# but continuations all the same (a break inside one goes on inside it).
+chain_codes: "weakref.WeakSet[types.CodeType]" = weakref.WeakSet()
+
+
 def is_continuation(code: types.CodeType) -> bool:
     return code in _origin
 

@@ -21,13 +21,14 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from . import faults, logs
 from .codegen import parameter_names
+from .callees import users_code_object
 from .comprehensions import loop_head, span_at
 from .config import Config
 from .exc import InternalError, StoppedAtBreak, TracedException, Unsupported
 from .guards import GuardSet
 from .instructions import DISPATCH
 from .trace import Trace
-from .resume import is_continuation, reachable, set_handler_depths
+from .resume import chain_codes, is_continuation, reachable, set_handler_depths
 from .source import AttrSource, BuiltinSource, ClosureCellSource, ClosureSource, ConstSource, GetItemSource, GlobalSource, LocalSource, Source
 from .variables import ConstantVariable, VariableBuilder, VariableTracker
 from .variables.user_objects import ExceptionVariable
@@ -454,12 +455,15 @@ class InstructionTranslator:
         handler) and outside loops (continued anew each time round), no exception being handled,
         an instruction that reads nothing of its frame but the stack (the code that runs it is
         the compiled function's), and a callee that is a real function (its continuation takes
-        its code and globals, which the guards pin, and its cells as arguments)."""
+        its code and globals, which the guards pin, and its cells as arguments) of the user's
+        code (torch's and the standard library's frames are not compiled: Callees)."""
         if not self.config.nested_graph_breaks:
             return False
         index, inner = self.ip - 1, point[0]
-        if not isinstance(child.function, BaseUserFunctionVariable):
-            return False
+        fn = child.function
+        if not isinstance(fn, BaseUserFunctionVariable) or \
+                not (users_code_object(fn.code, fn.f_globals.get("__name__")) or fn.code in chain_codes):
+            return False  # (torch's and the standard library's frames: at the call, as their calls are compiled)
         if child.program.instructions[inner].name not in NESTED_BREAKS:
             return False
         if self.exc_info is not None or child.exc_info is not None:

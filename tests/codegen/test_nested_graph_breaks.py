@@ -435,3 +435,19 @@ def test_a_nested_break_that_cannot_be_made_breaks_at_the_call():
         return x * rng.random()
 
     check(fn, _t(), expect_reuse=False)
+
+
+def test_a_break_inside_the_standard_librarys_code_is_made_at_the_users_call():
+    import functools
+
+    def fn(x):
+        @functools.singledispatch
+        def f(a):
+            return 0
+
+        @f.register
+        def _(a: int):  # (register reads the annotations through typing: a break inside functools)
+            return 1
+        return x + f(1) + f("a")
+
+    check(fn, _t())
