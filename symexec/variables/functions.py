@@ -531,9 +531,10 @@ def _with_attributes(fn: types.FunctionType, slots: dict[str, Any], attributes: 
 
 
 def _with_globals(fn: types.FunctionType, f_globals: dict[str, Any]) -> types.FunctionType:
-    """``fn`` over other globals (its code, defaults, closure and names kept)."""
+    """``fn`` over other globals (its code, defaults, annotations, closure and names kept)."""
     made = types.FunctionType(fn.__code__, f_globals, fn.__name__, fn.__defaults__, fn.__closure__)
     made.__kwdefaults__, made.__qualname__ = fn.__kwdefaults__, fn.__qualname__
+    made.__annotations__ = fn.__annotations__
     return made
 
 

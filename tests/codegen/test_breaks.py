@@ -531,3 +531,22 @@ def test_continuation_with_many_locals_reads_two_at_once():
                         + b8 + b9)
 
     check(fn, [torch.randn(3), torch.randn(3)], 1)
+
+
+# A function of another module (its own globals) that makes an annotated function, inlined: at a
+# break the made function is rebuilt over that module's globals, its annotations kept (they were
+# lost: functools.singledispatch's register, reached so, then refused the function).
+_OTHER_MODULE: dict = {"__name__": "other_module"}
+exec("def make_annotated():\n"
+     "    def made(a: int, *, b: str = 'x') -> float:\n"
+     "        return a\n"
+     "    return made\n", _OTHER_MODULE)
+
+
+def test_a_function_made_by_another_modules_code_keeps_its_annotations_at_a_break():
+    def fn(x):
+        made = _OTHER_MODULE["make_annotated"]()
+        print("a break with the made function live")
+        return x + len(made.__annotations__), made.__kwdefaults__, made.__module__
+
+    check(fn, torch.ones(2))
