@@ -346,8 +346,9 @@ def mk_linear(i, o, seed):
 
 
 class Template:
-    def __init__(self, name, dims, src, args, muts=(), observe=(), ctx=True, cleanup=None):
+    def __init__(self, name, dims, src, args, muts=(), observe=(), ctx=True, cleanup=None, config=None):
         self.name, self.dims = name, dims
+        self.config = dict(config or {})  # symexec.config options set while the sequence runs
         self.cleanup = cleanup  # run in each world after a sequence: what its mutations shared with others
         self.src = textwrap.dedent(src)
         self.args = args  # a strategy of argument spec lists
@@ -916,6 +917,42 @@ def fn(x, a, b):
 """, args(X, _ARRAYS, st.one_of(st.just(Same(1)), _ARRAYS)))
 
 
+template("nested_break", "breaks inside called functions, nested (config.nested_graph_breaks): a function "
+         "over a global, a method of a global object, a branch on a tensor, a list appended to", """
+LOG = []
+SCALE = 2.0
+
+
+def helper(t, k):
+    t = t * SCALE
+    LOG.append(t.shape[0])
+    if t.sum() > 0:
+        t = t + k
+    print("helper", k)
+    return t - 1
+
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+
+    def apply(self, t):
+        t = t + self.v
+        print("box", self.v)
+        return t * 2
+
+
+BOX = Box(1.5)
+
+
+def fn(x, k):
+    y = x.cos()
+    z = helper(y, k) + BOX.apply(x)
+    return z, len(LOG)
+""", args(X, st.sampled_from([1, 2, 3.5])),
+         muts=["SCALE = 3.0", "BOX.v = -2.0", "helper = lambda t, k: t * k", "LOG.clear()", "BOX = Box(0.5)"],
+         observe=["LOG"], config={"nested_graph_breaks": True})
+
 TEMPLATE_NAMES = sorted(TEMPLATES)
 
 
@@ -980,6 +1017,9 @@ def run_sequence(name, dynamic, steps):
 
     old_raise = symexec.config.raise_on_internal_error
     symexec.config.raise_on_internal_error = True
+    old_config = {option: getattr(symexec.config, option) for option in tpl.config}
+    for option, value in tpl.config.items():
+        setattr(symexec.config, option, value)
     symexec.convert.internal_error_hooks.append(hook)
     outer_state = _global_state()
     try:
@@ -1035,6 +1075,8 @@ def run_sequence(name, dynamic, steps):
     finally:
         symexec.convert.internal_error_hooks.remove(hook)
         symexec.config.raise_on_internal_error = old_raise
+        for option, value in old_config.items():
+            setattr(symexec.config, option, value)
         if tpl.cleanup:
             exec(tpl.cleanup, world_e)
 
