@@ -269,14 +269,16 @@ def parameter_names(code: types.CodeType) -> list[str]:
 MISS = object()  # what a guarded entry returns when its guards reject the call
 
 
-def guarded_function(replacement: types.FunctionType, check: types.FunctionType) -> types.FunctionType | None:
+def guarded_function(replacement: types.FunctionType, check: types.FunctionType,
+                     held: tuple[Any, ...] = ()) -> types.FunctionType | None:
     """``replacement`` with the guards of ``check`` in front of its own code: one function, with
     its signature, defaults and closure, that returns MISS where ``check`` returns a false value
     or raises an Exception, so that a cache hit is one call. The two code objects are spliced
     as they are (``splice.py``), in a few percent of the time assembling them again would take.
-    None where they cannot be spliced: the entry then calls both."""
+    None where they cannot be spliced: the entry then calls both. ``held``: objects that outlive
+    the entry anyway (the compiled function), which its code may hold as constants."""
     try:
-        code = splice_guards(check.__code__, replacement.__code__, check.__globals__, MISS)
+        code = splice_guards(check.__code__, replacement.__code__, check.__globals__, MISS, held)
     except ValueError as e:  # (a jump that ends up pointing backwards: a bug of the splice)
         raise InternalError(f"splicing the guards of {replacement.__qualname__}: {e}") from e
     if code is None:

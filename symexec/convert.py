@@ -414,7 +414,7 @@ def _build_entry(fn: types.FunctionType, tx: InstructionTranslator, guards: Guar
 
     # The guards spliced in front of the replacement's code, now: every hit is one call, which
     # returns MISS when they fail (None where they cannot be spliced: a hit then calls both).
-    merged = guarded_function(replacement, checks.check)
+    merged = guarded_function(replacement, checks.check, held=(fn,))
     entry = CacheEntry(checks.check, replacement, checks.guards, checks.first_failure, graph=gm, merged=merged,
                        compiled_graph=compiled, replacement_code=code, trace_seconds=trace_seconds,
                        compile_seconds=time.perf_counter() - compile_start, break_reason=reason,

@@ -37,9 +37,12 @@ import bisect
 import builtins
 import dis
 import functools
+import gc
 import itertools
 import re
+import sys
 import types
+import weakref
 from typing import Any
 
 from bytecode import ConcreteInstr
@@ -135,7 +138,41 @@ class _Guard:
         return unit - self._removed[bisect.bisect_right(self._ends, unit)]
 
 
-def _compact_guard(guard: types.CodeType, tables: _Tables, namespace: dict[str, Any]) -> _Guard | None:
+def _lives_with_its_module(value: Any, depth: int = 4) -> bool:
+    """Whether ``value`` may become a constant of the spliced code. The garbage collector does not
+    see into code objects: an object held there counts as held from outside, and a cycle through
+    it (a class defined inside a function: its ``__mro__``, its methods' cells) outlives its last
+    user until the entry's code is freed, one collection later. So nothing goes in that reaches,
+    through tuples, cells and bound methods, a function defined inside a function or a class its
+    module does not name by its qualified name (one defined inside a function, or made by
+    ``type()``): an entry whose guards hold one keeps its two calls. Only types and namespaces
+    are read, so no user code runs (an isinstance() would read a user's ``__class__``, a
+    module's ``__getattr__`` would import)."""
+    kind = type(value)
+    if depth == 0 or not gc.is_tracked(value) or issubclass(kind, (weakref.ref, types.ModuleType)):
+        return True
+    if kind is types.FunctionType:  # (one a class body made: a method, a property's getter)
+        return "<locals>" not in value.__qualname__ and value.__module__ in sys.modules
+    if issubclass(kind, type):
+        module, qualname = type.__dict__["__module__"].__get__(value), type.__dict__["__qualname__"].__get__(value)
+        found: Any = sys.modules.get(module) if type(module) is str else None
+        for part in qualname.split("."):
+            found = _namespace(found).get(part)
+        return found is value
+    if kind in (tuple, frozenset, types.CellType, types.MethodType, types.BuiltinFunctionType):
+        # (what guards hold by identity: a class's __mro__, closure cells, bound methods)
+        return all(_lives_with_its_module(held, depth - 1) for held in gc.get_referents(value))
+    return True  # (a namespace, a container of the guards' own: its classes are guarded by __mro__)
+
+
+def _namespace(owner: Any) -> dict[str, Any]:
+    """A module's or a class's own namespace (read as a dict: no ``__getattr__`` runs)."""
+    if type(owner) is types.ModuleType or issubclass(type(owner), type):
+        return object.__getattribute__(owner, "__dict__")
+    return {}
+
+
+def _compact_guard(guard: types.CodeType, tables: _Tables, namespace: dict[str, Any], held: tuple[Any, ...]) -> _Guard | None:
     raw = guard.co_code
     ops, args = raw[0::2], raw[1::2]  # per code unit: an opcode (EXTENDED_ARG, 0 for a cache) and its byte
     builtin = namespace.get("__builtins__", builtins)
@@ -166,7 +203,10 @@ def _compact_guard(guard: types.CodeType, tables: _Tables, namespace: dict[str, 
                 if name not in tables.frozen:
                     if name not in namespace and name not in builtin:
                         return None
-                    tables.frozen[name] = tables.const(namespace[name] if name in namespace else builtin[name])
+                    value = namespace[name] if name in namespace else builtin[name]
+                    if not (any(value is h for h in held) or _lives_with_its_module(value)):
+                        return None
+                    tables.frozen[name] = tables.const(value)
                 new = _instr(_LOAD_CONST, tables.frozen[name])
                 if arg & 1:
                     new = new + _instr(_PUSH_NULL) if null_above else _instr(_PUSH_NULL) + new
@@ -445,7 +485,7 @@ class _Glue:
 
 # -- the splice --------------------------------------------------------------------------------
 def splice_guards(guard: types.CodeType, replacement: types.CodeType, namespace: dict[str, Any],
-                  miss: Any) -> types.CodeType | None:
+                  miss: Any, held: tuple[Any, ...] = ()) -> types.CodeType | None:
     """One code object: ``guard``'s body (a function of ``replacement``'s parameters over the
     globals ``namespace``, returning whether the guards pass), then ``miss`` returned where it
     returned a false value, else ``replacement``'s body. None where it cannot be spliced."""
@@ -459,7 +499,7 @@ def splice_guards(guard: types.CodeType, replacement: types.CodeType, namespace:
     if guard.co_flags & _GENERATOR_FLAGS or guard.co_cellvars or guard.co_freevars:
         return None
     tables = _Tables(guard)
-    compacted = _compact_guard(guard, tables, namespace)
+    compacted = _compact_guard(guard, tables, namespace, held)
     if compacted is None:
         return None
     glue = _Glue(tables.const(miss))

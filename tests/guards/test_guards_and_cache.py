@@ -249,6 +249,38 @@ def test_cache_does_not_keep_inputs_alive():
     assert [r() for r in refs] == [None, None]
 
 
+def test_a_module_of_a_local_class_is_freed_by_one_collection():
+    # (an entry's guards spliced into its code held the class's __mro__ as a code constant, which
+    # the collector does not see into: the module outlived one gc.collect(); PyTorch's
+    # test_outside_linear_module_free)
+    def run():
+        fc = torch.nn.Linear(8, 8)
+
+        class Mod(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc_ref = fc
+
+            def forward(self, x):
+                return self.fc_ref(x)
+
+        mod = Mod()
+        compiled = symexec.compile(mod)
+        assert torch.equal(compiled(torch.ones(2, 8)), mod(torch.ones(2, 8)))
+        return weakref.ref(fc), weakref.ref(Mod)
+
+    refs = run()
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
+
+
+def test_entries_of_module_level_code_keep_their_guards_spliced():
+    compiled = symexec.compile(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()))
+    compiled(torch.ones(2, 4))
+    entries = symexec.cache_entries(compiled)
+    assert entries and all(entry.merged is not None for entry in entries)  # (one call per hit)
+
+
 def test_user_globals_left_untouched():
     def fn(x):
         y = x + 1

@@ -140,21 +140,22 @@ def test_a_guard_that_raises_misses():
     check_sequence(fn, [X, [1, 2]], [X, [1, 2]], [X, (3, 4)], [X, [1, 2, 3]], [X, [1, 2]])
 
 
+class _RaisingConfig:  # (at module level: an entry guarding a class made inside a function keeps two calls)
+    def __init__(self, broken):
+        self.broken = broken
+
+    @property
+    def scale(self):
+        if self.broken:
+            raise RuntimeError("broken")
+        return 3
+
+
 def test_guards_raising_on_a_property_miss():
-    class Config:
-        def __init__(self, broken):
-            self.broken = broken
-
-        @property
-        def scale(self):
-            if self.broken:
-                raise RuntimeError("broken")
-            return 3
-
     def fn(x, config):
         return x * config.scale
 
-    ok, broken = Config(False), Config(True)
+    ok, broken = _RaisingConfig(False), _RaisingConfig(True)
     compiled = check_sequence(fn, [X, ok], [X, ok], [X, ok])
     entry, = symexec.cache_entries(compiled)
     assert entry.merged(X, ok) is not MISS
