@@ -372,10 +372,13 @@ class InstructionTranslator:
         instructions = self.program.instructions
         trace = logs.enabled("trace")
         runs_of = self._runs
+        # (an inlined frame names break points only for nested breaks: else no counting)
+        counting = self.parent is None or self.config.nested_graph_breaks
         while not self.done:
             inst = self.instruction = instructions[self.ip]
-            runs = runs_of[self.ip] = runs_of.get(self.ip, 0) + 1
-            if self.break_at == (self.ip, runs):
+            if counting:
+                runs = runs_of[self.ip] = runs_of.get(self.ip, 0) + 1
+            if counting and self.break_at == (self.ip, runs):
                 if self.break_below:  # the break is inside the function this instruction calls
                     self._hand_down = self.break_below
                 else:
@@ -440,7 +443,9 @@ class InstructionTranslator:
         filename, lineno, function = self.location()
         e.add_location(filename, lineno, linecache.getline(filename, lineno or 0), function)
         child, e.via = e.via, None
-        if e.path is not None and child is not None and child.parent is self and self._holds_nested(child, e.path[0]):
+        if not self.config.nested_graph_breaks:
+            e.path = [self._break_point(self.ip - 1)] if self.parent is None else None
+        elif e.path is not None and child is not None and child.parent is self and self._holds_nested(child, e.path[0]):
             e.path.insert(0, (self.ip - 1, self._runs[self.ip - 1]))  # the graph goes on in the callee
         else:
             e.path = [self._break_point(self.ip - 1)]
@@ -457,8 +462,6 @@ class InstructionTranslator:
         the compiled function's), and a callee that is a real function (its continuation takes
         its code and globals, which the guards pin, and its cells as arguments) of the user's
         code (torch's and the standard library's frames are not compiled: Callees)."""
-        if not self.config.nested_graph_breaks:
-            return False
         index, inner = self.ip - 1, point[0]
         fn = child.function
         if not isinstance(fn, BaseUserFunctionVariable) or \
