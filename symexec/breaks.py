@@ -179,7 +179,7 @@ class BreakPlan:
                 cg.reconstruct(var)
                 self.local_temps[name] = cg.new_temp()
                 cg.store_fast(self.local_temps[name])
-        self.cell_temps = self._store_cells(cg, self.tx, bool(self.callers))
+        self.cell_temps = self._store_cells(cg, self.tx)
         for caller in self.callers:
             self._store_caller(cg, caller)
         apply_side_effects()
@@ -214,11 +214,11 @@ class BreakPlan:
             self._copy(cg, cleanups, self._span_labels)
 
     @staticmethod
-    def _store_cells(cg: Any, frame: Any, inlined: bool) -> dict[str, str]:
-        """The cells the frame's continuation takes, in temporaries: its own; an inlined frame's
-        also those of its free variables (its continuation takes them as arguments)."""
+    def _store_cells(cg: Any, frame: Any) -> dict[str, str]:
+        """The cells the frame's continuation takes, in temporaries: its own and those of its
+        free variables (a continuation takes them as arguments: ``_continuation``)."""
         temps: dict[str, str] = {}
-        for name in (*frame.code.co_cellvars, *(frame.code.co_freevars if inlined else ())):
+        for name in (*frame.code.co_cellvars, *frame.code.co_freevars):
             if name not in frame.cells:
                 raise Unsupported(f"a graph break before the cell {name!r} exists")
             cg.reconstruct(frame.cells[name])
@@ -242,7 +242,7 @@ class BreakPlan:
                 cg.reconstruct(var)
                 caller.local_temps[name] = cg.new_temp()
                 cg.store_fast(caller.local_temps[name])
-        caller.cell_temps = self._store_cells(cg, caller.tx, caller.fn is not None)
+        caller.cell_temps = self._store_cells(cg, caller.tx)
 
     def _callee_slot(self) -> int | None:
         """Where the callable of a breaking call sits on the stack: of the two slots under the
@@ -344,8 +344,6 @@ class BreakPlan:
             cg.store_fast(temp)  # a NULL stored in a local leaves it unbound; it is not passed
         temps = [t for t, null in zip(temps, outcome.nulls) if not null]
         live = self.live[outcome.target]
-        # An inlined frame's continuation (a nested break's) takes its cells as arguments: one
-        # function, whichever closure of the callee's code ran.
         continuation = _continuation(self.tx.function if self.callers else fn, outcome.target, outcome.nulls, live)
         code = continuation.__code__
         shown = code.co_name
@@ -374,14 +372,22 @@ _chain_numbers = itertools.count(1)
 
 
 def _continuation(fn: Any, target: int, nulls: list[bool], live: list[str]) -> types.FunctionType:
-    """The function that goes on with ``fn``'s code at ``target``: the compiled function's over its
-    closure; an inlined frame's (``fn`` its tracker: a real function, or one made by the trace)
-    with no closure, its cells arguments (one continuation for every closure of the code)."""
+    """The function that goes on with ``fn``'s code at ``target`` (the compiled function, or an
+    inlined frame's tracker: a real function, or one made by the trace). It has no closure: the
+    cells of its free variables are arguments, as its own cells are, so one continuation (one
+    compiled wrapper, found by its code) serves every closure of the code, as Dynamo's cache is
+    one per code object: a closure made anew by each call of its maker is not traced anew. But
+    the compiled function's over its closure where it has a ``__class__`` cell: zero-argument
+    ``super()`` finds that among the frame's free variables only."""
     if isinstance(fn, types.FunctionType):
-        code = resume_code(fn.__code__, target, nulls, live)
-        return types.FunctionType(code, fn.__globals__, code.co_name, None, fn.__closure__ if code.co_freevars else None)
-    code = resume_code(fn.code, target, nulls, live, cells_as_args=True)
-    return types.FunctionType(code, fn.f_globals, code.co_name)
+        code = fn.__code__
+        if "__class__" in code.co_freevars:
+            made = resume_code(code, target, nulls, live)
+            return types.FunctionType(made, fn.__globals__, made.co_name, None, fn.__closure__)
+        made = resume_code(code, target, nulls, live, cells_as_args=True)
+        return types.FunctionType(made, fn.__globals__, made.co_name)
+    made = resume_code(fn.code, target, nulls, live, cells_as_args=True)
+    return types.FunctionType(made, fn.f_globals, made.co_name)
 
 
 def _chained(inner: types.FunctionType, count: int, outer: types.FunctionType, below: int) -> types.FunctionType:

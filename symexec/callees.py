@@ -37,6 +37,7 @@ from torch._higher_order_ops.while_loop import while_loop as _while_loop_wrapper
 
 from . import logs
 from .call_sites import with_mapped_callables
+from .resume import Opened, opened
 from .torch_api import disabled_by_torch, disabled_by_user, skipped_frame
 
 # Coroutines, generators and async generators: a call builds a frame object that runs later,
@@ -91,6 +92,8 @@ class Callees:
         # code, the others run as they are instead of each being traced (and kept) anew.
         self.closures_per_code = closures_per_code
         self._closures: dict[types.CodeType, int] = {}
+        # A function made at run time: its code opened (resume.opened), (globals, opened, wrapper) by code.
+        self._opened_codes: dict[types.CodeType, tuple[dict, Opened | None, Callable[..., Any] | None]] = {}
         self._fallback_copies: "weakref.WeakKeyDictionary[types.FunctionType, tuple[tuple, types.FunctionType]]" = \
             weakref.WeakKeyDictionary()
         # A user's torch.autograd.Function class: (its forward, the subclass whose forward is compiled).
@@ -146,6 +149,10 @@ class Callees:
                 return self.fallback_copy(callee)
             if runs_as_is(callee):
                 return callee
+            if (callee.__closure__ is not None or "<locals>" in callee.__qualname__) and callee not in self.wrappers:
+                made = self._opened(callee)  # a function made at run time: compiled once per code
+                if made is not None:
+                    return functools.partial(_call_opened, *made, callee)
             wrapper = self(callee)
             if wrapper is not callee and "<" in callee.__qualname__:
                 # A function made at run time (a closure, a lambda, 3.11's comprehension) may be
@@ -165,6 +172,31 @@ class Callees:
         if isinstance(callee, torch.nn.Module):
             return self._module(callee)
         return callee
+
+    def _opened(self, fn: types.FunctionType) -> tuple[Opened, Callable[..., Any]] | None:
+        """The compiled wrapper of ``fn``'s code opened (``resume.opened``: its closure's cells
+        are arguments), made once per code: every closure of the code runs its entries, which
+        guard the cells' contents, not the function object. None where the code cannot be
+        opened, or another function of it has other globals (the first one's are compiled in)."""
+        code = fn.__code__
+        known = self._opened_codes.get(code)
+        if known is None:
+            try:
+                made = opened(code)
+            except Exception as e:  # noqa: BLE001 - not opened: compiled per function object
+                logs.log("debug", "%s is compiled per function: %s: %s", fn.__qualname__, type(e).__name__, e)
+                made = None
+            wrapper = None
+            if made is not None:
+                opened_fn = types.FunctionType(made.code, fn.__globals__, fn.__name__)
+                opened_fn.__qualname__ = fn.__qualname__
+                with self._lock:
+                    wrapper = self.wrappers[made.code] = self._compile_new(opened_fn, False)
+            known = self._opened_codes[code] = (fn.__globals__, made, wrapper)
+        f_globals, made, wrapper = known
+        if made is None or f_globals is not fn.__globals__:
+            return None
+        return made, wrapper
 
     def _function_class(self, cls: type) -> type:
         """A ``torch.autograd.Function`` class whose ``apply`` runs its forward compiled: a
@@ -244,6 +276,23 @@ class Callees:
 
 
 _MISSING = object()
+
+
+_NO_GLOBALS: dict[str, Any] = {"__builtins__": {}}
+
+
+def _call_opened(made: Opened, wrapper: Callable[..., Any], fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` through the compiled wrapper of its opened code: the call bound to
+    its parameters and defaults as CPython binds it, its cells made as its frame makes them (a
+    parameter's holding the argument, another's empty), its closure's cells passed on."""
+    binder = types.FunctionType(made.binder, _NO_GLOBALS, None, fn.__defaults__)
+    binder.__kwdefaults__ = fn.__kwdefaults__
+    try:
+        values = binder(*args, **kwargs)
+    except TypeError:  # a call that does not bind: eager's own error
+        return fn(*args, **kwargs)
+    cells = [types.CellType(values[i]) if i >= 0 else types.CellType() for i in made.cell_params]
+    return wrapper(*[values[i] for i in made.live], *cells, *(fn.__closure__ or ()))
 
 
 def _call_holding(wrapper: Callable[..., Any], fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:

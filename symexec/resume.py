@@ -13,6 +13,7 @@ instruction reachable from ``target`` reads.
 
 from __future__ import annotations
 
+import dataclasses
 import dis
 import types
 import weakref
@@ -222,3 +223,57 @@ def _free_as_cell(inst: Instr) -> Instr:
 
 def handler_of(program: Any, index: int) -> TryBegin | None:
     return program.handlers[index]
+
+
+@dataclasses.dataclass(frozen=True)
+class Opened:
+    """A function's code run with no closure (``opened``): ``code`` takes the parameters named in
+    ``live`` (in that order), then the cells of the original's cell variables and of its free
+    variables, as a continuation of it at its first instruction does; ``binder`` has the
+    original's parameters and returns them as a tuple, in ``co_varnames`` order (a call binds
+    to it as to the original, with the original's defaults given to it); ``live`` and
+    ``cell_params`` index that tuple (-1: a cell variable that is no parameter, empty at entry)."""
+
+    code: types.CodeType
+    binder: types.CodeType
+    live: tuple[int, ...]
+    cell_params: tuple[int, ...]
+
+
+_opened: "weakref.WeakKeyDictionary[types.CodeType, Opened]" = weakref.WeakKeyDictionary()
+
+
+def opened(code: types.CodeType) -> Opened:
+    """``code`` as a function that takes its closure's cells as arguments (cached): one function,
+    and so one compiled wrapper, for every closure of the code (a closure made anew by each call
+    of its maker runs the entries traced for the one before, as Dynamo's cache is one per code
+    object and guards the cells' contents)."""
+    known = _opened.get(code)
+    if known is not None:
+        return known
+    if "__class__" in code.co_freevars:  # (zero-argument super() reads it as a free variable only)
+        raise Unsupported(f"{code.co_qualname} has a __class__ cell")
+    flags = code.co_flags
+    count = code.co_argcount + code.co_kwonlyargcount + bool(flags & 0x04) + bool(flags & 0x08)  # VARARGS, VARKEYWORDS
+    params = code.co_varnames[:count]
+    instructions = [i for i in Bytecode.from_code(code) if isinstance(i, Instr)]
+    start = next((n for n, inst in enumerate(instructions) if inst.name == "RESUME"), None)
+    if start is None:
+        raise Unsupported(f"the code of {code.co_qualname} has no RESUME")
+    live = [name for name in params if name not in code.co_cellvars]
+    made = resume_code(code, start + 1, [], live, cells_as_args=True)
+    # Named as the original (explain shows it as the function it is), and known as a
+    # continuation of it (its cells come in as arguments; a break in it resumes in the original).
+    made = made.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    _origin[made] = _origin[resume_code(code, start + 1, [], live, cells_as_args=True)]
+    _cells_as_args.add(made)
+    lineno = code.co_firstlineno
+    body = [*assembler.prologue((), lineno), *(Instr("LOAD_FAST", name, lineno=lineno) for name in params),
+            Instr("BUILD_TUPLE", len(params), lineno=lineno), Instr("RETURN_VALUE", lineno=lineno)]
+    binder = assembler.assemble(body, assembler.Signature(
+        name=code.co_name, argnames=params, argcount=code.co_argcount, posonlyargcount=code.co_posonlyargcount,
+        kwonlyargcount=code.co_kwonlyargcount, freevars=(), cellvars=(), flags=flags & (0x01 | 0x02 | 0x04 | 0x08),
+        filename=code.co_filename, first_lineno=lineno))
+    result = _opened[code] = Opened(made, binder, tuple(params.index(name) for name in live),
+                                    tuple(params.index(name) if name in params else -1 for name in code.co_cellvars))
+    return result

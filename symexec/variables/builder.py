@@ -214,13 +214,15 @@ def _may_be_dynamic(source: Source) -> bool:
     """Ints that automatic dynamic may make symbolic: arguments and items of arguments (the
     next items of a loop's iterator handed to a continuation among them: its index changes every
     turn), and what those hold in the closure cells of a function among them (a continuation's
-    closure, made before the break, holding sizes); not attributes of objects (a module's config
+    closure, made before the break, holding sizes) or in a cell passed as an argument; not attributes of objects (a module's config
     ints stay specialised, as in torch.compile)."""
     while True:
         while isinstance(source, (GetItemSource, IteratorItemSource)):
             source = source.base
         cell = _closure_cell_of(source)
         if cell is None:
+            if isinstance(source, AttrSource) and source.member == "cell_contents":
+                source = source.base  # a cell passed as an argument (a continuation's, an opened closure's)
             return isinstance(source, (LocalSource, GlobalSource, ClosureSource))
         source = cell
 
