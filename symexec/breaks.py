@@ -30,13 +30,16 @@ import torch
 from bytecode import Instr, Label, TryBegin
 
 from . import assembler, versions
-from .callees import Callees
+from .callees import Callees, class_lookup
 from .comprehensions import Span, cleanup_block, span_starting_at
 from .exc import Unsupported
 from .resume import chain_codes, live_locals, resume_code
 from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
 from .variables.autograd import AutogradApplyVariable
-from .variables.builtin_functions import PartialVariable
+from .variables.partials import PartialVariable
+from .variables.classes import UserDefinedClassVariable
+from .variables.native_methods import NativeMethodVariable
+from .variables.user_objects import UserDefinedObjectVariable
 from .variables.nn_module import NNModuleVariable
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (the translator drives this module)
@@ -454,6 +457,12 @@ def _reconstruct_callee(cg: Any, var: VariableTracker, callees: Callees) -> None
         if compiled is not var.fn:
             cg.load_const(compiled)
             return
+    elif isinstance(var, NativeMethodVariable) and var.name == "__call__" and isinstance(var.obj, UserDefinedClassVariable):
+        # ``super().__call__`` in a metaclass's __call__: type's, the class made with its __init__ compiled
+        cg.push_callable(lambda: cg.load_const(callees.type_call, name="__compiled_type_call"))
+        cg.reconstruct(var.obj)
+        cg.call(1)
+        return
     elif _real_callee(var):
         cg.push_callable(lambda: cg.load_const(callees.value, name="__compiled_callee"))
         cg.reconstruct(var)
@@ -471,4 +480,8 @@ def _real_callee(var: VariableTracker) -> bool:
         return isinstance(var.fn, UserFunctionVariable)
     if isinstance(var, PartialVariable):
         return _real_callee(var.fn)
+    if isinstance(var, UserDefinedClassVariable):  # (a metaclass's Python __call__, or the class's __init__, runs compiled)
+        return True
+    if isinstance(var, UserDefinedObjectVariable) and var.source is not None:  # (its class's Python __call__)
+        return type(class_lookup(type(var.value), "__call__")) is types.FunctionType
     return isinstance(var, (UserFunctionVariable, NNModuleVariable, AutogradApplyVariable))

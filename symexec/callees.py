@@ -38,6 +38,7 @@ from torch._higher_order_ops.while_loop import while_loop as _while_loop_wrapper
 from . import logs
 from .call_sites import with_mapped_callables
 from .resume import Opened, opened
+from .source import partial_field
 from .torch_api import disabled_by_torch, disabled_by_user, skipped_frame
 
 # Coroutines, generators and async generators: a call builds a frame object that runs later,
@@ -134,7 +135,7 @@ class Callees:
         return {**self.wrappers, **self.callee_wrappers}
 
     # -- run time: what the code generated at a break calls --------------------------------------
-    def value(self, callee: Any) -> Any:
+    def value(self, callee: Any, any_code: bool = False) -> Any:
         """What to call instead of ``callee``, which the tracer would have inlined: the same
         call, with the Python code it runs compiled."""
         kind = type(callee)
@@ -147,8 +148,8 @@ class Callees:
                 # A generator's frames run as they are (a replacement cannot stand in for one),
                 # but what they call is compiled, as Dynamo's hook compiles those frames.
                 return self.fallback_copy(callee)
-            if runs_as_is(callee):
-                return callee
+            if runs_as_is(callee) or not (any_code or _users_function(callee) or callee in self.wrappers):
+                return callee  # (torch's and the standard library's frames run as they are, as Dynamo's hook skips them)
             if (callee.__closure__ is not None or "<locals>" in callee.__qualname__) and callee not in self.wrappers:
                 made = self._opened(callee)  # a function made at run time: compiled once per code
                 if made is not None:
@@ -164,14 +165,39 @@ class Callees:
             fn = callee.__func__
             if fn is _FUNCTION_APPLY and isinstance(callee.__self__, type):
                 return self._function_class(callee.__self__).apply
-            compiled = self.value(fn) if type(fn) is types.FunctionType else fn
+            compiled = self.value(fn, any_code) if type(fn) is types.FunctionType else fn
             return callee if compiled is fn else types.MethodType(compiled, callee.__self__)
-        if kind is functools.partial:
-            compiled = self.value(callee.func)
-            return callee if compiled is callee.func else functools.partial(compiled, *callee.args, **callee.keywords)
+        if isinstance(callee, functools.partial) and class_lookup(kind, "__call__") is _PARTIAL_CALL:
+            # (a subclass's too, read past its own fields: pyro's _bound_partial has a slot named func)
+            fn = partial_field(callee, "func")
+            compiled = self.value(fn)
+            return callee if compiled is fn else \
+                functools.partial(compiled, *partial_field(callee, "args"), **partial_field(callee, "keywords"))
         if isinstance(callee, torch.nn.Module):
             return self._module(callee)
+        # A class whose metaclass has a Python __call__ (pyro's distributions), an object whose
+        # class has one (pyro's handlers): that runs compiled, bound to the callee.
+        call = class_lookup(type(callee), "__call__")
+        if type(call) is types.FunctionType and _users_function(call):
+            compiled = self.value(call)
+            return callee if compiled is call else functools.partial(compiled, callee)
+        if call is _TYPE_CALL and isinstance(callee, type):
+            return self.type_call(callee)
         return callee
+
+    def type_call(self, cls: type) -> Any:
+        """What ``type.__call__(cls, ...)`` is (called on a class whose metaclass is ``type``, or
+        through ``super().__call__`` in a metaclass's own): ``cls``'s construction with its
+        ``__init__``, a user's Python function, compiled; where its classes are all made by class
+        statements down to ``object`` and it is no nn.Module (a module is built as it is)."""
+        bound = _TYPE_CALL.__get__(cls, type(cls))
+        if issubclass(cls, torch.nn.Module) or not all(k is object or k.__flags__ & _HEAP_TYPE for k in cls.__mro__):
+            return bound  # (a module, or an instance laid out by a builtin base: a dict's, a type's, made as it is)
+        init = class_lookup(cls, "__init__")
+        if type(init) is not types.FunctionType or not _users_function(init):
+            return bound
+        compiled = self.value(init)
+        return bound if compiled is init else functools.partial(_construct, cls, init, compiled)
 
     def _opened(self, fn: types.FunctionType) -> tuple[Opened, Callable[..., Any]] | None:
         """The compiled wrapper of ``fn``'s code opened (``resume.opened``: its closure's cells
@@ -204,7 +230,7 @@ class Callees:
         where no Python code of ours could swap it); the class itself where that is not a
         user's Python staticmethod or is not compiled. Backward runs as it is, as in eager (it
         runs outside any compiled call)."""
-        forward = _class_lookup(cls, "forward")
+        forward = class_lookup(cls, "forward")
         known = self._function_classes.get(cls)
         if known is not None and known[0] is forward:
             return known[1]
@@ -231,7 +257,7 @@ class Callees:
         try:
             return compiled(*args)
         except AttributeError:
-            fallback = _class_lookup(type(obj), "__getattr__")
+            fallback = class_lookup(type(obj), "__getattr__")
             if fallback is _MISSING:
                 raise
             return fallback(obj, name)  # (a Python function: _python_getter checked)
@@ -246,8 +272,8 @@ class Callees:
         if module._compiled_call_impl is not None or torch._C._get_tracing_state() \
                 or isinstance(module, torch.nn.RNNBase):  # (a recurrent module runs as it is: nn_module.py)
             return module
-        forward = module.forward
-        compiled = self.value(forward) if type(forward) in (types.FunctionType, types.MethodType) else forward
+        forward = module.forward  # (torch's own, of a module holding the user's: compiled all the same)
+        compiled = self.value(forward, any_code=True) if type(forward) in (types.FunctionType, types.MethodType) else forward
         if compiled is forward:
             return module
         hooks = torch.nn.modules.module
@@ -295,12 +321,26 @@ def _call_opened(made: Opened, wrapper: Callable[..., Any], fn: types.FunctionTy
     return wrapper(*[values[i] for i in made.live], *cells, *(fn.__closure__ or ()))
 
 
+def _construct(cls: type, init: types.FunctionType, compiled: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``cls(*args, **kwargs)`` as ``type.__call__`` makes it, with ``compiled`` standing for the
+    class's ``__init__`` (``init``): ``__new__``; then, on an instance of ``cls``, the
+    ``__init__`` of its type (``compiled`` where that is still ``init``), which must return None."""
+    obj = cls.__new__(cls, *args, **kwargs)
+    if not isinstance(obj, cls):
+        return obj
+    kind = type(obj)
+    result = compiled(obj, *args, **kwargs) if class_lookup(kind, "__init__") is init else kind.__init__(obj, *args, **kwargs)
+    if result is not None:
+        raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
+    return obj
+
+
 def _call_holding(wrapper: Callable[..., Any], fn: types.FunctionType, *args: Any, **kwargs: Any) -> Any:
     """``wrapper(*args, **kwargs)`` while ``fn``, which it holds weakly, is held here."""
     return wrapper(*args, **kwargs)
 
 
-def _class_lookup(cls: type, name: str) -> Any:
+def class_lookup(cls: type, name: str) -> Any:
     """What CPython's type lookup finds for ``name`` along ``cls``'s MRO (no descriptor run)."""
     for klass in cls.__mro__:
         found = klass.__dict__.get(name, _MISSING)
@@ -315,17 +355,17 @@ def _python_getter(obj: Any, name: str) -> tuple[types.FunctionType, tuple[Any, 
     with a Python ``__get__`` (a non-data one only where the instance's ``__dict__`` lacks the
     name); else None."""
     cls = type(obj)
-    if _class_lookup(cls, "__getattribute__") is not object.__getattribute__:
+    if class_lookup(cls, "__getattribute__") is not object.__getattribute__:
         return None
-    fallback = _class_lookup(cls, "__getattr__")
+    fallback = class_lookup(cls, "__getattr__")
     if fallback is not _MISSING and type(fallback) is not types.FunctionType:
         return None
-    descriptor = _class_lookup(cls, name)
+    descriptor = class_lookup(cls, name)
     if descriptor is _MISSING:
         return None
     kind = type(descriptor)
-    get = _class_lookup(kind, "__get__")
-    if _class_lookup(kind, "__set__") is _MISSING and _class_lookup(kind, "__delete__") is _MISSING:
+    get = class_lookup(kind, "__get__")
+    if class_lookup(kind, "__set__") is _MISSING and class_lookup(kind, "__delete__") is _MISSING:
         try:
             attributes = object.__getattribute__(obj, "__dict__")
         except AttributeError:
@@ -341,6 +381,9 @@ def _python_getter(obj: Any, name: str) -> tuple[types.FunctionType, tuple[Any, 
 
 
 _PROPERTY_GET = property.__dict__["__get__"]
+_PARTIAL_CALL = functools.partial.__dict__["__call__"]
+_TYPE_CALL = type.__dict__["__call__"]
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 _FUNCTION_APPLY = torch.autograd.Function.__dict__["apply"].__func__
 
 

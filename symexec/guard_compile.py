@@ -16,7 +16,7 @@ import torch
 from . import faults
 from .guard_code import Code, ShapeCall, sources_under
 from .guards import Guard, GuardSet, exact_key, exact_keys, key_shapes
-from .source import Source, dereference, dict_key_at, peek, remaining, safe_name
+from .source import Source, dereference, dict_key_at, partial_field, peek, remaining, safe_name
 
 
 class CompiledGuards:
@@ -176,7 +176,7 @@ def compile_guards(guard_set: GuardSet, fn: types.FunctionType) -> CompiledGuard
         "torch": torch,
         "___peek": peek,
         "___getattr": getattr, "___map": map, "___issubclass": issubclass, "___ogetattr": object.__getattribute__,
-        "___dgetitem": dict.__getitem__, "___dkey": dict_key_at, "___deref": dereference, "___dkeys": dict.keys, "___odkeys": collections.OrderedDict.keys, "___envget": os._Environ.get,
+        "___dgetitem": dict.__getitem__, "___dkey": dict_key_at, "___pfield": partial_field, "___deref": dereference, "___dkeys": dict.keys, "___odkeys": collections.OrderedDict.keys, "___envget": os._Environ.get,
         "___const": _entry_constants(guards),
         "___remaining": remaining,
         **guard_set.namespace,

@@ -512,12 +512,14 @@ class GuardSet:
                                   for n in names])
         return code(mapping, f".keys().isdisjoint({self._const(tuple(names))})")
 
-    def not_in_instance_dict(self, source: Source, name: str, native: bool = False) -> None:
+    def not_in_instance_dict(self, source: Source, name: str, native: bool = False, where: Source | None = None) -> None:
         """An object's own ``__dict__`` lacks ``name``: a class attribute read through it is not
         shadowed (an instance attribute set later would be). One guard per object. ``native``:
-        the dict as ``object.__getattribute__`` reads it, past the class's own lookup."""
+        the dict as ``object.__getattribute__`` reads it, past the class's own lookup; ``where``:
+        the dict read another way (a partial's, not made by the read)."""
         # (the dict as a source of its own: several names read it once, as a shared subexpression)
-        where = ObjectAttrSource(source, "__dict__") if native else AttrSource(source, "__dict__")
+        if where is None:
+            where = ObjectAttrSource(source, "__dict__") if native else AttrSource(source, "__dict__")
 
         def render(names: list[str]) -> tuple[str, Code | str]:
             return (f"{', '.join(map(display, names))} not in {source.name}.__dict__", self._absent(names, where))

@@ -308,6 +308,30 @@ class EnvironItemSource(_NativeReadSource):
         return f"{self.base.name}.get({display(self.key)})"
 
 
+def partial_field(p: functools.partial, field: str) -> Any:
+    """A field of a ``functools.partial`` as partial itself holds it: ``func``, ``args``,
+    ``keywords``, or ``dict``, its ``__dict__`` (an empty dict where it has none), read without
+    making one: reading ``p.__dict__`` makes it, and CPython flattens a partial of a partial only
+    while it has none (partial's own ``__reduce__`` hands out what it holds)."""
+    fn, args, keywords, instance_dict = functools.partial.__reduce__(p)[2]
+    if field == "dict":
+        return {} if instance_dict is None else instance_dict
+    return {"func": fn, "args": args, "keywords": keywords or {}}[field]
+
+
+@dataclass(frozen=True)
+class PartialFieldSource(_NativeReadSource):
+    """A field of a ``functools.partial`` passed in (``partial_field``): its ``__dict__`` read
+    by guards and generated code without making one."""
+    reader: ClassVar[Any] = staticmethod(partial_field)
+    guard_name: ClassVar[str] = "___pfield"
+    shown: ClassVar[str] = "partial field"
+
+    @property
+    def name(self) -> str:
+        return f"{self.base.name}.{self.key} (partial's own)"
+
+
 def dict_key_at(d: dict, index: int) -> Any:
     """Key ``index`` of a dict in its iteration order (an OrderedDict's own, which
     ``move_to_end`` changes), read past a subclass's own ``keys``/``__iter__``."""

@@ -38,6 +38,9 @@ an exception thrown into a generator    RuntimeError        raised as it is     
 ``generator.close()`` when the frame    None                None                the value returned
   returns on GeneratorExit
 ``throw(type, value, traceback)``       as ``throw(value)`` DeprecationWarning  DeprecationWarning
+``partial(p, ...)`` flattens a partial  its class's         its class's         its type: a partial
+  ``p`` whose ``__dict__`` was never    ``__call__`` is     ``__call__`` is     (subclass), whatever
+  made, when                            partial's           partial's           its ``__call__``
 ======================================  ==================  ==================  =======================
 """
 
@@ -75,6 +78,7 @@ class PythonVersion:
     throw_signature_deprecated: bool  # generator.throw(type, value, traceback) warns (DeprecationWarning)
     closure_cell_load: str | None  # the instruction that pushes a free variable's cell itself (None: not written)
     classmethod_chains_get: bool  # a classmethod over a descriptor (a property) binds through its __get__
+    partial_flattens_by_type: bool  # partial(p) flattens any partial p (else only one called by partial's __call__)
 
 
 _VERSIONS = {
@@ -83,20 +87,23 @@ _VERSIONS = {
                            end_for_pops=0, send_keeps_receiver=False,
                            function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod", generator_starts_with_value=True,
                            unpack_gives_start=False, unstarted_throw_is_pep479=True, close_returns_value=False,
-                           throw_signature_deprecated=False, closure_cell_load="LOAD_CLOSURE", classmethod_chains_get=True),
+                           throw_signature_deprecated=False, closure_cell_load="LOAD_CLOSURE", classmethod_chains_get=True,
+                           partial_flattens_by_type=False),
     (3, 12): PythonVersion((3, 12), precall=False, null_above_callable=False, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=False, loop_exit=("END_FOR",),
                            end_for_pops=2, send_keeps_receiver=True,
                            function_attributes_apart=False, slot_error_qualified=False, partialmethod_attr="_partialmethod", generator_starts_with_value=True,
                            unpack_gives_start=False, unstarted_throw_is_pep479=False, close_returns_value=False,
-                           throw_signature_deprecated=True, closure_cell_load="LOAD_CLOSURE", classmethod_chains_get=True),
+                           throw_signature_deprecated=True, closure_cell_load="LOAD_CLOSURE", classmethod_chains_get=True,
+                           partial_flattens_by_type=False),
     (3, 13): PythonVersion((3, 13), precall=False, null_above_callable=True, method_load="LOAD_ATTR",
                            attr_arg_has_bit=True, directed_jumps=False, jumps_need_bool=True,
                            loop_exit=("END_FOR", "POP_TOP"), end_for_pops=1, send_keeps_receiver=True,
                            function_attributes_apart=True, slot_error_qualified=True,
                            partialmethod_attr="__partialmethod__", generator_starts_with_value=False,
                            unpack_gives_start=True, unstarted_throw_is_pep479=False, close_returns_value=True,
-                           throw_signature_deprecated=True, closure_cell_load=None, classmethod_chains_get=False),
+                           throw_signature_deprecated=True, closure_cell_load=None, classmethod_chains_get=False,
+                           partial_flattens_by_type=True),
 }
 
 

@@ -27,12 +27,13 @@ from ..exc import Unsupported
 from ..guards import GuardKind
 from ..torch_api import allowed_in_graph_by_torch, compiler_api_kind
 from ..source import (AttrSource, ClosureSource, DictItemSource, DictKeySource, GetItemSource, GlobalSource, IteratorItemSource, LocalSource,
-                      NativeItemSource,
-                      PrivateObjectSource, Source, display, peek)
+                      NativeItemSource, PartialFieldSource,
+                      PrivateObjectSource, Source, display, partial_field, peek)
 from .autograd import AutogradApplyVariable, AutogradFunctionVariable, is_apply_method, is_user_function_class
-from .base import Registry, VariableTracker, find_on_class, hash_key
+from .base import Registry, VariableTracker, class_static, find_on_class, hash_key
 from .builtin_subclasses import INPUT_LIST_DISPATCHED, ListSubclassVariable, overrides_protocol
-from .builtin_functions import FOLDABLE, HANDLERS, BuiltinVariable, PartialVariable
+from .builtin_functions import FOLDABLE, HANDLERS, BuiltinVariable
+from .partials import PartialSubclassVariable, PartialVariable
 from .constant import LITERAL_TYPES, ConstantVariable, is_literal, is_object_constant
 from .ctx import AutocastVariable, GradModeExit, GradModeExitVariable
 from .deques import wrap_deque
@@ -54,6 +55,7 @@ from .optimizer import OptimizerVariable
 from .regex import RegexPatternVariable
 from .stdlib import EnvironVariable, WeakRefVariable, operator_callable
 from .user_objects import ObjectConstantVariable, UserDefinedObjectVariable
+from .object_protocol import is_slot
 from .tensor import tensor_method
 # The families that only register what they model (handlers of builtins, operators and torch
 # functions, constructors): imported here, the one module that sees every family, so that
@@ -203,7 +205,10 @@ def _wrap_literal(b: VariableBuilder, value: Any, source: Source | None) -> Vari
 def _of_a_plain_object(b: VariableBuilder, source: Source) -> bool:
     """An attribute of an object of a user class that is no ``nn.Module`` (a generation
     config's ``max_length``): symbolic once it changes between traces, as torch.compile's
-    automatic dynamic makes it (``dynamic=True`` alone leaves it static, like a module's)."""
+    automatic dynamic makes it (``dynamic=True`` alone leaves it static, like a module's); an
+    item of a tuple there too (a distribution's ``_batch_shape``, a torch.Size)."""
+    while isinstance(source, GetItemSource):
+        source = source.base
     if not isinstance(source, AttrSource):
         return False
     base = b.memos.input_trackers.get(source.base)
@@ -650,18 +655,37 @@ def _wrap_lru_cache(b: VariableBuilder, value: Any, source: Source | None) -> Va
 def _wrap_partial(b: VariableBuilder, value: functools.partial, source: Source | None) -> VariableTracker:
     if source is None:
         raise Unsupported("a functools.partial that cannot be re-fetched")
-    if type(value) is not functools.partial and any(
-            find_on_class(b.tx, type(value), name)[0] not in functools.partial.__mro__
-            for name in ("__call__", "__getattribute__", "func", "args", "keywords")):
-        return _wrap_object(b, value, source)  # a subclass's own __call__ (or attributes) must run
+    cls = type(value)
+    if cls is not functools.partial and any(find_on_class(b.tx, cls, name)[0] not in functools.partial.__mro__
+                                            for name in ("__call__", "__getattribute__")):
+        return _wrap_object(b, value, source)  # a subclass's own __call__ (or attribute lookup) must run
+    shadowed = [name for name in ("func", "args", "keywords") if find_on_class(b.tx, cls, name)[0] not in functools.partial.__mro__]
+    if shadowed:  # (a subclass's slot named func: pyro's _bound_partial) partial's own fields, read past it
+        if not all(is_slot(class_static(b.tx, cls, name), name) for name in shadowed):
+            return _wrap_object(b, value, source)
+        return _partial_subclass(b, value, source)
     b.guards.type_match(source, value)
     b.guards.len_match(AttrSource(source, "args"), len(value.args))
     b.guards.keys_match(AttrSource(source, "keywords"), list(value.keywords))
     args = [b(a, GetItemSource(AttrSource(source, "args"), i)) for i, a in enumerate(value.args)]
     kwargs = {k: b(v, GetItemSource(AttrSource(source, "keywords"), k)) for k, v in value.keywords.items()}
     var = PartialVariable(b(value.func, AttrSource(source, "func")), args, kwargs, source=source, cls=type(value))
-    var.own_attrs = frozenset(vars(value))
+    var.own_attrs = frozenset(partial_field(value, "dict"))  # (not vars(): it would make the __dict__)
     return var
+
+
+def _partial_subclass(b: VariableBuilder, value: functools.partial, source: Source) -> VariableTracker:
+    """An instance of a subclass of functools.partial passed in whose ``__slots__`` shadow
+    partial's own fields: those read through ``partial_field``, its attributes as an object's."""
+    b.guards.type_match(source, value)
+    fields = {name: PartialFieldSource(source, name) for name in ("func", "args", "keywords")}
+    args, keywords = partial_field(value, "args"), partial_field(value, "keywords")
+    b.guards.len_match(fields["args"], len(args))
+    b.guards.keys_match(fields["keywords"], list(keywords))
+    return PartialSubclassVariable(b(partial_field(value, "func"), fields["func"]),
+                                   [b(a, GetItemSource(fields["args"], i)) for i, a in enumerate(args)],
+                                   {k: b(v, GetItemSource(fields["keywords"], k)) for k, v in keywords.items()},
+                                   type(value), source=source, instance=value)
 
 
 def _wrap_compiler_api(b: VariableBuilder, value: Any, source: Source | None) -> VariableTracker:

@@ -11,7 +11,6 @@ import abc
 import builtins
 import collections
 import copy
-import functools
 import inspect
 import types
 import math
@@ -25,7 +24,7 @@ import torch
 from ..context import TracerContext
 from ..exc import AttributeMissing, TracedException, Unsupported
 from ..guards import GuardKind
-from ..source import AttrSource, ConstSource, PrivateObjectSource, Source, value_of
+from ..source import ConstSource, PrivateObjectSource, Source, value_of
 from .base import VariableTracker
 from .constant import ConstantVariable, is_literal, wrap_constant
 from .dicts import ConstDictVariable, DictViewVariable, update_items
@@ -275,12 +274,6 @@ def _super(tx: TracerContext, *args: VariableTracker) -> VariableTracker:
     return SuperVariable(cell.contents.as_python_constant(), obj)
 
 
-@handler(functools.partial)
-def _partial(tx: TracerContext, fn: VariableTracker, *args: VariableTracker, **kwargs: VariableTracker) -> VariableTracker:
-    if isinstance(fn, PartialVariable) and fn.cls is functools.partial and fn.source is None:
-        # partial(partial(f, a), b) flattens, as CPython's does for plain partials.
-        return PartialVariable(fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs}, cls=functools.partial)
-    return PartialVariable(fn, list(args), kwargs, cls=functools.partial)
 
 
 _MISSING = object()
@@ -294,91 +287,6 @@ def _bound_to_constant(fn: Any) -> bool:
         and is_literal(owner)
 
 
-class PartialVariable(VariableTracker):
-    """``functools.partial(fn, *args, **kwargs)``: made while tracing (``cls`` is then
-    functools.partial), or passed in (then it has a source, and generated code re-fetches the
-    object itself, whatever subclass of partial it is)."""
-
-    models = functools.partial
-
-    def __init__(self, fn: VariableTracker, args: list[VariableTracker], kwargs: dict[str, VariableTracker],
-                 source: Source | None = None, cls: type | None = None) -> None:
-        super().__init__(source)
-        self.fn, self.args, self.kwargs = fn, args, kwargs
-        if source is None and cls is None:
-            # Built from a real partial (builder.py): its items were read through `<p>.func`,
-            # `<p>.args[i]` and `<p>.keywords[k]`: that object is what generated code loads.
-            fn_source = fn.source
-            if isinstance(fn_source, AttrSource) and fn_source.member == "func":
-                self.source = fn_source.base
-        self.cls = cls  # None: some subclass of partial, not known here
-        self.own_attrs: frozenset[str] = frozenset()  # the names in the __dict__ of one passed in
-        self.instance_dict: ConstDictVariable | None = None  # the __dict__ of one the trace made, once read
-
-    def python_type(self) -> type:
-        if self.cls is None:
-            raise Unsupported("the type of a functools.partial passed in")
-        return self.cls
-
-    def call_function(self, tx: TracerContext, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker:
-        if tx.calling is self:  # the call's result is the function's: a nested break goes on inside it
-            tx.calling = self.fn
-        return self.fn.call_function(tx, [*self.args, *args], {**self.kwargs, **kwargs})
-
-    def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
-        if name == "func":
-            return self.fn
-        if name == "args":
-            return TupleVariable(list(self.args))
-        if name == "keywords":
-            return ConstDictVariable(dict(self.kwargs))
-        if self.instance_dict is not None and self.instance_dict.call_method(
-                tx, "__contains__", [ConstantVariable(name)], {}).as_python_constant():
-            return self.instance_dict.call_method(tx, "__getitem__", [ConstantVariable(name)], {})
-        if name == "__dict__" and self.source is None and self.cls is functools.partial:
-            if self.instance_dict is None:  # (a new partial's own dict: empty, one object)
-                self.instance_dict = ConstDictVariable({})
-            return self.instance_dict
-        if self.cls is functools.partial and name not in self.own_attrs:
-            # Not in its own __dict__ (one made by the trace has nothing there: setting an
-            # attribute on it breaks; one passed in, guarded): what it has is functools.partial's
-            # (a builtin class, which cannot change), as CPython finds it.
-            if self.source is not None:
-                tx.guards.not_in_instance_dict(self.source, name)
-            static = next((vars(k)[name] for k in functools.partial.__mro__ if name in vars(k)), _MISSING)
-            if static is _MISSING:
-                raise AttributeMissing.exactly(AttributeError(f"'functools.partial' object has no attribute '{name}'"))
-            if type(static) is str or static is None:  # __doc__, __module__
-                return ConstantVariable(static)
-        return super().var_getattr(tx, name)
-
-    def subvalues(self) -> list[VariableTracker]:
-        return [self.fn, *self.args, *self.kwargs.values(), *([self.instance_dict] if self.instance_dict is not None else [])]
-
-    def reconstruct(self, cg: Any) -> None:
-        if self.source is not None:
-            self.source.emit_load(cg)
-            return
-        if self.cls is not functools.partial:
-            raise Unsupported("re-creating a functools.partial passed in without a source")
-        if self.instance_dict is not None:
-            raise Unsupported("re-creating a functools.partial whose __dict__ the trace read")
-
-        def arguments() -> list[None]:
-            cg.reconstruct(self.fn)
-            for arg in self.args:
-                cg.reconstruct(arg)
-            return [None] * (1 + len(self.args))
-
-        if self.kwargs:
-            cg.call_const(_make_partial, lambda: [cg.reconstruct(self.fn), cg.reconstruct(TupleVariable(list(self.args))),
-                                                  cg.reconstruct(ConstDictVariable(dict(self.kwargs)))])
-            return
-        cg.call_const(functools.partial, arguments)
-
-
-def _make_partial(fn: Any, args: tuple, keywords: dict) -> functools.partial:
-    return functools.partial(fn, *args, **keywords)
 
 
 def _private_value(tx: TracerContext, var: VariableTracker) -> Any:

@@ -27,6 +27,7 @@ from . import user_objects
 from .functions import UserMethodVariable
 from .object_protocol import HANDLERS, class_attribute, python_function, tp_name
 from .builtin_functions import handler
+from .partials import construct_partial_subclass
 from .user_objects import call_getattr_hook
 
 
@@ -65,6 +66,8 @@ def construct(tx: TracerContext, cls: type, args: list[VariableTracker], kwargs:
     family models (transformers' ``ModelOutput``) is made by that family; any other by
     ``user_objects.construct``, as CPython's ``type.__call__`` makes an object (``metaclass_call``
     False: ``type.__call__`` itself, past a metaclass's own ``__call__``)."""
+    if issubclass(cls, functools.partial) and cls is not functools.partial and type(cls) is type and metaclass_call:
+        return construct_partial_subclass(tx, cls, args, kwargs)
     if is_model_output_class(tx, cls):
         if not metaclass_call:
             raise Unsupported(f"constructing {cls.__qualname__} from its metaclass's __call__")

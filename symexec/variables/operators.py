@@ -358,7 +358,10 @@ def _search(tx: TracerContext, candidates: Any, item: VariableTracker) -> bool:
             if call_operator(tx, operator.eq, candidate, item).truth(tx):  # (a condition, not a value)
                 return True
             continue
-        if candidate.as_python_constant() == item.as_python_constant():
+        if candidate.is_python_constant() and item.is_python_constant():
+            if candidate.as_python_constant() == item.as_python_constant():
+                return True
+        elif call_operator(tx, operator.eq, candidate, item).truth(tx):  # (objects: their __eq__, or identity)
             return True
     return False
 

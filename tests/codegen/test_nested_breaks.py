@@ -952,3 +952,71 @@ def test_a_function_made_per_call_stays_alive_through_its_compiled_call():
         sums, popped = compiled(x)
         assert sorted(s.item() for s in sums) == sorted([x.sum().item(), (x + 1).sum().item()])
         assert popped.shape == x.shape
+
+
+def test_torch_distributions_called_at_a_break_run_as_under_dynamo():
+    # torch's own frames run as they are at a break (Normal.__init__'s validation branches on a
+    # tensor, log_prob's too), as Dynamo's hook skips them: the graphs are torch.compile's.
+    def fn(loc, x):
+        d = torch.distributions.Normal(loc, torch.ones(()), validate_args=True)
+        return d.log_prob(x) * 2
+
+    check(fn, torch.randn(4), torch.randn(4))
+    assert_same_graphs_as_dynamo(fn, torch.randn(4), torch.randn(4))
+
+
+class _Meta(type):
+    def __call__(cls, *args, **kwargs):
+        made = super().__call__(*args, **kwargs)
+        made.by_meta = True
+        return made
+
+
+class _Validated(metaclass=_Meta):
+    def __init__(self, v):
+        self.v = torch.sin(v) * 2
+        if v.sum() > 0:  # (a break inside __init__)
+            self.v = self.v + 1
+
+
+class _Plain:
+    def __init__(self, v):
+        self.v = torch.cos(v)
+        if v.sum() > 0:
+            self.v = self.v - 1
+
+
+class _Handler:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, x):
+        y = torch.tanh(x)
+        if y.sum() > 0:
+            y = y * 3
+        return self.fn(y)
+
+
+def test_a_class_or_callable_object_called_at_a_break_runs_its_python_code_compiled():
+    # A metaclass's __call__, the class's __init__ (reached through type.__call__, directly or by
+    # super().__call__), an object's __call__: their frames compiled as Dynamo's hook compiles them.
+    def fn(x, handler):
+        a = _Validated(x)
+        b = _Plain(x)
+        return a.v + b.v + handler(x), a.by_meta
+
+    check(fn, torch.randn(4), _Handler(torch.exp))
+    assert_same_graphs_as_dynamo(fn, torch.randn(4), _Handler(torch.exp))  # (sin and mul, cos, tanh: each frame's)
+
+
+def test_a_class_whose_init_returns_a_value_raises_as_eager():
+    class Odd:
+        def __init__(self, v):
+            if v.sum() > 0:
+                pass
+            return 1  # noqa: PLE0101 - TypeError at construction
+
+    def fn(x):
+        return Odd(x)
+
+    check(fn, torch.randn(3), expect_traced=False)

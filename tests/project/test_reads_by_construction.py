@@ -57,8 +57,9 @@ ALLOWED = {
     ("variables/lists.py", "NamedTupleVariable._reconstruct_made"): "a namedtuple class's _make, run by generated code",
     ("variables/lists.py", "<module>"): "object's own __class__ descriptor: a builtin class, which cannot change",
     ("variables/lists.py", "_with_attributes"): "generated code setting a named tuple's attributes, at run time",
-    ("variables/builtin_functions.py", "PartialVariable.var_getattr"):
+    ("variables/partials.py", "PartialVariable.var_getattr"):
         "functools.partial's MRO and attributes: a builtin class, which cannot change",
+    ("variables/partials.py", "<module>"): "functools.partial's own __call__, __new__ and fields: a builtin class",
     ("variables/tensor.py", "SymNodeVariable.call_method"): "int's, float's and bool's methods: builtin classes",
     ("variables/torch_functions.py", "_is_structseq"): "a torch structseq's field counts: a C class, fixed when made",
     ("variables/user_objects.py", "construct"): "a namedtuple class's _fields, fixed when the class is made",

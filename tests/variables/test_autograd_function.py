@@ -548,14 +548,15 @@ def _db_cases():
 # Where symexec's graph count differs from torch.compile's on the db, and why (checked, so that
 # a change shows):
 # - torch.compile does not trace code that lives in a torch module (its skip rules leave it to
-#   eager): no graph. symexec captures the call (one graph), or for NumpyExp_, whose forward
-#   goes through NumPy, the ``x.clone()`` before it (the call breaks the graph);
+#   eager): no graph. symexec captures the call (one graph). For NumpyExp_, whose forward goes
+#   through NumPy, the call breaks the graph, and the db's lambda around it (torch's code) then
+#   runs as it is in both: no graph;
 # - NumpyCubeNotComposable: torch.compile traces NumPy (torch._numpy); symexec breaks at
 #   ``Tensor.numpy()`` and runs the call eagerly. The other NumPy entries: no graph in either.
 _DB_SYMEXEC_GRAPHS = {"SelectAutogradFunction": 1, "CubeGenVmapAutogradFunction": 1, "MulGenVmapAutogradFunction": 1,
                       "SortGenVmapAutogradFunction": 1, "SelectGenVmapAutogradFunction": 1,
                       "ScaleGradGenVmapAutogradFunction": 1, "ZeroGradientsGenVmapAutogradFunction": 1,
-                      "ForwardHasDefaultArgsAutogradFunction": 1, "NumpyExpMarkDirtyAutogradFunction": 1,
+                      "ForwardHasDefaultArgsAutogradFunction": 1,
                       "NumpyCubeNotComposableAutogradFunction": 0}
 
 

@@ -473,3 +473,107 @@ def test_lru_cache_of_no_argument_already_filled_answers_without_running():
     torch.fx._symbolic_trace.is_fx_tracing()  # (its warning logged once, as a first call would)
     check(flag, torch.randn(2), torch.randn(2))
     assert symexec.explain(flag, torch.randn(2), torch.randn(2)).graph_break_count == 0
+
+
+# -- partial subclasses the trace makes (pyro's handlers) -------------------------------------
+class _BoundPartial(functools.partial):
+    # pyro.poutine.messenger._bound_partial: a slot named func shadows partial's own, set by
+    # its __init__; partial's __new__ has flattened the partial it is given.
+    __slots__ = "func"
+
+    def __init__(self, func):
+        self.func = func
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else functools.partial(self.func, instance)
+
+
+def _context_wrap(scale, fn, *args, **kwargs):
+    return fn(*args, **kwargs) * scale
+
+
+def _sine(t):
+    """The sine."""
+    return torch.sin(t)
+
+
+def test_a_partial_subclass_with_a_slot_is_made_called_and_wrapped():
+    def fn(x):
+        inner = functools.partial(_context_wrap, 3, _sine)
+        wrapper = _BoundPartial(inner)
+        functools.update_wrapper(wrapper, _sine, updated=())
+        return wrapper(x), wrapper.func is inner, wrapper.args, wrapper.keywords, wrapper.__name__, wrapper.__doc__
+
+    check(fn, torch.randn(4))
+    _, ours = symexec_graphs(fn, torch.randn(4))
+    assert ours.graph_count == 1 and ours.op_counts()[0] >= 2  # (sin and mul: the call is traced)
+
+
+def test_a_partial_made_by_the_trace_is_one_object_across_a_break():
+    # (it was rebuilt once per place holding it: the attributes update_wrapper set at the break,
+    # on one copy, were missing from the other)
+    def wrapped(x):
+        wrapper = _BoundPartial(functools.partial(_context_wrap, 3, torch.sin))
+        functools.update_wrapper(wrapper, torch.sin, updated=())  # (a torch function's __module__: a break)
+        return wrapper(x), wrapper.__name__
+
+    def plain(x):
+        p = functools.partial(torch.add, x)
+        q = p
+        symexec.graph_break()
+        return p is q, p(1)
+
+    check(wrapped, torch.randn(4), expect_traced=False)
+    check(plain, torch.randn(4), expect_traced=False)
+
+
+def test_a_partial_subclass_made_by_the_trace_is_returned_whole():
+    def fn(x):
+        wrapper = _BoundPartial(functools.partial(_context_wrap, 2, torch.cos))
+        wrapper.note = "kept"
+        return wrapper, x + 1
+
+    compiled = check(fn, torch.randn(3))
+    wrapper, _ = compiled(torch.randn(3))
+    assert type(wrapper) is _BoundPartial and wrapper.note == "kept"
+    assert wrapper.func.args == (2, torch.cos) and functools.partial.func.__get__(wrapper) is _context_wrap
+    assert torch.equal(wrapper(torch.ones(2)), torch.cos(torch.ones(2)) * 2)
+
+
+def test_a_partial_of_a_partial_flattens_only_where_cpython_does():
+    # A partial whose __dict__ was made is not flattened; one passed in may or may not be
+    # (its __dict__ cannot be read): its fields break the graph, its calls do not.
+    def made_dict(x):
+        p = functools.partial(torch.add, x)
+        p.__dict__
+        q = functools.partial(p, 1)
+        return q.func is p, q.args, q(), x * 2
+
+    def passed_in(x, p):
+        q = functools.partial(p, 1)
+        return q(), q.func, q.args
+
+    check(made_dict, torch.randn(3))
+    check(passed_in, torch.randn(3), functools.partial(torch.add, torch.ones(3)), expect_traced=False)
+    with_dict = functools.partial(torch.add, torch.ones(3))
+    with_dict.__dict__
+    check(passed_in, torch.randn(3), with_dict, expect_traced=False)
+
+
+def test_a_new_object_is_not_in_a_list_of_others():
+    # pyro's `if self not in _PYRO_STACK` with a new handler: identity, then each __eq__ (the
+    # default one: identity), without the graph breaking.
+    class Handler:
+        pass
+
+    stack = [Handler(), Handler()]
+
+    def fn(x):
+        handler = Handler()
+        before = handler in stack
+        stack.append(handler)
+        return x + 1, before, handler in stack, stack.pop() is handler
+
+    check(fn, torch.randn(3))
+    _, ours = symexec_graphs(fn, torch.randn(3))
+    assert ours.graph_count == 1
