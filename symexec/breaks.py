@@ -182,7 +182,7 @@ class BreakPlan:
                 cg.reconstruct(var)
                 self.local_temps[name] = cg.new_temp()
                 cg.store_fast(self.local_temps[name])
-        self.cell_temps = self._store_cells(cg, self.tx)
+        self.cell_temps = self._store_cells(cg, self.tx, bool(self.callers))
         for caller in self.callers:
             self._store_caller(cg, caller)
         apply_side_effects()
@@ -217,11 +217,12 @@ class BreakPlan:
             self._copy(cg, cleanups, self._span_labels)
 
     @staticmethod
-    def _store_cells(cg: Any, frame: Any) -> dict[str, str]:
-        """The cells the frame's continuation takes, in temporaries: its own and those of its
-        free variables (a continuation takes them as arguments: ``_continuation``)."""
+    def _store_cells(cg: Any, frame: Any, inlined: bool) -> dict[str, str]:
+        """The cells the frame's continuation takes, in temporaries: its own and, where its
+        continuation takes them as arguments (``_continuation``), those of its free variables."""
         temps: dict[str, str] = {}
-        for name in (*frame.code.co_cellvars, *frame.code.co_freevars):
+        free = frame.code.co_freevars if inlined or _free_cells_as_args(frame.code) else ()
+        for name in (*frame.code.co_cellvars, *free):
             if name not in frame.cells:
                 raise Unsupported(f"a graph break before the cell {name!r} exists")
             cg.reconstruct(frame.cells[name])
@@ -245,7 +246,7 @@ class BreakPlan:
                 cg.reconstruct(var)
                 caller.local_temps[name] = cg.new_temp()
                 cg.store_fast(caller.local_temps[name])
-        caller.cell_temps = self._store_cells(cg, caller.tx)
+        caller.cell_temps = self._store_cells(cg, caller.tx, caller.fn is not None)
 
     def _callee_slot(self) -> int | None:
         """Where the callable of a breaking call sits on the stack: of the two slots under the
@@ -379,18 +380,26 @@ def _continuation(fn: Any, target: int, nulls: list[bool], live: list[str]) -> t
     inlined frame's tracker: a real function, or one made by the trace). It has no closure: the
     cells of its free variables are arguments, as its own cells are, so one continuation (one
     compiled wrapper, found by its code) serves every closure of the code, as Dynamo's cache is
-    one per code object: a closure made anew by each call of its maker is not traced anew. But
-    the compiled function's over its closure where it has a ``__class__`` cell: zero-argument
-    ``super()`` finds that among the frame's free variables only."""
+    one per code object: a closure made anew by each call of its maker is not traced anew. The
+    compiled function's keeps its closure where it cannot hand over its cells
+    (``_free_cells_as_args``)."""
     if isinstance(fn, types.FunctionType):
         code = fn.__code__
-        if "__class__" in code.co_freevars:
+        if code.co_freevars and not _free_cells_as_args(code):
             made = resume_code(code, target, nulls, live)
             return types.FunctionType(made, fn.__globals__, made.co_name, None, fn.__closure__)
         made = resume_code(code, target, nulls, live, cells_as_args=True)
         return types.FunctionType(made, fn.__globals__, made.co_name)
     made = resume_code(fn.code, target, nulls, live, cells_as_args=True)
     return types.FunctionType(made, fn.f_globals, made.co_name)
+
+
+def _free_cells_as_args(code: types.CodeType) -> bool:
+    """Whether the compiled function's continuation takes the cells of its free variables as
+    arguments: not where its generated code cannot push a cell of its own closure (3.13:
+    ``versions``), nor where it has a ``__class__`` cell (zero-argument ``super()`` finds that
+    among the frame's free variables only)."""
+    return versions.V.closure_cell_load is not None and "__class__" not in code.co_freevars
 
 
 def _chained(inner: types.FunctionType, count: int, outer: types.FunctionType, below: int) -> types.FunctionType:

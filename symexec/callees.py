@@ -108,9 +108,9 @@ class Callees:
         if fn in self.wrappers:  # the family's root, called from itself
             wrappers = self.wrappers
         elif fn.__code__.co_name.startswith("__resume_at_"):
-            # A continuation is a new function object each time: one wrapper per code. But the
-            # replacement traced from one runs over that one's closure cells, so a continuation
-            # of a closure (a callee made anew by each call of its maker) has one per closure.
+            # A continuation is a new function object each time: one wrapper per code. One with
+            # a closure (of a method with a __class__ cell, which keeps it; a nested break's
+            # chain) has one per closure: the replacement traced from it runs over its cells.
             key = (fn.__code__, *map(id, fn.__closure__)) if fn.__closure__ else fn.__code__
             wrappers = self.wrappers
         wrapper = wrappers.get(key)
