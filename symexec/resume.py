@@ -261,11 +261,11 @@ def opened(code: types.CodeType) -> Opened:
     if start is None:
         raise Unsupported(f"the code of {code.co_qualname} has no RESUME")
     live = [name for name in params if name not in code.co_cellvars]
-    made = resume_code(code, start + 1, [], live, cells_as_args=True)
+    continuation = resume_code(code, start + 1, [], live, cells_as_args=True)
     # Named as the original (explain shows it as the function it is), and known as a
     # continuation of it (its cells come in as arguments; a break in it resumes in the original).
-    made = made.replace(co_name=code.co_name, co_qualname=code.co_qualname)
-    _origin[made] = _origin[resume_code(code, start + 1, [], live, cells_as_args=True)]
+    made = continuation.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    _origin[made] = _origin[continuation]
     _cells_as_args.add(made)
     lineno = code.co_firstlineno
     body = [*assembler.prologue((), lineno), *(Instr("LOAD_FAST", name, lineno=lineno) for name in params),

@@ -227,9 +227,15 @@ def _instance_dict(value: Any) -> dict | None:
 _GENERIC_ACCESS = frozenset({types.SimpleNamespace, _thread._local})
 
 
+def by_class_statement(cls: type) -> bool:
+    """Whether ``cls`` was made by a class statement (or ``type(...)``): CPython's heap types,
+    ``Py_TPFLAGS_HEAPTYPE``; builtin and extension classes are not."""
+    return bool(cls.__flags__ & (1 << 9))
+
+
 def tp_name(cls: type) -> str:
     """How CPython's messages name a class: its C-level name, with the module of a static type."""
-    heap_type = cls.__flags__ & (1 << 9)  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+    heap_type = by_class_statement(cls)
     return cls.__name__ if heap_type or cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
 
 
@@ -241,7 +247,7 @@ def no_attribute(cls: type, name: str) -> AttributeError:
 def unset_slot(cls: type, name: str) -> AttributeError:
     """The AttributeError CPython raises for a ``__slots__`` member of a ``cls`` instance never
     set: 3.13 names a class made by a class statement by its module and qualified name."""
-    if not versions.V.slot_error_qualified or not cls.__flags__ & (1 << 9):
+    if not versions.V.slot_error_qualified or not by_class_statement(cls):
         return no_attribute(cls, name)
     module = cls.__module__
     qualified = cls.__qualname__ if module in ("builtins", "__main__") or not isinstance(module, str) \

@@ -19,7 +19,7 @@ from .builtin_subclasses import SubclassInstance, own_method_call, run_python
 from .constant import ConstantVariable
 from .dicts import ConstDictVariable
 from .lists import TupleVariable
-from .object_protocol import is_slot, unset_slot
+from .object_protocol import by_class_statement, is_slot, unset_slot
 from .user_objects import ObjectVariableBase
 
 _MISSING = object()
@@ -203,7 +203,7 @@ class PartialSubclassVariable(SubclassInstance, PartialVariable):
     def _slot(self, tx: TracerContext, name: str) -> Any:
         """The ``__slots__`` member descriptor ``name`` of the class (a Python class's), or None."""
         static = class_static(tx, self.user_cls, name)
-        return static if is_slot(static, name) and static.__objclass__.__flags__ & _HEAP_TYPE else None
+        return static if is_slot(static, name) and by_class_statement(static.__objclass__) else None
 
     def var_getattr(self, tx: TracerContext, name: str) -> VariableTracker:
         if self._slot(tx, name) is not None:
@@ -287,5 +287,3 @@ def construct_partial_subclass(tx: TracerContext, cls: type, args: list[Variable
         raise Unsupported(f"constructing {cls.__qualname__}: its __init__ is not Python")
     return obj
 
-
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement

@@ -30,6 +30,7 @@ from .new_modules import construct_torch_module
 from .lists import ListVariable, SizeVariable, TupleVariable
 from .dicts import ConstDictVariable
 from .user_objects import ObjectVariableBase
+from .object_protocol import by_class_statement
 from .tensor import SymNodeVariable, TensorVariable, python_types_as_dtypes, record_call
 
 # Functions that change global state or leave the graph's world.
@@ -387,10 +388,9 @@ def _plain_python_class(tx: TracerContext, cls: type) -> bool:
     """A class whose every base but ``object`` is written in Python (a heap type) and that is
     not a context manager: an object made for its values, not for an effect (an RAII guard,
     ``inference_mode``, is made to be entered)."""
-    heap_type = 1 << 9  # Py_TPFLAGS_HEAPTYPE
     if class_static(tx, cls, "__enter__") is not None or class_static(tx, cls, "__exit__") is not None:
         return False  # (the lookups guard the MRO read below)
-    return not issubclass(cls, torch.Tensor) and all(base.__flags__ & heap_type for base in cls.__mro__[:-1])
+    return not issubclass(cls, torch.Tensor) and all(map(by_class_statement, cls.__mro__[:-1]))
 
 
 def _plain_constant(var: VariableTracker) -> bool:

@@ -30,7 +30,7 @@ from .native_methods import CONTAINER_CLASSES, CONTAINER_LENS, NATIVE_OWNERS, Na
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
 from .tensor import record_call
-from .object_protocol import (class_attribute, descriptor_store, generic_access, generic_getattr, is_slot, no_attribute,
+from .object_protocol import (by_class_statement, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot, no_attribute,
                               type_is_callable, unset_slot)
 
 
@@ -747,14 +747,13 @@ def _plain_layout(cls: type) -> bool:
     models (and what CPython's ``object.__new__(cls)`` checks is safe): its bases made by class
     statements (no C ``__new__`` of their own) down to ``object``."""
     base: type | None = cls
-    while base is not None and base.__flags__ & _HEAP_TYPE:
+    while base is not None and by_class_statement(base):
         if not isinstance(base.__dict__.get("__new__", _NO_NEW), staticmethod):
             return False
         base = base.__base__
     return base is object
 
 
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time (a class statement)
 _NO_NEW = staticmethod(object.__new__)
 
 

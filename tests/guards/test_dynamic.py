@@ -320,6 +320,23 @@ def test_an_int_attribute_of_an_object_becomes_symbolic_when_it_changes():
     assert ours.graph_count <= theirs.graph_count == 2, (ours.graph_count, theirs.graph_count)
 
 
+class _Shaped:
+    def __init__(self, n):
+        self.batch_shape = (n, 3)  # (pyro's Distribution._batch_shape, a torch.Size)
+
+
+def _sliced_by_a_tuple_attribute(x, shaped):
+    return x[:, : shaped.batch_shape[0]] * shaped.batch_shape[1]
+
+
+def test_an_int_in_a_tuple_attribute_of_an_object_becomes_symbolic_when_it_changes():
+    # (pyro's third call retraced Distribution._validate_sample on _batch_shape[0]: an item of a
+    # tuple attribute stayed specialised where the attribute itself turned symbolic)
+    calls = [(torch.ones(2, 8), _Shaped(n)) for n in (3, 4, 5, 2, 6)]
+    _, ours, theirs = run_both(_sliced_by_a_tuple_attribute, calls)
+    assert ours.graph_count <= theirs.graph_count == 2, (ours.graph_count, theirs.graph_count)
+
+
 # -- found by TorchBench (issue 19): a loop's index specialised, its continuation retraced every turn
 
 
