@@ -114,4 +114,6 @@ ALL_CACHES: "weakref.WeakSet[FunctionCache]" = weakref.WeakSet()
 def reset() -> None:
     """Empty every cache of every compiled function."""
     for cache in list(ALL_CACHES):
-        cache.clear()
+        if cache.entries or cache.hot or cache.recompile_reasons or cache.limit_warned \
+                or not cache.frame_state.empty():
+            cache.clear()  # (most hold nothing: a test suite resets hundreds per test)

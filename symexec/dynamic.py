@@ -33,6 +33,9 @@ class FrameState:
     sizes: dict[str, list[int | None]] = field(default_factory=dict)
     strides: dict[str, list[int | None]] = field(default_factory=dict)
 
+    def empty(self) -> bool:
+        return not (self.ints or self.sizes or self.strides)
+
     def clear(self) -> None:
         self.ints.clear()
         self.sizes.clear()

@@ -19,6 +19,8 @@ import symexec.convert
 
 sys.path.insert(0, os.path.dirname(__file__))  # so tests can `from helpers import check`
 
+import helpers  # noqa: E402 - found through the path above
+
 # One intra-op thread, here and in the scripts the tests start: the tensors are tiny, and idle
 # OpenMP threads spinning beside another suite (CI runs two at once on two cores) cost more
 # than they give. Results compare eager and compiled in the same process either way.
@@ -29,6 +31,26 @@ torch.set_num_threads(1)
 def pytest_configure(config):
     config.addinivalue_line("markers", "expect_internal_error: the test provokes symexec internal errors on purpose "
                                        "(fault injection); without it any internal error fails the test")
+    config.addinivalue_line("markers", "broad: a test whose subject does not depend on the Python version (symexec's "
+                                       "own source read statically, shape rules against fake tensors, torch's op "
+                                       "databases, the notebook): run where the sweeps run whole (helpers.BROAD: "
+                                       "CPython 3.11, or SYMEXEC_BROAD=1), deselected elsewhere")
+
+
+def pytest_report_header(config):
+    if not helpers.BROAD:
+        return (f"CPython {sys.version_info[0]}.{sys.version_info[1]}: the sweeps run as a slice and tests marked "
+                "'broad' are deselected (SYMEXEC_BROAD=1 runs everything)")
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    if helpers.BROAD:
+        return
+    kept = [item for item in items if item.get_closest_marker("broad") is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("broad") is not None])
+        items[:] = kept
 
 
 _SESSION_INTERNAL_ERRORS = {"expected": 0, "unexpected": []}
@@ -59,7 +81,7 @@ def pytest_runtest_protocol(item, nextitem):
     _CURRENT_ITEM[0] = None
 
 
-# The suite runs in a worker process (pytest-xdist, `-n 1` in pyproject.toml), so that a test
+# The suite runs in worker processes (pytest-xdist, `-n auto` in pyproject.toml), so that a test
 # that crashes the interpreter (a segfault) or hangs (pytest-timeout ends the worker) fails
 # that test and the run goes on in a new worker. The worker sends its counts of internal errors
 # to the main process, which prints them and fails the run on one nobody expected.

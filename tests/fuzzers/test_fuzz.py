@@ -7,9 +7,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import fuzz
+from helpers import BROAD
 
 settings.register_profile(
-    "symexec-fuzz", derandomize=True, max_examples=12, deadline=None, database=None,
+    "symexec-fuzz", derandomize=True, max_examples=12 if BROAD else 4, deadline=None, database=None,
     print_blob=False, suppress_health_check=list(HealthCheck),
     # no Phase.explain: it re-runs a failing case many times (minutes per failing template)
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],

@@ -405,7 +405,7 @@ class _Registered(abc.ABC):
 _Registered.register(_ClassCounting)
 
 
-@pytest.mark.parametrize("obj", [_ClassCounting(), _ClaimsInt()])
+@pytest.mark.parametrize("obj", [_ClassCounting(), _ClaimsInt()], ids=["class_counting", "claims_int"])
 def test_isinstance_asks_the_objects_class_as_cpython_does(obj):
     """isinstance(o, C) reads o.__class__ where type(o) is no subclass of C, and an ABC's check
     always reads it: through a Python __getattribute__ (its effects, once per check, as in eager)

@@ -184,6 +184,7 @@ class CountingAotEager(CountingBackend):
         return aot_eager(gm, example_inputs)
 
 
+@pytest.mark.broad  # (what it adds to test_generate_compiled is AOTAutograd beneath: no bytecode)
 def test_generate_forward_aot_eager():
     # One prompt: aot_eager's compile of each graph is the slow part. The graph count is the
     # frontend's: compared with torch.compile's under the counting (eager) backend.

@@ -385,7 +385,7 @@ def _row(ours, theirs):
 
 
 # (All of them on CPython 3.11; elsewhere a slice, closures, breaks and hooks among them: helpers.BROAD.)
-@pytest.mark.parametrize("name", broad_or(BUILDERS, {"torchdiffeq_rk4", "rotary_attention", "kornia_filters"}))
+@pytest.mark.parametrize("name", broad_or(BUILDERS, {"torchdiffeq_rk4", "rotary_attention"}))
 def test_library_model_captured_like_torch_compile(name):
     model, make, sizes = build(name)
     theirs = _reference(name)

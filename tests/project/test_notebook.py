@@ -18,6 +18,9 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
+# (The kernel runs the same symexec as the example scripts, which run on every Python.)
+pytestmark = pytest.mark.broad
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(ROOT, "examples", "explore.ipynb")
 

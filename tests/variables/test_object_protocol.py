@@ -71,6 +71,7 @@ def _ancestors(node: ast.AST, parents: dict[ast.AST, ast.AST]):
         yield node
 
 
+@pytest.mark.broad  # (symexec's source read statically)
 def test_no_function_local_import_of_a_symexec_module():
     local = [f"{module}:{node.lineno} imports {target}" for module in MODULES
              for target, node, inside in _imports(module) if inside]

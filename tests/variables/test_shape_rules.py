@@ -70,6 +70,7 @@ def _inputs(rng):
     return a, b, dynamic
 
 
+@pytest.mark.broad  # (a sweep of rules against fake tensors: no bytecode)
 @pytest.mark.parametrize("seed", range(6))
 def test_the_rule_gives_torchs_own_fake_result_or_declines(seed):
     rng = random.Random(seed)
@@ -143,6 +144,7 @@ def _same_metadata(ours, theirs, mode, what):
     assert not ours._is_view()
 
 
+@pytest.mark.broad
 @pytest.mark.parametrize("seed", range(4))
 def test_matmul_and_reductions_give_torchs_own_fake_results_or_decline(seed):
     rng = random.Random(seed)

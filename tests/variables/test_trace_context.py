@@ -6,6 +6,7 @@ left untyped, and every ``tx.<name>`` (``tx.trace.<part>.<name>``...) the code r
 is declared on the Protocol its function names, down through the parts' own classes."""
 
 import ast
+import functools
 import inspect
 import pathlib
 import textwrap
@@ -24,6 +25,8 @@ from symexec.side_effects import SideEffects
 from symexec.source import Source
 from symexec.trace import Memos, Trace, TorchState
 from symexec.translator import InstructionTranslator, Program
+
+pytestmark = pytest.mark.broad  # (symexec's own source read statically: the same on every Python)
 from symexec.variables.base import VariableTracker
 
 PACKAGE = pathlib.Path(symexec.__file__).parent
@@ -34,6 +37,7 @@ NAMES = {"Trace": Trace, "GuardSet": GuardSet, "Config": Config, "Source": Sourc
          "Memos": Memos, "TorchState": TorchState, "Frame": Frame, "Program": Program}
 
 
+@functools.cache  # (parsed once: the tests read the trees without changing them)
 def _sources() -> list[tuple[pathlib.Path, ast.Module]]:
     return [(path, ast.parse(path.read_text())) for path in sorted(PACKAGE.rglob("*.py"))]
 
@@ -74,6 +78,7 @@ def test_every_tx_parameter_names_its_context():
     assert not wrong, "tx without its context type:\n" + "\n".join(wrong)
 
 
+@functools.cache
 def _members(cls: type) -> set[str]:
     """What ``cls`` declares: class attributes and methods, annotations, and the attributes its
     methods set on ``self``."""
@@ -87,6 +92,7 @@ def _members(cls: type) -> set[str]:
     return names
 
 
+@functools.cache
 def _hints(cls: type) -> dict[str, typing.Any]:
     try:
         return typing.get_type_hints(cls, localns=NAMES)
