@@ -7,9 +7,12 @@ import sys
 import textwrap
 import tomllib
 
+import pytest
+
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.broad  # (pytest-xdist's and pytest-timeout's machinery: symexec is not involved)
 def test_a_segfault_and_a_hang_fail_their_own_tests_only(tmp_path):
     with open(os.path.join(_ROOT, "pyproject.toml"), "rb") as f:
         addopts = tomllib.load(f)["tool"]["pytest"]["ini_options"]["addopts"].split()

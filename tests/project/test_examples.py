@@ -3,14 +3,12 @@
 Each script runs in its own interpreter (``sys.executable``), as a user would run it, with
 stderr (where symexec's logs go) merged into stdout. The scripts compare every compiled result
 with eager Python themselves and exit non-zero on a difference; here we check the exit code and
-a few strings each one must print. The scripts run concurrently (one per CPU) in a
-module-scoped fixture, so the whole file costs about as much as its two slowest scripts.
+a few strings each one must print. (The suite's workers, one per core, run them side by side.)
 """
 
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -115,20 +113,14 @@ def _run(script):
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
 
 
-# Every script on CPython 3.11; elsewhere the tour, and the two whose output shows bytecode
-# (helpers.BROAD).
-SCRIPTS = broad_or(sorted(EXPECTED), {"tour.py", "s6_graph_breaks.py", "s7_debug_output.py"})
-
-
-@pytest.fixture(scope="module")
-def runs():
-    with ThreadPoolExecutor(max_workers=max(1, min(len(SCRIPTS), os.cpu_count() or 1))) as pool:
-        return dict(zip(SCRIPTS, pool.map(_run, SCRIPTS)))
+# Every script on CPython 3.11; elsewhere the tour (the README's demo) and the one whose output
+# differs by version (helpers.BROAD).
+SCRIPTS = broad_or(sorted(EXPECTED), {"tour.py", "s7_debug_output.py"})
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
-def test_example(runs, script):
-    run = runs[script]
+def test_example(script):
+    run = _run(script)
     assert run.returncode == 0, f"{script} exited with {run.returncode}:\n{run.stdout[-4000:]}"
     assert "DIFFERS FROM EAGER" not in run.stdout
     assert "Traceback" not in run.stdout, run.stdout[-4000:]

@@ -51,7 +51,7 @@ def _train_like_eager(model, args, kwargs, backend="aot_eager"):
     return compiled
 
 
-@pytest.mark.parametrize("name", broad_or(MODELS, ("gpt2", "llama", "mlp", "cnn")))
+@pytest.mark.parametrize("name", broad_or(MODELS, ("gpt2", "cnn")))
 def test_model_trains_under_aot_eager_like_eager(name):
     model, make = build(name)
     args, kwargs = make(16)

@@ -299,6 +299,7 @@ _SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1.5, -2.5, 0.5, 2.5, -1
 _INTS = np.array([-3, -1, 0, 1, 2, 7, 2 ** 62])
 
 
+@pytest.mark.broad  # (a sweep of the translation layer over torch: the traced code is one line)
 @pytest.mark.parametrize("name", sorted(UFUNCS))
 def test_every_translated_ufunc_on_special_values(name):
     # nan, infinities, -0.0, halves (rounding), huge values, integer extremes and booleans, in
