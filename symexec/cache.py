@@ -99,6 +99,9 @@ class FunctionCache:
             reasons.append(f"{i}: {guard.text if guard is not None else '(the guards pass now)'}")
         return reasons
 
+    def empty(self) -> bool:
+        return not (self.entries or self.hot or self.recompile_reasons or self.limit_warned) and self.frame_state.empty()
+
     def clear(self) -> None:
         # In place: the wrapper's fast path holds a reference to ``hot``.
         self.entries.clear()
@@ -114,6 +117,5 @@ ALL_CACHES: "weakref.WeakSet[FunctionCache]" = weakref.WeakSet()
 def reset() -> None:
     """Empty every cache of every compiled function."""
     for cache in list(ALL_CACHES):
-        if cache.entries or cache.hot or cache.recompile_reasons or cache.limit_warned \
-                or not cache.frame_state.empty():
-            cache.clear()  # (most hold nothing: a test suite resets hundreds per test)
+        if not cache.empty():  # (most are: a test suite resets hundreds per test)
+            cache.clear()

@@ -32,8 +32,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "expect_internal_error: the test provokes symexec internal errors on purpose "
                                        "(fault injection); without it any internal error fails the test")
     config.addinivalue_line("markers", "broad: a test whose subject does not depend on the Python version (symexec's "
-                                       "own source read statically, shape rules against fake tensors, torch's op "
-                                       "databases, the notebook): run where the sweeps run whole (helpers.BROAD: "
+                                       "own source read statically, shape-rule and ufunc sweeps, the notebook, "
+                                       "xdist's crash handling): run where the sweeps run whole (helpers.BROAD: "
                                        "CPython 3.11, or SYMEXEC_BROAD=1), deselected elsewhere")
 
 
@@ -47,10 +47,10 @@ def pytest_report_header(config):
 def pytest_collection_modifyitems(config, items):
     if helpers.BROAD:
         return
-    kept = [item for item in items if item.get_closest_marker("broad") is None]
-    if len(kept) < len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.get_closest_marker("broad") is not None])
-        items[:] = kept
+    broad = [item for item in items if item.get_closest_marker("broad") is not None]
+    if broad:
+        config.hook.pytest_deselected(items=broad)
+        items[:] = [item for item in items if item.get_closest_marker("broad") is None]
 
 
 _SESSION_INTERNAL_ERRORS = {"expected": 0, "unexpected": []}

@@ -30,8 +30,8 @@ from .native_methods import CONTAINER_CLASSES, CONTAINER_LENS, NATIVE_OWNERS, Na
 from .functions import UserFunctionVariable, UserMethodVariable
 from .lists import IteratorVariable, NamedTupleVariable, TupleVariable
 from .tensor import record_call
-from .object_protocol import (by_class_statement, class_attribute, descriptor_store, generic_access, generic_getattr, is_slot, no_attribute,
-                              type_is_callable, unset_slot)
+from .object_protocol import (by_class_statement, class_attribute, descriptor_store, generic_access, generic_getattr,
+                              is_slot, no_attribute, type_is_callable, unset_slot)
 
 
 def _function(fn: types.FunctionType, source: Source | None) -> UserFunctionVariable:

@@ -271,8 +271,10 @@ def _capturable_outcome(cls, kwargs, compile_fn, whole):
     return raised, [p.detach().clone() for p in model.parameters()], [p.grad for p in model.parameters()], opt.state_dict()
 
 
-_CAPTURABLE = [pytest.param(torch.optim.Adam, {}, id="Adam"), pytest.param(torch.optim.Adam, {"foreach": True}, id="Adam-foreach"),
-               pytest.param(torch.optim.NAdam, {}, id="NAdam"), pytest.param(torch.optim.RMSprop, {"foreach": True}, id="RMSprop-foreach")]
+_CAPTURABLE = [pytest.param(torch.optim.Adam, {}, id="Adam"),
+               pytest.param(torch.optim.Adam, {"foreach": True}, id="Adam-foreach"),
+               pytest.param(torch.optim.NAdam, {}, id="NAdam"),
+               pytest.param(torch.optim.RMSprop, {"foreach": True}, id="RMSprop-foreach")]
 
 
 @pytest.mark.parametrize("whole", [True, False, "bound"], ids=["whole-step", "opt.step", "compile(opt.step)"])
