@@ -165,6 +165,9 @@ class Callees:
             fn = callee.__func__
             if fn is _FUNCTION_APPLY and isinstance(callee.__self__, type):
                 return self._function_class(callee.__self__).apply
+            module = bound_module_call(callee)
+            if module is not None:  # (HF generate()'s ``model_forward = self.__call__``)
+                return self._module(module)
             compiled = self.value(fn, any_code) if type(fn) is types.FunctionType else fn
             return callee if compiled is fn else types.MethodType(compiled, callee.__self__)
         if isinstance(callee, functools.partial) and class_lookup(kind, "__call__") is _PARTIAL_CALL:
@@ -385,6 +388,7 @@ _PARTIAL_CALL = functools.partial.__dict__["__call__"]
 _TYPE_CALL = type.__dict__["__call__"]
 _HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
 _FUNCTION_APPLY = torch.autograd.Function.__dict__["apply"].__func__
+_MODULE_CALL = torch.nn.Module.__call__
 
 
 # Packages whose functions Dynamo's frame hook does not compile, nor does symexec where it
@@ -396,9 +400,21 @@ _LIBRARY_PACKAGES = frozenset({"torch", "functorch", "symexec", "bytecode", "num
 _STDLIB_DIRS = tuple({os.path.join(sysconfig.get_paths()[key], "") for key in ("stdlib", "platstdlib")})
 
 
+def bound_module_call(callee: types.MethodType) -> torch.nn.Module | None:
+    """The module of ``module.__call__`` (``nn.Module.__call__`` bound to it), else None: a call
+    of it is the module's call, whose forward Dynamo's hook compiles (past torch's own frames)."""
+    module = callee.__self__
+    if callee.__func__ is _MODULE_CALL and isinstance(module, torch.nn.Module) \
+            and class_lookup(type(module), "__call__") is _MODULE_CALL:
+        return module
+    return None
+
+
 def _users_code(callee: Any) -> bool:
     """Whether a call of ``callee`` runs Python code of the user's (or of a library outside the
     standard library and ``_LIBRARY_PACKAGES``), which Dynamo's frame hook would compile."""
+    if type(callee) is types.MethodType:
+        callee = bound_module_call(callee) or callee
     if isinstance(callee, torch.nn.Module):
         call = type(callee).__call__
         module = callee

@@ -1020,3 +1020,28 @@ def test_a_class_whose_init_returns_a_value_raises_as_eager():
         return Odd(x)
 
     check(fn, torch.randn(3), expect_traced=False)
+
+
+class Looping(torch.nn.Module):
+    """A decoding loop's shape (HF generate(): ``model_forward = self.__call__``, called in a loop
+    that breaks, so the loop runs as its code): the bound ``__call__`` runs forward compiled."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = Outer(torch.nn.Linear(4, 4))
+
+    def forward(self, x):
+        step = self.inner.__call__
+        for _ in range(3):
+            x = step(x)
+            if x.sum() > 1e6:  # a break in the loop
+                break
+        return x
+
+
+def test_a_modules_bound_call_at_a_break_runs_its_forward_compiled():
+    torch.manual_seed(0)
+    model = Looping()
+    check(model, _t(), expect_traced=False)
+    ours, dynamo = assert_same_graphs_as_dynamo(model, _t())
+    assert ours.op_counts() == [3, 3]  # Outer: pre, block, + 1 (again once x requires grad)
