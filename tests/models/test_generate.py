@@ -35,6 +35,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import sys
 import types
 import warnings
 
@@ -231,11 +232,29 @@ def compiled_generate_calls():
     calls = []
     for _ in range(2):
         before = backend.graph_count
-        with _logged("fallbacks") as fallbacks, _logged("recompiles") as retraces:
+        with _logged("fallbacks") as fallbacks, _logged("recompiles") as retraces, \
+                _frames_of(type(model.transformer.h[0].attn).forward) as attention_frames:
             tokens = compiled(ids, attention_mask=mask, max_new_tokens=MAX_NEW_TOKENS, do_sample=False,
                               pad_token_id=PAD)
-        calls.append((tokens, backend.graph_count - before, fallbacks, retraces))
+        calls.append((tokens, backend.graph_count - before, fallbacks, retraces, attention_frames))
     return calls
+
+
+@contextlib.contextmanager
+def _frames_of(fn):
+    """How many frames of ``fn``'s own code CPython runs meanwhile (a one-element list)."""
+    code, count = fn.__code__, [0]
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            count[0] += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield count
+    finally:
+        sys.setprofile(previous)
 
 
 def test_compiled_generate_tokens():
@@ -246,15 +265,22 @@ def test_compiled_generate_tokens():
 # (a continuation fell back at transformers' `"inputs_tensor" in
 # inspect.signature(decoding_method).parameters.keys()`: the keys view of a mappingproxy)
 def test_compiled_generate_does_not_fall_back():
-    assert [fallbacks for _, _, fallbacks, _ in compiled_generate_calls()] == [[], []]
+    assert [fallbacks for _, _, fallbacks, _, _ in compiled_generate_calls()] == [[], []]
     assert compiled_generate_calls()[0][1] >= 3  # the forward calls are compiled (torch.compile: 15 graphs)
 
 
 # (it retraced 7 continuations on every call, to the cache size limit: guards pinned objects
 # made per call, a bound builtin's __self__ and a genexpr's function; both reduced below)
 def test_compiled_generate_second_call_compiles_nothing():
-    _, graphs, _, retraces = compiled_generate_calls()[1]
+    _, graphs, _, retraces, _ = compiled_generate_calls()[1]
     assert (graphs, retraces) == (0, [])
+
+
+# (the decoding loop, run as its code, calls ``model_forward = self.__call__``: the bound
+# nn.Module.__call__ ran as it is, so every decoding step ran the model eagerly)
+def test_compiled_generate_runs_the_decoding_forward_compiled():
+    attention_frames = [frames[0] for *_, frames in compiled_generate_calls()]
+    assert attention_frames == [0, 0]  # no layer ran as its own code: every forward call was compiled
 
 
 def _decoding_method(self, input_ids, logits_processor=None):
