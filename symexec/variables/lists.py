@@ -9,6 +9,7 @@ mutating such a pre-existing list is a side effect, replayed after the graph (si
 from __future__ import annotations
 
 import collections
+import contextlib
 import operator
 import types
 import weakref
@@ -409,14 +410,16 @@ class ListVariable(BaseListVariable):
     def _insert(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 2, args, kwargs):
             return None
-        self.items.insert(args[0].as_python_constant(), args[1])
+        with _raised_as_cpython_raises():  # (an index that is no int: TypeError)
+            self.items.insert(args[0].as_python_constant(), args[1])
         return ConstantVariable(None)
 
     @methods("pop")
     def _pop(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n <= 1, args, kwargs):
             return None
-        return self.items.pop(args[0].as_python_constant() if args else -1)
+        with _raised_as_cpython_raises():  # (an empty list, an index out of range: IndexError)
+            return self.items.pop(args[0].as_python_constant() if args else -1)
 
     @methods("clear", "reverse")
     def _clear_or_reverse(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
@@ -429,7 +432,11 @@ class ListVariable(BaseListVariable):
     def _remove(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 1, args, kwargs):
             return None
-        del self.items[self.as_python_constant().index(args[0].as_python_constant())]
+        try:  # (equality of items must be known: constants only)
+            index = self.as_python_constant().index(args[0].as_python_constant())
+        except ValueError as e:
+            raise TracedException(ValueError("list.remove(x): x not in list")) from e
+        del self.items[index]
         return ConstantVariable(None)
 
     @methods("sort")
@@ -447,19 +454,32 @@ class ListVariable(BaseListVariable):
         if not self._changing(tx, lambda n: n == 2, args, kwargs):
             return None
         key = args[0].as_python_constant()
-        self.items[key] = args[1].unpack(tx) if isinstance(key, slice) else args[1]
+        with _raised_as_cpython_raises():  # (out of range; an extended slice of another size)
+            self.items[key] = args[1].unpack(tx) if isinstance(key, slice) else args[1]
         return ConstantVariable(None)
 
     @methods("__delitem__")
     def _delitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 1, args, kwargs):
             return None
-        del self.items[args[0].as_python_constant()]
+        with _raised_as_cpython_raises():
+            del self.items[args[0].as_python_constant()]
         return ConstantVariable(None)
 
     @methods("copy")
     def _copy(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return None if args or kwargs else ListVariable(list(self.items))
+
+
+@contextlib.contextmanager
+def _raised_as_cpython_raises() -> Any:
+    """A list operation run on the tracker's items raises what CPython's list raises for the same
+    index or slice (IndexError, ValueError, TypeError: same type, same message): in the traced
+    code, where a ``try`` may catch it."""
+    try:
+        yield
+    except (IndexError, ValueError, TypeError) as e:
+        raise TracedException(e) from e
 
 
 def range_length(value: range) -> int:
