@@ -4,6 +4,7 @@
 cache of generated replacement functions; see README.md.
 """
 
+from ._version import __version__
 from .api import allow_in_graph, cache_entries, compile, disable, graph_break, recompile_reasons, run
 from .backends import list_backends, register_backend
 from .cache import reset

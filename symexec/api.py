@@ -16,7 +16,7 @@ import threading
 import types
 import weakref
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, ParamSpec, TypeVar, overload
 
 import torch
 
@@ -150,12 +150,54 @@ def _fits(fn: types.FunctionType, args: tuple, kwargs: dict) -> bool:
     return True
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_M = TypeVar("_M", bound=torch.nn.Module)
+
+
+# For type checkers: a compiled function keeps the function's signature, a compiled module is
+# typed as its module (a CompiledModule reads the module's attributes and runs its call).
+@overload
+def compile(fn: _M, *, backend: Any = "eager", fullgraph: bool = False, dynamic: bool | None = None) -> _M: ...
+@overload
+def compile(fn: Callable[_P, _R], *, backend: Any = "eager", fullgraph: bool = False,
+            dynamic: bool | None = None) -> Callable[_P, _R]: ...
+@overload
+def compile(fn: None = None, *, backend: Any = "eager", fullgraph: bool = False,
+            dynamic: bool | None = None) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]: ...
+
+
 def compile(fn: Callable[..., Any] | None = None, *, backend: Any = "eager", fullgraph: bool = False,
             dynamic: bool | None = None) -> Any:
     """Compile ``fn`` with symexec: ``@compile``, ``@compile(backend=...)`` or ``compile(fn, ...)``.
 
-    Tracing happens on each call that no cached entry accepts, never at decoration. On a
-    Python symexec does not support, raises a RuntimeError naming it and the supported range.
+    Args:
+        fn: a function, a bound method or any callable, or an ``nn.Module`` (its forward is
+            compiled; hooks run as in eager). Omitted, ``compile(...)`` is a decorator.
+        backend: what compiles each captured FX graph: a name from ``list_backends()``
+            ("eager", "aot_eager", "inductor", ...) or a callable ``(GraphModule, example_inputs)
+            -> callable``, as torch.compile's backends.
+        fullgraph: raise ``Unsupported`` at the first graph break instead of splitting the
+            function (as torch.compile's ``fullgraph=True``).
+        dynamic: None (the default) traces sizes as they are and makes one symbolic once it
+            changes; True makes sizes symbolic from the first trace; False never does.
+
+    Returns:
+        A function with ``fn``'s signature (a ``CompiledModule`` for a module) that traces on
+        each call no cached entry accepts, never at decoration.
+
+    Raises:
+        TypeError: ``fn`` is not callable, or an argument has the wrong type.
+        ValueError: ``backend`` names no registered backend.
+        RuntimeError: the running Python is not one symexec supports (3.11 to 3.13).
+
+    Example::
+
+        @symexec.compile(backend="aot_eager")
+        def f(x, y):
+            return (x - y).relu().sum()
+
+        f(torch.randn(8), torch.randn(8))  # traced, compiled and run; the next call is a cache hit
     """
     check_supported()
     backend_fn = lookup(backend)
