@@ -10,11 +10,11 @@ from .backends import list_backends, register_backend
 from .cache import reset
 from .config import config
 from .dynamic import mark_dynamic, mark_static
-from .exc import BackendCompilerFailed, SymexecWarning, Unsupported
+from .exc import BackendCompilerFailed, CacheLimitWarning, ConfigWarning, SymexecWarning, Unsupported
 from .explain import BreakReason, ExplainOutput, explain
 from .logs import set_logs
 
 __all__ = [
-    "BackendCompilerFailed", "BreakReason", "SymexecWarning", "ExplainOutput", "Unsupported", "allow_in_graph", "explain", "cache_entries", "compile", "config", "disable", "graph_break", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons", "run",
+    "BackendCompilerFailed", "BreakReason", "CacheLimitWarning", "ConfigWarning", "SymexecWarning", "ExplainOutput", "Unsupported", "allow_in_graph", "explain", "cache_entries", "compile", "config", "disable", "graph_break", "list_backends", "mark_dynamic", "mark_static", "recompile_reasons", "run",
     "register_backend", "reset", "set_logs",
 ]

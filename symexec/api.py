@@ -28,6 +28,7 @@ from .codegen import MISS
 from .config import config
 from .convert import convert_frame
 from .dynamic import DynamicPolicy
+from .exc import CacheLimitWarning
 from .translator import own_signature
 from .versions import check_supported
 
@@ -126,7 +127,7 @@ class _Compiled:
                 cache.limit_warned = True
                 warnings.warn(f"symexec: {self.fn.__qualname__} hit the cache size limit "
                               f"({config.cache_size_limit}); running it without compiling from now on. "
-                              f"Last recompile reason: {text or '(none: the first call)'}", UserWarning, stacklevel=4)
+                              f"Last recompile reason: {text or '(none: the first call)'}", CacheLimitWarning, stacklevel=4)
             return None
         return convert_frame(self.fn, args, kwargs, backend=self.backend, fullgraph=self.fullgraph,
                               config=config, index=len(cache.entries),

@@ -35,13 +35,46 @@ def inductor(gm: torch.fx.GraphModule, example_inputs: list) -> Callable[..., An
 BACKENDS: dict[str, Backend] = {"eager": eager, "aot_eager": aot_eager, "inductor": inductor}
 
 
+_BUILT_IN = frozenset(BACKENDS)
+
+
 def register_backend(name: str, backend: Backend) -> None:
+    """Make ``backend`` known as ``name``, so that ``symexec.compile(fn, backend=name)`` uses it.
+
+    Args:
+        name: the name to give it; not one already registered (``list_backends()``).
+        backend: a callable with Dynamo's backend contract, ``backend(gm, example_inputs)``: it
+            gets each captured ``torch.fx.GraphModule`` and its example inputs (fake tensors and
+            symbolic numbers as torch.compile passes them) and returns the callable to run in the
+            graph's place. Any torch.compile backend is one.
+
+    Raises:
+        TypeError: ``name`` is not a string or ``backend`` is not callable.
+        ValueError: ``name`` is taken: a built-in backend, or one registered before with another
+            callable (registering the same callable again under its name does nothing).
+
+    Example::
+
+        def printing(gm, example_inputs):
+            gm.graph.print_tabular()
+            return gm.forward
+
+        symexec.register_backend("printing", printing)
+        symexec.compile(fn, backend="printing")
+    """
     if not isinstance(name, str) or not callable(backend):
         raise TypeError("register_backend(name: str, backend: callable)")
+    known = BACKENDS.get(name)
+    if known is not None and (name in _BUILT_IN or known is not backend):
+        raise ValueError(f"a backend named {name!r} is already registered"
+                         f"{' (built in)' if name in _BUILT_IN else ''}; choose another name")
     BACKENDS[name] = backend
 
 
 def list_backends() -> list[str]:
+    """The names ``symexec.compile(fn, backend=...)`` accepts, sorted: the built-in ones
+    ("aot_eager", "eager", "inductor") and those given to ``register_backend``. (A callable
+    backend needs no name: ``symexec.compile(fn, backend=my_backend)``.)"""
     return sorted(BACKENDS)
 
 

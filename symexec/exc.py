@@ -115,9 +115,21 @@ class InternalError(SymexecError):
 
 
 class SymexecWarning(RuntimeWarning):
-    """symexec ran a function eagerly because of its own bug (an internal error): once per
-    function, with the reason and the user's location. ``SYMEXEC_LOGS=fallbacks`` logs every
-    fallback, this one included."""
+    """The base of every warning symexec gives; given as itself where symexec ran a function
+    eagerly because of its own bug (an internal error) or because it cannot run it compiled
+    there: once per function, with the reason and the user's location (``SYMEXEC_LOGS=fallbacks``
+    logs every fallback, this one included)."""
+
+
+class CacheLimitWarning(SymexecWarning):
+    """A compiled function reached ``config.cache_size_limit`` entries: from then on the calls
+    that no entry accepts run the original function, uncompiled (once per function, with the last
+    recompile's reason; torch.compile warns so too)."""
+
+
+class ConfigWarning(SymexecWarning):
+    """A setting symexec read from the environment is not one it knows (a misspelt
+    ``SYMEXEC_LOGS`` artifact): it is ignored, and the rest applies."""
 
 
 class StoppedAtBreak(BaseException):

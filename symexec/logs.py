@@ -91,6 +91,21 @@ def get_logger(name: str) -> logging.Logger:
     return _loggers[name]
 
 
+def _from_environment() -> None:
+    """``SYMEXEC_LOGS``'s artifacts on; names it does not know are ignored with one warning
+    line (``import symexec`` must not fail on a misspelt variable), the rest applies."""
+    names = [part.strip() for part in os.environ.get("SYMEXEC_LOGS", "").split(",") if part.strip()]
+    unknown = [name for name in names if name not in ARTIFACTS and name != "all"]
+    if unknown:
+        import warnings
+
+        from .exc import ConfigWarning
+
+        warnings.warn(f"SYMEXEC_LOGS: unknown log artifact(s) {', '.join(unknown)} ignored; "
+                      f"known: all, {', '.join(ARTIFACTS)}", ConfigWarning, stacklevel=2)
+    set_logs([name for name in names if name not in unknown])
+
+
 # Loggers sit at WARNING unless switched on, so a user's ``basicConfig(level=INFO)`` does not
 # turn every artifact on by accident.
-set_logs(os.environ.get("SYMEXEC_LOGS") or None)
+_from_environment()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import gc
 import logging
 import operator
+import os
+import subprocess
+import sys
 import warnings
 import weakref
 
@@ -475,3 +478,44 @@ def test_hot_entries_become_one_call_and_stay_correct():
         with pytest.raises(TypeError) as ours:
             compiled(*bad)
         assert str(ours.value) == str(eager.value)
+
+
+def test_every_symexec_warning_is_a_symexec_warning():
+    for name in ("CacheLimitWarning", "ConfigWarning"):
+        assert issubclass(getattr(symexec, name), symexec.SymexecWarning)
+    assert issubclass(symexec.SymexecWarning, RuntimeWarning)
+
+
+# (a misspelt artifact made `import symexec` raise a ValueError traceback)
+def test_a_misspelt_symexec_logs_warns_in_one_line_and_the_rest_applies():
+    code = "import symexec; print(symexec.logs.enabled('recompiles'), symexec.logs.enabled('graph_code'))"
+    env = dict(os.environ, SYMEXEC_LOGS="graph_cod, recompiles")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"]
+    warning = [line for line in out.stderr.splitlines() if "ConfigWarning" in line]
+    assert len(warning) == 1 and "unknown log artifact(s) graph_cod ignored; known: all, graph_code" in warning[0]
+
+
+# (register_backend("eager", f) replaced the built-in without a word)
+def test_register_backend_refuses_a_name_taken():
+    seen = []
+
+    def counting(gm, example_inputs):
+        seen.append(gm)
+        return gm.forward
+
+    try:
+        symexec.register_backend("counting_for_the_test", counting)
+        symexec.register_backend("counting_for_the_test", counting)  # the same again: nothing
+        assert "counting_for_the_test" in symexec.list_backends()
+        assert torch.equal(symexec.compile(mse, backend="counting_for_the_test")(torch.ones(2), torch.zeros(2)),
+                           mse(torch.ones(2), torch.zeros(2)))
+        assert len(seen) == 1
+        with pytest.raises(ValueError, match="'counting_for_the_test' is already registered; choose"):
+            symexec.register_backend("counting_for_the_test", lambda gm, inputs: gm.forward)
+    finally:
+        symexec.backends.BACKENDS.pop("counting_for_the_test", None)
+    with pytest.raises(ValueError, match=r"'eager' is already registered \(built in\)"):
+        symexec.register_backend("eager", counting)
+    assert symexec.backends.BACKENDS["eager"] is symexec.backends.eager

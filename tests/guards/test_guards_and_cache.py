@@ -162,7 +162,7 @@ def test_cache_size_limit_warns_once_and_runs_eager(monkeypatch):
     x = _t(2)
     compiled(x, "a")
     compiled(x, "bb")
-    with pytest.warns(UserWarning):
+    with pytest.warns(symexec.CacheLimitWarning, match="hit the cache size limit"):  # (a SymexecWarning)
         out = compiled(x, "ccc")
     assert torch.equal(out, x * 3)
     with warnings.catch_warnings():
