@@ -35,14 +35,31 @@ SECTIONS = [
 ]
 
 
+USAGE = ("usage: python examples/tour.py [SECTION ...]\n"
+         "  runs every section, or those named (s1 ... s7, or a name's start: s3 s6);\n"
+         "  sections: " + ", ".join(SECTIONS) + "  (s4, the interpreter, runs under all of them)")
+
+
 def main(selected=None):
+    """Run the sections named (all of them by default); 0, or 2 with the usage for an argument
+    that names no section (``--help`` included)."""
+    selected = list(selected or [])
+    unknown = [arg for arg in selected if not any(name.startswith(arg) for name in SECTIONS)]
+    if unknown or "-h" in selected or "--help" in selected:
+        if unknown and unknown != ["-h"] and unknown != ["--help"]:
+            print(f"no section named {', '.join(unknown)}", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
+        return 2
+    ran = 0
     for name in SECTIONS:
         if selected and not any(name.startswith(prefix) for prefix in selected):
             continue
         importlib.import_module(name).main()
+        ran += 1
     print()
-    print("tour finished: every result was the same as eager")
+    print(f"tour finished: {ran} section(s), every result was the same as eager")
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

@@ -96,7 +96,7 @@ EXPECTED = {
         "0 <= L['n']",
         "return __resume_at_",
         "TRACE LOAD_GLOBAL",
-        "tour finished: every result was the same as eager",
+        "tour finished: 6 section(s), every result was the same as eager",
     ],
 }
 
@@ -127,3 +127,16 @@ def test_example(script):
     assert "SymexecWarning" not in run.stdout, run.stdout[-4000:]  # an internal error ran something eagerly
     missing = [text for text in EXPECTED[script] if text not in run.stdout]
     assert not missing, f"{script} did not print {missing}; its output:\n{run.stdout[-4000:]}"
+
+
+# (`tour.py s4` and `tour.py --help` ran nothing and said "tour finished")
+@pytest.mark.parametrize("args", [["s4"], ["--help"], ["s1", "nonsense"]], ids=["s4", "help", "unknown"])
+def test_tour_refuses_what_names_no_section(args, capsys):
+    sys.path.insert(0, EXAMPLES)
+    try:
+        import tour
+    finally:
+        sys.path.remove(EXAMPLES)
+    assert tour.main(args) == 2
+    out, err = capsys.readouterr()
+    assert "tour finished" not in out and "usage: python examples/tour.py [SECTION ...]" in err
