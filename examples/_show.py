@@ -78,12 +78,14 @@ def show_cache(compiled_fn) -> None:
 
 @contextlib.contextmanager
 def logs(spec: str):
-    """Switch symexec log artifacts on for the body of the ``with``, then off again."""
+    """Switch symexec log artifacts on for the body of the ``with`` (beside those already on,
+    ``SYMEXEC_LOGS``'s), then back to what was on before."""
     print(f"[symexec.set_logs({spec!r})]")
     sys.stdout.flush()
-    symexec.set_logs(spec)
+    before = symexec.logs.active()
+    symexec.set_logs(before + [name for name in spec.split(",") if name not in before])
     try:
         yield
     finally:
         sys.stderr.flush()
-        symexec.set_logs(None)
+        symexec.set_logs(before)

@@ -78,6 +78,11 @@ def set_logs(spec: str | list[str] | tuple[str, ...] | None = None) -> None:
             logger.propagate = True
 
 
+def active() -> list[str]:
+    """The artifacts switched on by ``set_logs`` or ``SYMEXEC_LOGS``, in ``ARTIFACTS`` order."""
+    return [name for name in ARTIFACTS if _enabled[name]]
+
+
 def enabled(name: str) -> bool:
     """Is this artifact on? Checked before any formatting work."""
     return _enabled[name] or _loggers[name].isEnabledFor(logging.INFO)

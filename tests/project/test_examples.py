@@ -140,3 +140,14 @@ def test_tour_refuses_what_names_no_section(args, capsys):
     assert tour.main(args) == 2
     out, err = capsys.readouterr()
     assert "tour finished" not in out and "usage: python examples/tour.py [SECTION ...]" in err
+
+
+# (each section switched every artifact off when it ended: SYMEXEC_LOGS, as the README shows it,
+# added nothing after the first section that used its own)
+def test_symexec_logs_from_the_environment_stay_on_through_the_sections():
+    env = dict(os.environ, SYMEXEC_LOGS="guards", PYTHONUNBUFFERED="1")
+    run = subprocess.run([sys.executable, os.path.join(EXAMPLES, "tour.py"), "s1", "s2"], cwd=ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-4000:]
+    s2 = run.stdout[run.stdout.index("§2"):]
+    assert "[symexec.guards]" in s2, run.stdout[-4000:]
