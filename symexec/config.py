@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -43,6 +44,45 @@ class Config:
                              + (" (0 runs every compiled function without compiling it)"
                                 if name == "cache_size_limit" else ""))
         object.__setattr__(self, name, value)
+
+    def patch(self, changes: dict[str, Any] | None = None, **options: Any) -> "_Patch":
+        """The options given set for the length of a ``with`` block or of each call of a
+        decorated function, then put back as they were, even on an exception (as
+        ``torch._dynamo.config.patch``). Checked as an assignment is: a misspelt option raises
+        ``AttributeError``, a value of the wrong type ``TypeError``, before anything changes.
+
+        Example::
+
+            with symexec.config.patch(cache_size_limit=2, capture_scalar_outputs=True):
+                compiled(x)
+
+            @symexec.config.patch(nested_graph_breaks=True)
+            def test_nested(): ...
+        """
+        options = {**(changes or {}), **options}
+        probe = Config()
+        for name, value in options.items():  # (the same checks as an assignment, on a copy)
+            setattr(probe, name, value)
+        return _Patch(self, options)
+
+
+class _Patch(contextlib.ContextDecorator):
+    """What ``Config.patch`` returns: a context manager and a decorator."""
+
+    def __init__(self, config: Config, options: dict[str, Any]) -> None:
+        self._config = config
+        self._options = options
+        self._saved: list[dict[str, Any]] = []
+
+    def __enter__(self) -> Config:
+        self._saved.append({name: getattr(self._config, name) for name in self._options})
+        for name, value in self._options.items():
+            setattr(self._config, name, value)
+        return self._config
+
+    def __exit__(self, *exc_info: Any) -> None:
+        for name, value in self._saved.pop().items():
+            setattr(self._config, name, value)
 
 
 def _kinds() -> dict[str, type]:

@@ -230,18 +230,54 @@ def _node_location(node: torch.fx.Node) -> tuple[str, int] | None:
     return filename, lineno
 
 
-def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
+def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run ``fn(*args, **kwargs)`` once through a fresh symexec cache and report its graphs,
-    graph breaks, guards, recompiles and generated code. ``fn`` may be anything
-    ``symexec.compile`` takes (a function, a bound method, a ``functools.partial``, a callable
-    object, an ``nn.Module``) or what it returned (its options are kept).
+    graph breaks, guards, recompiles and generated code.
 
-    Returns an ``ExplainOutput``; raises ``TypeError`` for what is not callable, and whatever
-    the call itself raises. Example::
+    Args:
+        fn: anything ``symexec.compile`` takes (a function, a bound method, a
+            ``functools.partial``, a callable object, an ``nn.Module``) or what it returned
+            (its options, backend included, are kept).
+        *args, **kwargs: the call to explain. Given none, ``explain(fn)`` returns a function
+            that explains ``fn`` called with what it is given: ``explain(fn)(x)``, torch's
+            spelling (``torch._dynamo.explain``).
+
+    Returns:
+        An ``ExplainOutput`` (printed, or shown in Jupyter, it is the report); with no
+        arguments, the function above.
+
+    Raises:
+        TypeError: ``fn`` is not callable. Whatever the call itself raises propagates.
+
+    Example::
 
         out = symexec.explain(model.generate_step, x)   # a bound method, as compile takes it
         out.graph_count, out.graph_break_count          # (and ``out`` itself shows the report)
+        symexec.explain(model)(x)                       # the same, torch's way
     """
+    if not args and not kwargs:
+        if not callable(fn):
+            raise TypeError(f"symexec.explain expects a function, an nn.Module or a compiled function, "
+                            f"not {type(fn).__name__}")
+        return _Explainer(fn)
+    return _explain(fn, *args, **kwargs)
+
+
+class _Explainer:
+    """``explain(fn)``: call it with ``fn``'s arguments to explain that call."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ExplainOutput:
+        return _explain(self.fn, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+        return f"<symexec.explain of {name}: call it with its arguments to explain that call>"
+
+
+def _explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput:
     check_supported()
     backend: Any = "eager"
     fullgraph, dynamic = False, None

@@ -51,21 +51,34 @@ class _ShortName(logging.Filter):
 _handler.addFilter(_ShortName())
 
 
-def set_logs(spec: str | list[str] | tuple[str, ...] | None = None) -> None:
-    """Switch artifacts on by name (comma-separated string or a list); None or "" turns all off."""
-    if spec is None:
-        names: list[str] = []
-    elif isinstance(spec, str):
-        names = [part.strip() for part in spec.split(",") if part.strip()]
-    elif isinstance(spec, (list, tuple)) and all(isinstance(part, str) for part in spec):
-        names = list(spec)
-    else:
-        raise TypeError(f"set_logs() takes a comma-separated string or a list of names, not {spec!r}")
-    if "all" in names:
-        names = list(ARTIFACTS)
-    unknown = [name for name in names if name not in ARTIFACTS]
+def set_logs(spec: str | list[str] | tuple[str, ...] | None = None, **artifacts: bool) -> None:
+    """Switch log artifacts on; every other one off.
+
+    Args:
+        spec: the names, as a comma-separated string (``"graph_code,guards"``, as
+            ``SYMEXEC_LOGS`` takes them) or a list; ``"all"`` for every artifact. None or ""
+            (and no keywords) turns every artifact off.
+        **artifacts: torch's spelling, ``set_logs(graph_code=True, guards=True)``
+            (``torch._logging.set_logs``): each name given True is on.
+
+    The artifacts: ``graph_code``, ``guards``, ``recompiles``, ``bytecode``, ``graph_breaks``,
+    ``trace``, ``graph_sizes``, ``fallbacks``, ``debug`` (README.md says what each prints). Each
+    is a ``logging`` logger (``symexec.graph_code``...) printing to stderr.
+
+    Raises:
+        TypeError: ``spec`` is neither a string nor a list of strings, or a keyword's value is
+            not a bool.
+        ValueError: a name is not an artifact (the message lists them).
+    """
+    wrong = [name for name, on in artifacts.items() if not isinstance(on, bool)]
+    if wrong:
+        raise TypeError(f"set_logs() keywords take True or False: {', '.join(wrong)}")
+    names = ([] if spec is None else _names(spec)) + [name for name, on in artifacts.items() if on]
+    unknown = list(dict.fromkeys(name for name in [*names, *artifacts] if name not in ARTIFACTS and name != "all"))
     if unknown:
         raise ValueError(f"unknown log artifact(s) {unknown}; known: {', '.join(ARTIFACTS)}")
+    if "all" in names:
+        names = list(ARTIFACTS)
     for name, logger in _loggers.items():
         on = name in names
         _enabled[name] = on
@@ -76,6 +89,15 @@ def set_logs(spec: str | list[str] | tuple[str, ...] | None = None) -> None:
         elif not on and _handler in logger.handlers:
             logger.removeHandler(_handler)
             logger.propagate = True
+
+
+def _names(spec: object) -> list[str]:
+    """The names of ``set_logs``'s spec: a comma-separated string or a list of strings."""
+    if isinstance(spec, str):
+        return [part.strip() for part in spec.split(",") if part.strip()]
+    if isinstance(spec, (list, tuple)) and all(isinstance(part, str) for part in spec):
+        return list(spec)
+    raise TypeError(f"set_logs() takes a comma-separated string or a list of names, not {spec!r}")
 
 
 def active() -> list[str]:

@@ -519,3 +519,56 @@ def test_register_backend_refuses_a_name_taken():
     with pytest.raises(ValueError, match=r"'eager' is already registered \(built in\)"):
         symexec.register_backend("eager", counting)
     assert symexec.backends.BACKENDS["eager"] is symexec.backends.eager
+
+
+# -- torch's spellings (issue 23, point 2) --------------------------------------------------------
+
+def test_explain_fn_then_call_as_torch_spells_it():
+    def fn(x):
+        y = x.sin()
+        print("break")
+        return y.cos()
+
+    explainer = symexec.explain(fn)
+    assert "call it with its arguments" in repr(explainer)
+    out = explainer(torch.ones(3))
+    same = symexec.explain(fn, torch.ones(3))
+    assert (out.graph_count, out.graph_break_count) == (same.graph_count, same.graph_break_count) == (2, 1)
+    with pytest.raises(TypeError, match="symexec.explain expects a function"):
+        symexec.explain(3)
+
+
+def test_config_patch_as_a_context_manager_and_a_decorator():
+    before = symexec.config.cache_size_limit
+    with symexec.config.patch(cache_size_limit=2, capture_scalar_outputs=True) as config:
+        assert (config.cache_size_limit, config.capture_scalar_outputs) == (2, True)
+    assert (symexec.config.cache_size_limit, symexec.config.capture_scalar_outputs) == (before, False)
+
+    @symexec.config.patch({"nested_graph_breaks": True})
+    def inside():
+        return symexec.config.nested_graph_breaks
+
+    assert inside() is True and symexec.config.nested_graph_breaks is False
+    with pytest.raises(ZeroDivisionError), symexec.config.patch(max_inline_depth=3):
+        1 / 0
+    assert symexec.config.max_inline_depth == 32  # put back on the exception too
+    with pytest.raises(AttributeError, match="no option 'cache_limit'"):
+        symexec.config.patch(cache_size_limit=1, cache_limit=1)  # refused before anything changes
+    with pytest.raises(TypeError, match="must be int"):
+        symexec.config.patch(cache_size_limit="2")
+    assert symexec.config.cache_size_limit == before
+
+
+def test_set_logs_with_torchs_keywords():
+    try:
+        symexec.set_logs(graph_code=True, guards=True, trace=False)
+        assert symexec.logs.active() == ["graph_code", "guards"]
+        symexec.set_logs("recompiles", guards=True)
+        assert symexec.logs.active() == ["guards", "recompiles"]
+        with pytest.raises(ValueError, match=r"unknown log artifact\(s\) \['graph_cod'\]"):
+            symexec.set_logs(graph_cod=True)
+        with pytest.raises(TypeError, match="keywords take True or False: guards"):
+            symexec.set_logs(guards=1)
+    finally:
+        symexec.set_logs(None)
+    assert symexec.logs.active() == []

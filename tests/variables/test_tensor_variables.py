@@ -350,7 +350,7 @@ def test_tensor_of_numpy_scalars_and_a_legacy_class():
         return torch.LongTensor(y), torch.tensor([x[1], np.float32(2)])
 
     check(fn)
-    assert symexec.explain(fn).graph_break_count == 0
+    assert symexec.explain(fn)().graph_break_count == 0
 
 
 def test_tensor_of_tensors_that_require_grad_breaks():
