@@ -385,16 +385,41 @@ _MISSING = object()
 
 
 def graph_break() -> None:
-    """End the current graph here: the code before and after is captured in separate graphs.
-    Outside compiled code it does nothing."""
+    """End the current graph here (as ``torch._dynamo.graph_break``): the code before and
+    after the call is captured in separate graphs. Outside compiled code it does nothing.
+
+    Example::
+
+        @symexec.compile
+        def f(x):
+            y = x.sin()
+            symexec.graph_break()
+            return y.cos()       # symexec.explain(f, x): 2 graphs, 1 graph break
+    """
 
 
 graph_break._symexec_graph_break = True  # type: ignore[attr-defined]
 
 
 def disable(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` run as plain Python, never traced: compiling it runs it as is, and a compiled
-    function that calls it breaks the graph at the call (like ``torch.compiler.disable``)."""
+    """``fn`` run as plain Python, never traced (like ``torch.compiler.disable``): compiling it
+    runs it as is, and a compiled function that calls it breaks the graph at the call.
+
+    Args:
+        fn: a callable; as a decorator, the function it decorates.
+
+    Returns:
+        A wrapper of ``fn`` (``functools.wraps``) that symexec never traces.
+
+    Raises:
+        TypeError: ``fn`` is not callable.
+
+    Example::
+
+        @symexec.disable
+        def log_stats(t):
+            print(t.mean().item())
+    """
     if not callable(fn):
         raise TypeError(f"symexec.disable expects a function, not {type(fn).__name__}")
     fn = compiled_original(fn) or fn
@@ -410,7 +435,23 @@ def disable(fn: Callable[..., Any]) -> Callable[..., Any]:
 def allow_in_graph(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Mark ``fn`` to be recorded in the graph as one call, not traced into (like
     ``torch.compiler.allow_in_graph``). It then runs on fake tensors while tracing, so it must
-    take and return tensors and constants and have no side effects. Returns ``fn``."""
+    take and return tensors and constants and have no side effects.
+
+    Args:
+        fn: a Python function.
+
+    Returns:
+        ``fn`` itself, marked.
+
+    Raises:
+        TypeError: ``fn`` is not a Python function.
+
+    Example::
+
+        @symexec.allow_in_graph
+        def fused(x, y):
+            return x * y + y
+    """
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"symexec.allow_in_graph expects a Python function, not {type(fn).__name__}")
     fn._symexec_allow_in_graph = True  # type: ignore[attr-defined]
@@ -430,7 +471,21 @@ def run(fn: Any = None) -> Any:
     """A compiled function that only uses what it has compiled (as ``torch._dynamo.run``): a
     call its cache has an entry for runs that entry; any other runs the original function, and
     nothing is traced for it. (What an entry's code calls at a graph break keeps its own cache,
-    and may still compile.) A function that is not compiled is returned as it is."""
+    and may still compile.)
+
+    Args:
+        fn: what ``symexec.compile`` returned; a function that is not compiled is returned as
+            it is. Omitted, ``run`` is a decorator.
+
+    Raises:
+        TypeError: ``fn`` is a compiled module, or not callable.
+
+    Example::
+
+        compiled(x)                      # traced and cached
+        frozen = symexec.run(compiled)
+        frozen(x)                        # the entry; frozen(other_kind_of_input) runs eagerly
+    """
     if fn is None:
         return run
     if isinstance(fn, CompiledModule):
@@ -459,10 +514,36 @@ def run(fn: Any = None) -> Any:
 
 
 def cache_entries(compiled: Any) -> list[CacheEntry]:
-    """The cache entries of a compiled function, newest first."""
+    """The cache entries of a compiled function, newest first.
+
+    Each ``CacheEntry`` has ``guards`` (each with a ``text`` such as ``L['b'] == 'Hello'``),
+    ``graph`` (the ``torch.fx.GraphModule``, or None), ``replacement`` (the generated function a
+    hit runs), ``readable_code`` (it, as Python-like text) and ``fallback_reason`` (None, or why
+    the entry runs the original function).
+
+    Args:
+        compiled: what ``symexec.compile`` returned (a function or a compiled module).
+
+    Raises:
+        TypeError: ``compiled`` is not something ``symexec.compile`` returned.
+
+    Example::
+
+        compiled(x)
+        [g.text for g in symexec.cache_entries(compiled)[0].guards]
+    """
     return list(_state(compiled).cache.entries)
 
 
 def recompile_reasons(compiled: Any) -> list[str]:
-    """Why each retrace happened: the guard of each existing entry that rejected the call."""
+    """Why each retrace happened, oldest first: for each call no entry accepted, the guard of
+    each existing entry that rejected it (``L['b'] == 'Hello'``), as torch.compile's
+    ``recompiles`` log says it.
+
+    Args:
+        compiled: what ``symexec.compile`` returned.
+
+    Raises:
+        TypeError: ``compiled`` is not something ``symexec.compile`` returned.
+    """
     return list(_state(compiled).cache.recompile_reasons)

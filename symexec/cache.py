@@ -115,7 +115,9 @@ ALL_CACHES: "weakref.WeakSet[FunctionCache]" = weakref.WeakSet()
 
 
 def reset() -> None:
-    """Empty every cache of every compiled function."""
+    """Empty every cache of every compiled function (as ``torch._dynamo.reset``) and free what
+    their entries held: the next call of each traces again. Compiled functions stay usable.
+    """
     for cache in list(ALL_CACHES):
         if not cache.empty():  # (most are: a test suite resets hundreds per test)
             cache.clear()

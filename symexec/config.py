@@ -9,6 +9,19 @@ from typing import Any
 
 @dataclass
 class Config:
+    """symexec's options: one object, ``symexec.config`` (as ``torch._dynamo.config``). Set an
+    option by assignment, or for a block with ``symexec.config.patch(...)``; a misspelt option
+    raises ``AttributeError`` naming the options, a value of the wrong type ``TypeError``, a
+    negative count ``ValueError``.
+
+    Options (defaults): ``cache_size_limit`` (8) entries per function before it runs
+    uncompiled; ``capture_scalar_outputs`` (False) ``item()``/``tolist()`` in the graph as
+    numbers known at run time; ``nested_graph_breaks`` (False) a break inside a called function
+    goes on in it; ``raise_on_internal_error`` (False) symexec's own errors raise instead of
+    falling back; ``max_inline_depth`` (32), ``max_generator_items`` (10000),
+    ``max_resume_depth`` (64), ``trace_repr_limit`` (80): the tracer's bounds.
+    """
+
     # Entries kept per compiled function; past it symexec warns once and runs the original.
     cache_size_limit: int = 8
     # Make symexec's own bugs raise instead of falling back to eager (for our tests).

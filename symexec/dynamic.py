@@ -160,12 +160,39 @@ def resolved_marks(t: torch.Tensor) -> tuple[set[int], set[int]]:
 
 
 def mark_dynamic(t: torch.Tensor, dim: int | list[int]) -> None:
-    """Trace dimension ``dim`` of ``t`` as a symbol from the first call on."""
+    """Trace dimension ``dim`` of ``t`` as a symbol from the first call on (as
+    ``torch._dynamo.mark_dynamic``): the first trace is already general in that size, where
+    automatic dynamic would wait for the size to change.
+
+    Args:
+        t: a tensor the compiled function will be called with (the mark is on this object).
+        dim: a dimension, negative counted from the end, or a list or tuple of them.
+
+    Raises:
+        TypeError: ``t`` is not a tensor or a dimension is not an int.
+        ValueError: a dimension is out of range for ``t``.
+
+    Example::
+
+        x = torch.randn(8, 3)
+        symexec.mark_dynamic(x, 0)
+        compiled(x)              # the graph takes s0 x 3; a call with 16 x 3 reuses it
+    """
     _mark(t, dim, "_symexec_dynamic_dims", "mark_dynamic")
 
 
 def mark_static(t: torch.Tensor, dim: int | list[int]) -> None:
-    """Keep dimension ``dim`` of ``t`` specialised, whatever automatic dynamic would do."""
+    """Keep dimension ``dim`` of ``t`` specialised, whatever automatic dynamic would do (as
+    ``torch._dynamo.mark_static``): a call with another size in it retraces.
+
+    Args:
+        t: a tensor the compiled function will be called with.
+        dim: a dimension, a list or tuple of them, or None for every dimension.
+
+    Raises:
+        TypeError: ``t`` is not a tensor or a dimension is not an int.
+        ValueError: a dimension is out of range for ``t``.
+    """
     _mark(t, dim, "_symexec_static_dims", "mark_static")
 
 

@@ -23,7 +23,10 @@ class SymexecError(RuntimeError):
 
 
 class Unsupported(SymexecError):
-    """The tracer cannot model this code; the frame breaks or runs as the original function."""
+    """The tracer cannot model this code: the frame breaks the graph there (or runs as the
+    original function). Raised to the caller only under ``fullgraph=True``, with the reason,
+    the user's ``file:line`` and, where there is one, a ``hint``; ``explain`` lists each as a
+    ``BreakReason``."""
 
     def __init__(self, reason: str, *, hint: str = "", break_guards: Any = None) -> None:
         super().__init__(reason)
@@ -101,7 +104,9 @@ class TracedException(SymexecError):
 
 
 class BackendCompilerFailed(SymexecError):
-    """The backend raised while compiling a graph: the user's backend, so the user's error."""
+    """The backend raised while compiling a graph (torch.compile's exception of the same
+    name). The backend is the user's choice, so this is raised to the caller, not hidden by a
+    fallback: ``backend`` is the backend, ``__cause__`` what it raised."""
 
     def __init__(self, backend: object, error: BaseException) -> None:
         name = getattr(backend, "__name__", type(backend).__name__)

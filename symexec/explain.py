@@ -28,7 +28,10 @@ from .versions import check_supported
 
 @dataclass
 class BreakReason:
-    """Why a graph ended early, and where."""
+    """Why a graph ended early, and where: ``reason`` (what the tracer could not model),
+    ``hint`` (what to change, or ""), ``filename``/``lineno``/``source_line`` (the user's line),
+    ``user_stack`` (the frames inlined down to it, as (file, line, function, source) tuples) and
+    ``function`` (whose code broke). ``str()`` of it is the report's paragraph."""
 
     reason: str  # what was unsupported, in a user's words
     hint: str  # what to do about it
@@ -75,6 +78,24 @@ class FunctionReport:
 
 @dataclass
 class ExplainOutput:
+    """What ``symexec.explain`` returns: everything one call did. Printed (or as ``repr`` in a
+    REPL) it is the report; in Jupyter it renders as HTML with the source tinted by graph.
+
+    Attributes:
+        graphs: the FX graphs compiled, in order (``graph_count`` of them).
+        break_reasons: a ``BreakReason`` for each graph break (``graph_break_count``).
+        guards: every guard of every entry made (each has a ``text``).
+        recompile_reasons: why each retrace happened.
+        functions: a report per traced function (the one explained, its continuations, the
+            callees compiled at its breaks), with ``generated_readable`` (the code that runs on a
+            hit), ``generated_disassembly`` and ``original_disassembly``.
+        fallback_reasons: why an entry runs its original function, for each that does
+            (``fallbacks`` says whose).
+        trace_seconds, compile_seconds: the time spent tracing and in the backend.
+        ops_per_graph: the op targets of each graph.
+        result: what the call returned.
+    """
+
     graphs: list[torch.fx.GraphModule]
     break_reasons: list[BreakReason]
     guards: list[Guard]
