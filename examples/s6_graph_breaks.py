@@ -9,7 +9,7 @@ The design document's example::
 
 ``print`` writes outside the graph, so the tracer cannot record it. It does not fail: it
 compiles the graph of everything before (``a + 2``), lets CPython run ``print("Hi")`` for
-real, and continues in a continuation function (``__resume_at_<offset>_<n>``) that is traced
+real, and continues in a continuation function (``__resume_in_<function>_at_<line>``) that is traced
 on its first call and holds the second graph (``b + a``). The generated code of ``fn``:
 
 1. calls the first compiled graph;
@@ -92,7 +92,7 @@ def main():
         sub_heading(f"generated code of {report.name} ({report.kind})")
         print(report.generated_readable)
     continuation = next(r for r in out.functions if r.kind == "continuation")
-    assert continuation.name.startswith("__resume_at_"), continuation.name
+    assert continuation.name.startswith("__resume_in_"), continuation.name
 
     heading("§6  side effects before a break are replayed: a list mutated in the graph's frame")
     symexec.reset()

@@ -10,7 +10,10 @@ import argparse
 import platform
 import sys
 
+import torch
+
 from ._version import __version__
+from .versions import SUPPORTED
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,10 +23,6 @@ def main(argv: list[str] | None = None) -> int:
                     "symexec.compile(fn); see what it captured with symexec.explain(fn, *args).")
     parser.add_argument("--version", action="version", version=f"symexec {__version__}")
     parser.parse_args(argv)
-    import torch
-
-    from .versions import SUPPORTED
-
     (lo_major, lo_minor), (hi_major, hi_minor) = SUPPORTED
     running = sys.version_info[:2]
     supported = SUPPORTED[0] <= running <= SUPPORTED[1]

@@ -33,7 +33,7 @@ from . import assembler, versions
 from .callees import Callees, class_lookup
 from .comprehensions import Span, cleanup_block, span_starting_at
 from .exc import Unsupported
-from .resume import chain_codes, live_locals, resume_code
+from .resume import CONTINUATION_PREFIX, chain_codes, live_locals, resume_code
 from .variables import NullVariable, UserFunctionVariable, UserMethodVariable, VariableTracker
 from .variables.autograd import AutogradApplyVariable
 from .variables.partials import PartialVariable
@@ -418,7 +418,7 @@ def _chained(inner: types.FunctionType, count: int, outer: types.FunctionType, b
         result = inner(*args[:count])
         return outer(*args[count:count + below], result, *args[count + below:])
 
-    name = f"__resume_at_nested_{next(_chain_numbers)}_{outer.__code__.co_name.removeprefix('__resume_at_')}"
+    name = f"{CONTINUATION_PREFIX}nested_{next(_chain_numbers)}_{outer.__code__.co_name.removeprefix(CONTINUATION_PREFIX)}"
     code = assembler.checked(chained.__code__.replace(co_name=name, co_qualname=name))
     made = _chains[key] = types.FunctionType(code, chained.__globals__, name, None, chained.__closure__)
     chain_codes.add(code)

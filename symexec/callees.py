@@ -37,7 +37,7 @@ from torch._higher_order_ops.while_loop import while_loop as _while_loop_wrapper
 
 from . import logs
 from .call_sites import with_mapped_callables
-from .resume import Opened, opened
+from .resume import CONTINUATION_PREFIX, Opened, opened
 from .source import partial_field
 from .torch_api import disabled_by_torch, disabled_by_user, skipped_frame
 
@@ -107,7 +107,7 @@ class Callees:
         wrappers: Any = self.callee_wrappers
         if fn in self.wrappers:  # the family's root, called from itself
             wrappers = self.wrappers
-        elif fn.__code__.co_name.startswith("__resume_at_"):
+        elif fn.__code__.co_name.startswith(CONTINUATION_PREFIX):
             # A continuation is a new function object each time: one wrapper per code. One with
             # a closure (of a method with a __class__ cell, which keeps it; a nested break's
             # chain) has one per closure: the replacement traced from it runs over its cells.

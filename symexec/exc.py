@@ -10,7 +10,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import contextlib
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .translator import InstructionTranslator
@@ -145,3 +146,14 @@ class StoppedAtBreak(BaseException):
     def __init__(self, tx: "InstructionTranslator") -> None:
         super().__init__()
         self.tx = tx
+
+
+@contextlib.contextmanager
+def raised_in_the_trace(*kinds: type[BaseException]) -> Iterator[None]:
+    """An operation run on real values (a list's items, constants) that raises one of ``kinds``
+    raises it in the traced code, as CPython would there (same type, same message), where a
+    ``try`` may catch it, instead of failing the trace."""
+    try:
+        yield
+    except kinds as e:
+        raise TracedException(e) from e

@@ -22,7 +22,8 @@ import torch
 from .api import CompiledModule, _Compiled, _forwarder, _state, _wrap, lookup
 from .cache import CacheEntry
 from .callees import compiled_original
-from .guards import Guard
+from .guards import Guard, GuardKind
+from .resume import CONTINUATION_PREFIX
 from .versions import check_supported
 
 
@@ -74,6 +75,9 @@ class FunctionReport:
     @property
     def generated_readable(self) -> str:
         return self.entry.readable_code or "(runs the original function)"
+
+
+GUARDS_SHOWN = 12  # of each function's guards, in the text report
 
 
 @dataclass
@@ -144,8 +148,7 @@ class ExplainOutput:
             listed = fallbacks or [("?", "", reason) for reason in self.fallback_reasons]
             lines += [f"    {name} ({kind}): " + reason.replace("\n", "\n      ") if kind else
                       "    " + reason.replace("\n", "\n      ") for name, kind, reason in listed]
-        lines.append(f"  guards ({len(self.guards)}):")
-        lines += [f"    {g.text}" for g in self.guards]
+        lines += self._guard_lines()
         if self.recompile_reasons:
             lines.append("  recompiles:")
             lines += [f"    {r}" for r in self.recompile_reasons]
@@ -154,6 +157,28 @@ class ExplainOutput:
         return "\n".join(lines)
 
     __repr__ = __str__
+
+    def _guard_lines(self) -> list[str]:
+        """The guards grouped by function, the global state's (the same checks for every entry)
+        once, at most ``GUARDS_SHOWN`` of each function's: a model's hundreds stay readable."""
+        shared = list(dict.fromkeys(g.text for g in self.guards if g.kind is GuardKind.GLOBAL_STATE))
+        lines = [f"  guards ({len(self.guards)}; out.guards has them all):"]
+        if shared:
+            lines.append(f"    global state, checked by every entry ({len(shared)}):")
+            row = ""
+            for text in shared:  # (packed in rows, no guard cut in two)
+                if row and len(row) + len(text) > 96:
+                    lines.append(f"      {row};")
+                    row = ""
+                row = f"{row}; {text}" if row else text
+            lines.append(f"      {row}")
+        for number, report in enumerate(self.functions):
+            own = [g.text for g in report.entry.guards if g.kind is not GuardKind.GLOBAL_STATE]
+            lines.append(f"    {report.name} ({report.kind}): {len(own)}")
+            lines += [f"      {text}" for text in own[:GUARDS_SHOWN]]
+            if len(own) > GUARDS_SHOWN:
+                lines.append(f"      ... {len(own) - GUARDS_SHOWN} more: out.functions[{number}].entry.guards")
+        return lines
 
     # -- the Jupyter view ------------------------------------------------------------------------
     def _repr_html_(self) -> str:
@@ -380,7 +405,7 @@ def _reports(root: _Compiled) -> list[FunctionReport]:
     reports = []
     for state in _states(root):
         code = state.fn.__code__
-        kind = "function" if state is root else ("continuation" if code.co_name.startswith("__resume_at_") else "callee")
+        kind = "function" if state is root else ("continuation" if code.co_name.startswith(CONTINUATION_PREFIX) else "callee")
         for entry in state.cache.entries:
             reports.append(FunctionReport(code.co_name if kind != "callee" else state.fn.__qualname__, kind, entry, code))
     reports.sort(key=lambda r: r.entry.serial)

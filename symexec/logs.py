@@ -11,6 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import warnings
+
+from .exc import ConfigWarning
 
 ARTIFACTS = (
     "graph_code",
@@ -124,10 +127,6 @@ def _from_environment() -> None:
     names = [part.strip() for part in os.environ.get("SYMEXEC_LOGS", "").split(",") if part.strip()]
     unknown = [name for name in names if name not in ARTIFACTS and name != "all"]
     if unknown:
-        import warnings
-
-        from .exc import ConfigWarning
-
         warnings.warn(f"SYMEXEC_LOGS: unknown log artifact(s) {', '.join(unknown)} ignored; "
                       f"known: all, {', '.join(ARTIFACTS)}", ConfigWarning, stacklevel=2)
     set_logs([name for name in names if name not in unknown])

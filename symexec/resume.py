@@ -80,6 +80,21 @@ def super_reads(code: types.CodeType) -> str | None:
     return code.co_varnames[0]
 
 
+# Every continuation's name starts so (``__resume_in_fn_at_12``; a chain of nested breaks'
+# ``__resume_nested_...``): ``explain`` and ``Callees`` tell continuations by it.
+CONTINUATION_PREFIX = "__resume_"
+
+
+def _continuation_name(code: types.CodeType, original: Any, target: int, made: dict[Any, types.CodeType]) -> str:
+    """``__resume_in_<function>_at_<line>`` (torch.compile says ``torch_dynamo_resume_in_<fn>_at_<line>``),
+    the line where it resumes; ``_2``, ``_3``... after a second one resuming on that line."""
+    instructions = [item for item in original if isinstance(item, Instr)]
+    line = instructions[target].lineno if target < len(instructions) else None
+    base = f"{CONTINUATION_PREFIX}in_{code.co_name}_at_{line if isinstance(line, int) else 'offset_' + str(offsets(code)[target])}"
+    taken = sum(1 for other in made.values() if other.co_name == base or other.co_name.startswith(base + "_"))
+    return base if not taken else f"{base}_{taken + 1}"
+
+
 def offsets(code: types.CodeType) -> list[int]:
     """The byte offset of each abstract instruction, as ``dis`` shows it."""
     return [i.offset for i in dis.get_instructions(code) if i.opname not in ("EXTENDED_ARG", "CACHE")]
@@ -195,7 +210,7 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
             prologue.insert(-2 - len(nulls), Instr("LOAD_FAST", "___slot0", lineno=lineno))
             argnames[0] = "___slot0"
         prologue[-1:-1] = [Instr("LOAD_FAST", first, lineno=lineno), Instr("STORE_FAST", argnames[0], lineno=lineno)]
-    name = f"__resume_at_{offsets(code)[target]}_{len(made) + 1}"
+    name = _continuation_name(code, original, target, made)
     signature = assembler.Signature(
         name=name, argnames=tuple(argnames), argcount=len(argnames), posonlyargcount=0, kwonlyargcount=0,
         freevars=free, cellvars=cells,

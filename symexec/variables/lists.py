@@ -9,7 +9,6 @@ mutating such a pre-existing list is a side effect, replayed after the graph (si
 from __future__ import annotations
 
 import collections
-import contextlib
 import operator
 import types
 import weakref
@@ -18,7 +17,7 @@ from typing import Any, Callable
 import torch
 
 from ..context import TracerContext
-from ..exc import AttributeMissing, TracedException, Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported, raised_in_the_trace
 from ..source import Source
 from .base import Methods, Registry, VariableTracker, as_proxy, class_static, find_on_class, is_data_descriptor
 from .constant import COMPUTED_WRAPPERS, ConstantVariable, wrap_constant
@@ -130,17 +129,13 @@ class BaseListVariable(VariableTracker):
     def getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
         key = _constant_tensor(index)
         if key is not None:  # its __index__, as CPython calls it
-            try:
+            with raised_in_the_trace(IndexError, TypeError):
                 return self.items[operator.index(key)]
-            except (IndexError, TypeError) as e:
-                raise TracedException(e) from e
         key = index.as_python_constant()
         if isinstance(key, slice):  # (a subclass's slice is a plain list or tuple; Size's is a Size)
             return (ListVariable if isinstance(self, ListVariable) else TupleVariable)(self.items[key])
-        try:
+        with raised_in_the_trace(IndexError):
             return self.items[operator.index(key)]
-        except IndexError as e:
-            raise TracedException(e) from e
 
     # The methods of tuple and list that read (``ListVariable.methods`` adds list's others).
     methods = Methods("tuple and list")
@@ -164,11 +159,8 @@ class BaseListVariable(VariableTracker):
         if kwargs:
             return None
         # Equality of items must be known: constants only.
-        try:
-            found = getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args])
-        except (ValueError, TypeError) as e:  # not in the list, or bad arguments: CPython raises it
-            raise TracedException(e) from e
-        return ConstantVariable(found)
+        with raised_in_the_trace(ValueError, TypeError):  # not in the list, or bad arguments: CPython raises it
+            return ConstantVariable(getattr(self.as_python_constant(), name)(*[a.as_python_constant() for a in args]))
 
     def reconstruct(self, cg: Any) -> None:
         if self.source is not None:
@@ -410,7 +402,7 @@ class ListVariable(BaseListVariable):
     def _insert(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 2, args, kwargs):
             return None
-        with _raised_as_cpython_raises():  # (an index that is no int: TypeError)
+        with raised_in_the_trace(IndexError, ValueError, TypeError):  # (an index that is no int: TypeError)
             self.items.insert(args[0].as_python_constant(), args[1])
         return ConstantVariable(None)
 
@@ -418,7 +410,7 @@ class ListVariable(BaseListVariable):
     def _pop(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n <= 1, args, kwargs):
             return None
-        with _raised_as_cpython_raises():  # (an empty list, an index out of range: IndexError)
+        with raised_in_the_trace(IndexError, ValueError, TypeError):  # (an empty list, an index out of range: IndexError)
             return self.items.pop(args[0].as_python_constant() if args else -1)
 
     @methods("clear", "reverse")
@@ -454,7 +446,7 @@ class ListVariable(BaseListVariable):
         if not self._changing(tx, lambda n: n == 2, args, kwargs):
             return None
         key = args[0].as_python_constant()
-        with _raised_as_cpython_raises():  # (out of range; an extended slice of another size)
+        with raised_in_the_trace(IndexError, ValueError, TypeError):  # (out of range; an extended slice of another size)
             self.items[key] = args[1].unpack(tx) if isinstance(key, slice) else args[1]
         return ConstantVariable(None)
 
@@ -462,24 +454,13 @@ class ListVariable(BaseListVariable):
     def _delitem(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         if not self._changing(tx, lambda n: n == 1, args, kwargs):
             return None
-        with _raised_as_cpython_raises():
+        with raised_in_the_trace(IndexError, ValueError, TypeError):
             del self.items[args[0].as_python_constant()]
         return ConstantVariable(None)
 
     @methods("copy")
     def _copy(self, tx: TracerContext, name: str, args: list[VariableTracker], kwargs: dict[str, VariableTracker]) -> VariableTracker | None:
         return None if args or kwargs else ListVariable(list(self.items))
-
-
-@contextlib.contextmanager
-def _raised_as_cpython_raises() -> Any:
-    """A list operation run on the tracker's items raises what CPython's list raises for the same
-    index or slice (IndexError, ValueError, TypeError: same type, same message): in the traced
-    code, where a ``try`` may catch it."""
-    try:
-        yield
-    except (IndexError, ValueError, TypeError) as e:
-        raise TracedException(e) from e
 
 
 def range_length(value: range) -> int:

@@ -105,7 +105,7 @@ def test_explain_view_renders_in_chromium(tmp_path, capsys):
     assert marked["b = a + 2"] == ("graph", "graph"), rows.rows
     assert marked["return b + a"] == ("graph", "graph"), rows.rows
     assert any(title.startswith("Graph breaks (1)") for title in rows.summaries), rows.summaries
-    assert any(title.startswith("Code of __resume_at_") for title in rows.summaries), rows.summaries
+    assert any(title.startswith("Code of __resume_in_") for title in rows.summaries), rows.summaries
     assert "l_a_ + 2" in dom  # graph 1's code
     assert "l_b_ + l_a_" in dom  # graph 2's code, in the continuation
     assert "print() writes outside the graph" in dom

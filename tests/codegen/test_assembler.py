@@ -90,7 +90,7 @@ def test_every_kind_of_generated_code_goes_through_the_checker(monkeypatch):
     check(f, torch.ones(2), callee)
     names = set(seen)
     assert any(n.startswith("__symexec_f_") for n in names)  # replacements (and their spliced form)
-    assert any(n.startswith("__resume_at_") for n in names)  # continuations
+    assert any(n.startswith("__resume_in_") for n in names)  # continuations
     assert any(n.startswith("__symexec_callee_") for n in names)
 
 

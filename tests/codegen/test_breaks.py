@@ -65,10 +65,10 @@ def test_continuation_is_named_after_the_offset_and_cached():
     compiled = symexec.compile(spec_example)
     compiled(_t())
     code = symexec.cache_entries(compiled)[0].replacement_code
-    continuations = [c for c in code.co_consts if callable(c) and "__resume_at_" in getattr(c, "__name__", "")]
+    continuations = [c for c in code.co_consts if callable(c) and "__resume_in_" in getattr(c, "__name__", "")]
     assert len(continuations) == 1
     resume = continuations[0]
-    assert resume.__name__.startswith("__resume_at_")
+    assert resume.__name__.startswith("__resume_in_")
     assert len(symexec.cache_entries(resume)) == 1  # traced once, on its first call
     compiled(_t())
     assert len(symexec.cache_entries(resume)) == 1
@@ -455,8 +455,8 @@ def test_graph_breaks_and_bytecode_logs(capfd):
     assert "[symexec.graph_breaks]" in err and 'print("Hi")' in err
     assert f"test_breaks.py:{spec_example.__code__.co_firstlineno + 2}" in err
     assert "ORIGINAL BYTECODE of spec_example" in err
-    assert "ORIGINAL BYTECODE of __resume_at_" in err
-    assert "MODIFIED BYTECODE __symexec___resume_at_" in err
+    assert "ORIGINAL BYTECODE of __resume_in_" in err
+    assert "MODIFIED BYTECODE __symexec___resume_in_" in err
 
 
 def callee_of_unresumable(x):

@@ -92,7 +92,7 @@ def test_explain_cells_render_the_html_view(executed):
     assert '<div class="symexec-explain">' in first
     assert "<details" in first
     assert '<tr class="break">' in first and "print(&quot;Hi&quot;)" in first
-    assert "__resume_at_" in first
+    assert "__resume_in_" in first
     assert all("<details" in view for view in views)
 
 
