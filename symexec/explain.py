@@ -13,6 +13,7 @@ import dis
 import functools
 import html
 import inspect
+import re
 import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -184,10 +185,8 @@ class ExplainOutput:
     def _repr_html_(self) -> str:
         graph_lines: set[int] = set()
         for gm in self.graphs:
-            for node in gm.graph.nodes:
-                location = _node_location(node)
-                if location is not None and location[0] == self.filename:
-                    graph_lines.add(location[1])
+            for node in gm.graph.nodes:  # (a line that calls what made the op counts too)
+                graph_lines.update(line for filename, line, _ in node_frames(node) if filename == self.filename)
         break_lines = {r.lineno for r in self.break_reasons if r.filename == self.filename}
         esc = html.escape
         parts = [_STYLE, '<div class="symexec-explain">',
@@ -264,16 +263,13 @@ def _op_name(target: Any) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", str(target))
 
 
-def _node_location(node: torch.fx.Node) -> tuple[str, int] | None:
-    trace = node.meta.get("stack_trace") or ""
-    if 'File "' not in trace:
-        return None
-    filename = trace.split('File "', 1)[1].split('"', 1)[0]
-    try:
-        lineno = int(trace.split(", line ", 1)[1].split(",", 1)[0])
-    except (IndexError, ValueError):
-        return None
-    return filename, lineno
+_FRAME_LINE = re.compile(r'^  File "(.*)", line (\d+), in (.*)$', re.M)
+
+
+def node_frames(node: torch.fx.Node) -> list[tuple[str, int, str]]:
+    """The user's frames of a graph node, outermost first: (file, line, function); a caller's
+    line is that of its call of the next (the node's ``stack_trace``)."""
+    return [(f, int(n), fn) for f, n, fn in _FRAME_LINE.findall(node.meta.get("stack_trace") or "")]
 
 
 def explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -349,7 +345,7 @@ def _explain(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> ExplainOutput
     if not callable(target):
         raise TypeError(f"symexec.explain expects a function, an nn.Module or a compiled function, "
                         f"not {type(fn).__name__}")
-    shown = _user_function(target)  # whose source the report shows
+    shown = _shown_function(target)  # whose source the report shows
     if not isinstance(target, types.FunctionType):  # a bound method, a partial...: as compile takes it
         target = _forwarder(target)
     compiled_graphs: list[torch.fx.GraphModule] = []
@@ -393,6 +389,18 @@ def _user_function(target: Any) -> types.FunctionType:
         else:
             return _forwarder(target)
     return target
+
+
+def _shown_function(target: Any) -> types.FunctionType:
+    """The function whose source the report shows: the one a call of ``target`` runs first,
+    past the ``functools.wraps`` decorators around it (transformers wraps a model's forward
+    twice: the forward is what the user reads), where the wrapped one is a Python function."""
+    fn = _user_function(target)
+    try:
+        unwrapped = inspect.unwrap(fn)
+    except ValueError:  # (a cycle of __wrapped__)
+        return fn
+    return unwrapped if isinstance(unwrapped, types.FunctionType) and compiled_original(fn) is None else fn
 
 
 def _states(root: _Compiled) -> list[_Compiled]:

@@ -62,8 +62,8 @@ def _same(a: Any, b: Any) -> bool:
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
 
-def _nowhere() -> tuple[str, int | None, str]:
-    return ("<unknown>", None, "<unknown>")
+def _nowhere() -> list[tuple[str, int | None, str]]:
+    return [("<unknown>", None, "<unknown>")]
 
 
 class _NoTorchState:
@@ -76,7 +76,7 @@ class OutputGraph:
     rest of the trace's state lives in its other parts (``trace.Trace``)."""
 
     def __init__(self, guards: GuardSet, policy: DynamicPolicy | None = None, *,
-                 torch_state: Any = None, where: Callable[[], tuple[str, int | None, str]] | None = None) -> None:
+                 torch_state: Any = None, where: Callable[[], list[tuple[str, int | None, str]]] | None = None) -> None:
         self.graph = torch.fx.Graph()  # where operations go: the root graph, or a subgraph being traced
         self._root = self.graph  # (the graph's inputs are always the root's)
         self.guards = guards  # (an input's tensor, type and shape guards are installed with it)
@@ -374,9 +374,13 @@ class OutputGraph:
             self.graph = outer
 
     def _stack_trace(self) -> str:
-        filename, lineno, name = self.where()
-        line = linecache.getline(filename, lineno).strip() if lineno else ""
-        return f'  File "{filename}", line {lineno}, in {name}\n    {line}\n'
+        """The user's frames at this node, outermost first (a caller inlining the next at its
+        call), as a traceback shows them and torch.compile's nodes carry them."""
+        parts = []
+        for filename, lineno, name in self.where():
+            line = linecache.getline(filename, lineno).strip() if lineno else ""
+            parts.append(f'  File "{filename}", line {lineno}, in {name}\n    {line}\n')
+        return "".join(parts)
 
     def call_node_count(self) -> int:
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))

@@ -36,8 +36,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 _NOWHERE: tuple[str, int | None, str] = ("<unknown>", None, "<unknown>")
 
 
-def _nowhere() -> tuple[str, int | None, str]:
-    return _NOWHERE
+def _nowhere() -> list[tuple[str, int | None, str]]:
+    return [_NOWHERE]
 
 
 class Memos:
@@ -99,12 +99,20 @@ class Trace:
         self.side_effects = SideEffects()
         self.translators = []
         self.location = _NOWHERE
+        self.frame: Frame | None = None  # the frame running now (its parents: the inlining callers)
         # (the graph stamps each node with the line being traced, and runs fake ops in the
         # torch state the trace has set)
         self.graph = OutputGraph(guards, policy, torch_state=self.torch, where=self._where)
 
-    def _where(self) -> tuple[str, int | None, str]:
-        return self.location
+    def _where(self) -> list[tuple[str, int | None, str]]:
+        """Where the trace is: the frame running and the callers that inlined it, outermost
+        first (each at its call), as a traceback lists them."""
+        stack = [self.location]
+        frame = self.frame
+        while frame is not None and frame.parent is not None:
+            frame = frame.parent
+            stack.append(frame.location())
+        return stack[::-1]
 
     def release(self) -> None:
         """Drop the trackers of this trace (they hold the call's arguments): what the entry
@@ -112,6 +120,7 @@ class Trace:
         self.memos.clear()
         self.graph.release()
         self.graph.where = _nowhere  # (the graph no longer refers back to this trace)
+        self.frame = None
         self.side_effects = SideEffects()
         for frame in self.translators:
             frame.release()

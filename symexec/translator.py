@@ -388,6 +388,7 @@ class InstructionTranslator:
                     raise StoppedAtBreak(self)
             self.ip += 1
             self.trace.location = location = (self.code.co_filename, inst.lineno, self.code.co_name)
+            self.trace.frame = self
             self.guards.location = location[:2]
             if trace:
                 self._log_trace(inst)
