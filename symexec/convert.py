@@ -15,6 +15,7 @@ import itertools
 import os
 import sys
 import linecache
+import threading
 import time
 import types
 import warnings
@@ -67,6 +68,7 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
     it was before: grad mode, autocast, no mode left on the torch-function or dispatch stacks.
     """
     saved = _TorchState()
+    progress = _Progress(fn) if logs.enabled("progress") else None
     # No cyclic garbage collection while tracing: a trace allocates much, and in a process
     # holding models each full collection walks all their objects (a tenth of a model's first
     # call); it runs again, if it was on, as soon as the trace ends, however it ends.
@@ -94,6 +96,35 @@ def convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend:
         if collecting:
             gc.enable()
         saved.restore()
+        if progress is not None:
+            progress.end()
+
+
+PROGRESS_AFTER = 1.0  # seconds of one compile before the ``progress`` log says it is compiling
+
+
+class _Progress:
+    """The ``progress`` log of one compile (trace and backend): a line once it has run for
+    ``PROGRESS_AFTER`` seconds (from a timer thread: the compile itself never waits), and one when
+    it ends, with its time. A shorter compile logs nothing."""
+
+    def __init__(self, fn: types.FunctionType) -> None:
+        code = fn.__code__
+        self.what = f"{fn.__qualname__} ({code.co_filename}:{code.co_firstlineno})"
+        self.start = time.perf_counter()
+        self.said = False
+        self.timer = threading.Timer(PROGRESS_AFTER, self._say)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _say(self) -> None:
+        self.said = True
+        logs.log("progress", "compiling %s: %.0f s so far...", self.what, time.perf_counter() - self.start)
+
+    def end(self) -> None:
+        self.timer.cancel()
+        if self.said:
+            logs.log("progress", "compiled %s in %.1f s", self.what, time.perf_counter() - self.start)
 
 
 def _convert_frame(fn: types.FunctionType, args: tuple, kwargs: dict, *, backend: Callable[..., Any],

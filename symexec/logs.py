@@ -25,7 +25,11 @@ ARTIFACTS = (
     "graph_sizes",
     "fallbacks",
     "debug",
+    "progress",
 )
+# On when SYMEXEC_LOGS is not set: a compile that runs past a second says so (a 12-layer model's
+# first call, an inductor compile), and how long it took.
+DEFAULT_ARTIFACTS = ("progress",)
 
 _loggers = {name: logging.getLogger(f"symexec.{name}") for name in ARTIFACTS}
 _enabled: dict[str, bool] = dict.fromkeys(ARTIFACTS, False)
@@ -41,7 +45,13 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-_handler = _StderrHandler()
+def _make_handler() -> logging.Handler:
+    """stderr (whatever it is at the time), or the file ``SYMEXEC_LOGS_FILE`` names (appended to)."""
+    path = os.environ.get("SYMEXEC_LOGS_FILE")
+    return logging.FileHandler(path, mode="a", encoding="utf-8", delay=True) if path else _StderrHandler()
+
+
+_handler = _make_handler()
 _handler.setFormatter(logging.Formatter("[symexec.%(name_short)s] %(message)s"))
 
 
@@ -122,9 +132,13 @@ def get_logger(name: str) -> logging.Logger:
 
 
 def _from_environment() -> None:
-    """``SYMEXEC_LOGS``'s artifacts on; names it does not know are ignored with one warning
-    line (``import symexec`` must not fail on a misspelt variable), the rest applies."""
-    names = [part.strip() for part in os.environ.get("SYMEXEC_LOGS", "").split(",") if part.strip()]
+    """``SYMEXEC_LOGS``'s artifacts on (``DEFAULT_ARTIFACTS`` where it is not set); names it
+    does not know are ignored with one warning line (``import symexec`` must not fail on a
+    misspelt variable), the rest applies."""
+    if "SYMEXEC_LOGS" not in os.environ:
+        set_logs(list(DEFAULT_ARTIFACTS))
+        return
+    names = [part.strip() for part in os.environ["SYMEXEC_LOGS"].split(",") if part.strip()]
     unknown = [name for name in names if name not in ARTIFACTS and name != "all"]
     if unknown:
         warnings.warn(f"SYMEXEC_LOGS: unknown log artifact(s) {', '.join(unknown)} ignored; "

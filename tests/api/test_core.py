@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import operator
+import re
 import os
 import subprocess
 import sys
@@ -572,3 +573,42 @@ def test_set_logs_with_torchs_keywords():
     finally:
         symexec.set_logs(None)
     assert symexec.logs.active() == []
+
+
+# -- progress of a long compile (issue 23, point 4) -----------------------------------------------
+
+def _slow_backend(gm, example_inputs):
+    import time
+
+    time.sleep(1.2)  # past symexec.convert.PROGRESS_AFTER
+    return gm.forward
+
+
+def test_a_compile_past_a_second_says_so(capsys):
+    def slow(x):
+        return x.sin() + 1
+
+    try:
+        symexec.set_logs("progress")
+        compiled = symexec.compile(slow, backend=_slow_backend)
+        compiled(torch.ones(2))
+        compiled(torch.ones(2))  # a hit: nothing more
+    finally:
+        symexec.set_logs(None)
+    err = capsys.readouterr().err
+    assert re.findall(r"\[symexec\.progress\] (compil\w+) test_a_compile_past_a_second_says_so\.<locals>\.slow", err) == \
+        ["compiling", "compiled"], err
+    assert re.search(r"compiled .*slow \(.*test_core\.py:\d+\) in 1\.\d s", err), err
+
+
+def test_progress_is_on_by_default_and_logs_go_to_symexec_logs_file(tmp_path):
+    log = tmp_path / "symexec.log"
+    code = ("import torch, time, symexec\n"
+            "symexec.compile(lambda x: x + 1, backend=lambda gm, ex: (time.sleep(1.2), gm.forward)[1])(torch.ones(2))\n")
+    env = {k: v for k, v in os.environ.items() if k != "SYMEXEC_LOGS"}
+    env["SYMEXEC_LOGS_FILE"] = str(log)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "[symexec." not in out.stderr  # (to the file, not stderr)
+    text = log.read_text()
+    assert "[symexec.progress] compiling <lambda>" in text and "[symexec.progress] compiled <lambda>" in text, text
