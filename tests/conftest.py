@@ -35,6 +35,9 @@ def pytest_configure(config):
                                        "own source read statically, shape-rule and ufunc sweeps, the notebook, "
                                        "xdist's crash handling): run where the sweeps run whole (helpers.BROAD: "
                                        "CPython 3.11, or SYMEXEC_BROAD=1), deselected elsewhere")
+    config.addinivalue_line("markers", "quick: set on collection, the fast core of the suite (`pytest -m quick`, under "
+                                       "two minutes): the tests of " + ", ".join(QUICK_DIRECTORIES) + ", but "
+                                       "those marked broad and those that compile with inductor")
 
 
 def pytest_report_header(config):
@@ -44,7 +47,22 @@ def pytest_report_header(config):
     return None
 
 
+# The directories whose tests make the quick set: the tracer, its trackers, guards, generated
+# code, the API and the regressions, not the models, training, fuzzers or project checks.
+QUICK_DIRECTORIES = ("instructions", "variables", "guards", "codegen", "api", "regressions")
+_TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def _quick(item):
+    directory = os.path.relpath(str(item.path), _TESTS).split(os.sep)[0]
+    return (directory in QUICK_DIRECTORIES and item.get_closest_marker("broad") is None
+            and "inductor" not in item.nodeid)
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _quick(item):
+            item.add_marker(pytest.mark.quick)
     if helpers.BROAD:
         return
     broad = [item for item in items if item.get_closest_marker("broad") is not None]
