@@ -239,19 +239,21 @@ def _exact_gp():
 
 
 class _PyroElbo(torch.nn.Module):
-    """Pyro's Trace_ELBO loss of a model with a MAP guide (Delta sites: no sampling)."""
+    """Pyro's Trace_ELBO loss of a model with a MAP guide (Delta sites: no sampling); the
+    likelihood's scale 1.0, or a parameter (``scale``: negative, validation rejects it)."""
 
-    def __init__(self):
+    def __init__(self, scale=None):
         super().__init__()
         self.pyro = importlib.import_module("pyro")
         self.loc = torch.nn.Parameter(torch.tensor(0.5))
+        self.scale = 1.0 if scale is None else torch.nn.Parameter(torch.tensor(scale))
         self.elbo = self.pyro.infer.Trace_ELBO()
 
     def model(self, data):
         dist = self.pyro.distributions
         mu = self.pyro.sample("mu", dist.Normal(0.0, 1.0))
         with self.pyro.plate("data", data.shape[0]):
-            self.pyro.sample("obs", dist.Normal(mu, 1.0), obs=data)
+            self.pyro.sample("obs", dist.Normal(mu, self.scale), obs=data)
 
     def guide(self, data):
         self.pyro.sample("mu", self.pyro.distributions.Delta(self.loc))
@@ -374,29 +376,6 @@ def test_library_model_captured_like_torch_compile(name):
     assert not found, f"{name}: {row}\n  " + "\n  ".join(found)
 
 
-class _PyroScaled(torch.nn.Module):
-    """A pyro ELBO whose likelihood's scale is a parameter: negative, validation rejects it."""
-
-    def __init__(self, scale):
-        super().__init__()
-        self.pyro = importlib.import_module("pyro")
-        self.scale = torch.nn.Parameter(torch.tensor(scale))
-        self.loc = torch.nn.Parameter(torch.tensor(0.5))
-        self.elbo = self.pyro.infer.Trace_ELBO()
-
-    def model(self, data):
-        dist = self.pyro.distributions
-        mu = self.pyro.sample("mu", dist.Normal(0.0, 1.0))
-        with self.pyro.plate("data", data.shape[0]):
-            self.pyro.sample("obs", dist.Normal(mu, self.scale), obs=data)
-
-    def guide(self, data):
-        self.pyro.sample("mu", self.pyro.distributions.Delta(self.loc))
-
-    def forward(self, data):
-        return self.elbo.differentiable_loss(self.model, self.guide, data)
-
-
 @pytest.mark.parametrize("scale", [1.5, -1.0], ids=["valid", "invalid"])
 def test_pyro_validation_as_eager(scale):
     """With pyro's (and torch.distributions') validation on, as a process that never ran
@@ -404,6 +383,6 @@ def test_pyro_validation_as_eager(scale):
     invalid scale raises eager's ValueError, its message (the distribution's repr) included."""
     pyro = pytest.importorskip("pyro")
     torch.manual_seed(0)
-    model = _PyroScaled(scale)
+    model = _PyroElbo(scale)
     with torch.no_grad(), pyro.validation_enabled(True):
         check(model, _randn(8, 8))
