@@ -98,3 +98,24 @@ if __name__ == "__main__":
     for command, _, got in steps:
         print(">>> " + command.replace("\n", "\n... "))
         print("\n".join(_masked(got, where)) if got else "", end="\n" if got else "")
+
+
+def test_readme_usage_blocks_run_as_a_user_pastes_them():
+    """The README's Python blocks before the session, run in turn in one namespace (as pasted
+    into a REPL): no error, and what their comments claim."""
+    import textwrap
+
+    with open(os.path.join(ROOT, "README.md")) as f:
+        text = f.read()
+    usage = text[:text.index(SECTION)]
+    blocks = [textwrap.dedent(b) for kind, b in re.findall(r"```(\w*)\n(.*?)```", usage, flags=re.S) if kind == "python"]
+    assert len(blocks) >= 3, "the README's Usage section changed its layout"
+    namespace: dict = {"__name__": "__main__"}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        for block in blocks:
+            exec(compile(block, "README.md", "exec"), namespace)
+    out = printed.getvalue()
+    assert "L['b'] == 'Hello'" in out  # the guard of the first entry, and the recompile it caused
+    assert any("L['b'] == 'Hello'" in reason for reason in namespace["symexec"].recompile_reasons(namespace["fn"]))
+    assert len(namespace["symexec"].cache_entries(namespace["mse"])) == 1  # the second call was a hit
