@@ -378,7 +378,9 @@ class OutputGraph:
         call), as a traceback shows them and torch.compile's nodes carry them."""
         parts = []
         for filename, lineno, name in self.where():
-            line = linecache.getline(filename, lineno).strip() if lineno else ""
+            # (a line always follows: torch.fx's `# File:` comment reads the innermost frame
+            # only with its code line, and code run by exec or typed at a prompt has no source)
+            line = (linecache.getline(filename, lineno).strip() if lineno else "") or "<source not available>"
             parts.append(f'  File "{filename}", line {lineno}, in {name}\n    {line}\n')
         return "".join(parts)
 

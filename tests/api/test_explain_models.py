@@ -63,3 +63,14 @@ def test_gpt2_lines_calling_submodules_are_tinted_and_its_guards_are_summed_up()
     assert len(out.guards) > 100 and len(text.splitlines()) < 60 + len(out.break_reasons) * 6, text
     assert f"more: out.functions[0].entry.guards" in text and text.count("torch.is_grad_enabled()") == 1
     assert GUARDS_SHOWN < len(out.functions[0].entry.guards)
+
+
+# (torch.fx's `# File:` comment needs a code line after the innermost frame: a function made by
+# exec, or typed at a prompt, had none, and its nodes lost their comment)
+def test_nodes_of_code_without_a_source_file_keep_their_file_comment():
+    namespace = {}
+    exec("def made(x):\n    y = x.sin()\n    return y + 1\n", {}, namespace)
+    out = symexec.explain(namespace["made"], torch.randn(2))
+    readable = out.graphs[0].print_readable(print_output=False)
+    assert "# File: <string>:2 in made, code: <source not available>" in readable, readable
+    assert "# File: <string>:3 in made" in readable, readable
