@@ -13,6 +13,8 @@ import dis
 import functools
 import html
 import inspect
+import linecache
+import os
 import re
 import types
 from dataclasses import dataclass, field
@@ -131,6 +133,37 @@ class ExplainOutput:
     def ops_per_graph(self) -> list[list[Any]]:
         return [[n.target for n in gm.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
                 for gm in self.graphs]
+
+    def tree(self, depth: int = 4) -> str:
+        """Where the graphs' ops come from, as a tree of the lines that made them: each line of
+        the explained function with its op count, under it the lines of what it called
+        (submodules' ``forward``, inlined functions), down to ``depth`` levels (ops deeper are
+        counted on their line at that depth). ``print(out.tree())``."""
+        root: dict[tuple[str, int, str], Any] = {}
+        counts: dict[tuple, int] = {}
+        for gm in self.graphs:
+            for node in gm.graph.nodes:
+                if node.op not in ("call_function", "call_method", "call_module"):
+                    continue
+                level, path = root, ()
+                for frame in node_frames(node)[:depth]:
+                    path = (*path, frame)
+                    counts[path] = counts.get(path, 0) + 1
+                    level = level.setdefault(frame, {})
+        total = sum(len(ops) for ops in self.ops_per_graph)
+        lines = [f"{self.fn_name}: {total} op(s) in {self.graph_count} graph(s)"]
+
+        def walk(level: dict, path: tuple, indent: str) -> None:
+            for frame, below in level.items():
+                filename, lineno, name = frame
+                code = linecache.getline(filename, lineno).strip()
+                here = (*path, frame)
+                lines.append(f"{indent}{os.path.basename(filename)}:{lineno} in {name}: {counts[here]} op(s)"
+                             + (f"  {code}" if code else ""))
+                walk(below, here, indent + "  ")
+
+        walk(root, (), "  ")
+        return "\n".join(lines)
 
     # -- the REPL view ---------------------------------------------------------------------------
     def __str__(self) -> str:

@@ -74,3 +74,15 @@ def test_nodes_of_code_without_a_source_file_keep_their_file_comment():
     readable = out.graphs[0].print_readable(print_output=False)
     assert "# File: <string>:2 in made, code: <source not available>" in readable, readable
     assert "# File: <string>:3 in made" in readable, readable
+
+
+def test_tree_attributes_every_op_to_the_lines_that_made_it():
+    out = symexec.explain(Outer(), torch.randn(2, 3))
+    tree = out.tree().splitlines()
+    call, relu, double = _line(Outer.forward, "self.block(x)"), _line(Block.forward, "y.relu()"), _line(Outer.forward, "z * 2")
+    assert tree[0] == "Outer: 3 op(s) in 1 graph(s)"
+    assert tree[1].startswith(f"  test_explain_models.py:{call} in forward: 2 op(s)  z = self.block(x)")
+    assert any(line.startswith(f"    test_explain_models.py:{relu} in forward: 1 op(s)") for line in tree)
+    assert out.tree(depth=1).splitlines()[1:] == [
+        f"  test_explain_models.py:{call} in forward: 2 op(s)  z = self.block(x)",
+        f"  test_explain_models.py:{double} in forward: 1 op(s)  return z * 2"]
