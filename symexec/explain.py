@@ -101,6 +101,9 @@ class ExplainOutput:
         trace_seconds, compile_seconds: the time spent tracing and in the backend.
         ops_per_graph: the op targets of each graph.
         result: what the call returned.
+
+    ``tree(depth=4)`` says where the ops come from, line by line through the calls that made
+    them (``print(out.tree())``).
     """
 
     graphs: list[torch.fx.GraphModule]
