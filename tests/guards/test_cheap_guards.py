@@ -656,7 +656,7 @@ def test_a_dict_subclass_making_objects_per_read_is_hit_not_retraced():
 def test_garbage_collection_is_as_it_was_after_a_trace(enabled, fault):
     import gc
 
-    from symexec import faults
+    import faults
 
     def fn(x):
         return x + 1
