@@ -106,6 +106,10 @@ def test_explain_view_renders_in_chromium(tmp_path, capsys):
     assert marked["return b + a"] == ("graph", "graph"), rows.rows
     assert any(title.startswith("Graph breaks (1)") for title in rows.summaries), rows.summaries
     assert any(title.startswith("Code of __resume_in_") for title in rows.summaries), rows.summaries
+    assert not any(title.startswith("Fallbacks") for title in rows.summaries), rows.summaries  # (none: no section)
+    # the guards grouped: the global state's once, then each function's
+    assert dom.count("torch.is_grad_enabled() == True") == 1
+    assert "global state, checked by every entry: 11" in dom and "fn (function): 4" in dom, dom
     assert "l_a_ + 2" in dom  # graph 1's code
     assert "l_b_ + l_a_" in dom  # graph 2's code, in the continuation
     assert "print() writes outside the graph" in dom
