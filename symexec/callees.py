@@ -414,7 +414,8 @@ def _users_code(callee: Any) -> bool:
     """Whether a call of ``callee`` runs Python code of the user's (or of a library outside the
     standard library and ``_LIBRARY_PACKAGES``), which Dynamo's frame hook would compile."""
     if type(callee) is types.MethodType:
-        callee = bound_module_call(callee) or callee
+        module = bound_module_call(callee)  # (`is not None`: an empty Sequential is falsy)
+        callee = module if module is not None else callee
     if isinstance(callee, torch.nn.Module):
         call = type(callee).__call__
         module = callee

@@ -195,26 +195,31 @@ class ExplainOutput:
 
     __repr__ = __str__
 
+    def _guard_groups(self) -> tuple[list[Guard], list[tuple[FunctionReport, list[Guard]]]]:
+        """The global state's guards, once (every entry checks the same), and each function's
+        own: how both views show them."""
+        shared = list({g.text: g for g in self.guards if g.kind is GuardKind.GLOBAL_STATE}.values())
+        return shared, [(r, [g for g in r.entry.guards if g.kind is not GuardKind.GLOBAL_STATE]) for r in self.functions]
+
     def _guard_lines(self) -> list[str]:
-        """The guards grouped by function, the global state's (the same checks for every entry)
-        once, at most ``GUARDS_SHOWN`` of each function's: a model's hundreds stay readable."""
-        shared = list(dict.fromkeys(g.text for g in self.guards if g.kind is GuardKind.GLOBAL_STATE))
+        """The guards grouped, at most ``GUARDS_SHOWN`` of each function's: a model's hundreds
+        stay readable."""
+        shared, own = self._guard_groups()
         lines = [f"  guards ({len(self.guards)}; out.guards has them all):"]
         if shared:
             lines.append(f"    global state, checked by every entry ({len(shared)}):")
             row = ""
-            for text in shared:  # (packed in rows, no guard cut in two)
-                if row and len(row) + len(text) > 96:
+            for guard in shared:  # (packed in rows, no guard cut in two)
+                if row and len(row) + len(guard.text) > 96:
                     lines.append(f"      {row};")
                     row = ""
-                row = f"{row}; {text}" if row else text
+                row = f"{row}; {guard.text}" if row else guard.text
             lines.append(f"      {row}")
-        for number, report in enumerate(self.functions):
-            own = [g.text for g in report.entry.guards if g.kind is not GuardKind.GLOBAL_STATE]
-            lines.append(f"    {report.name} ({report.kind}): {len(own)}")
-            lines += [f"      {text}" for text in own[:GUARDS_SHOWN]]
-            if len(own) > GUARDS_SHOWN:
-                lines.append(f"      ... {len(own) - GUARDS_SHOWN} more: out.functions[{number}].entry.guards")
+        for number, (report, guards) in enumerate(own):
+            lines.append(f"    {report.name} ({report.kind}): {len(guards)}")
+            lines += [f"      {g.text}" for g in guards[:GUARDS_SHOWN]]
+            if len(guards) > GUARDS_SHOWN:
+                lines.append(f"      ... {len(guards) - GUARDS_SHOWN} more: out.functions[{number}].entry.guards")
         return lines
 
     # -- the Jupyter view ------------------------------------------------------------------------
@@ -255,13 +260,12 @@ class ExplainOutput:
         for i, gm in enumerate(self.graphs, 1):
             parts.append(_details(f"Graph {i} ({len(self.ops_per_graph[i - 1])} ops)",
                                   f"<pre>{esc(gm.print_readable(print_output=False))}</pre>"))
-        shared = {g.text for g in self.guards if g.kind is GuardKind.GLOBAL_STATE}
-        groups = [("global state, checked by every entry", sorted(shared, key=[g.text for g in self.guards].index))]
-        groups += [(f"{r.name} ({r.kind})", [g.text + (f"    # {g.filename}:{g.lineno}" if g.lineno else "")
-                                              for g in r.entry.guards if g.kind is not GuardKind.GLOBAL_STATE])
-                   for r in self.functions]
+        shared, own = self._guard_groups()
+        groups = [("global state, checked by every entry", shared)] + [(f"{r.name} ({r.kind})", gs) for r, gs in own]
         parts.append(_details(f"Guards ({len(self.guards)})", "".join(
-            f"<p>{esc(title)}: {len(texts)}</p><pre>{esc(chr(10).join(texts))}</pre>" for title, texts in groups if texts)))
+            f"<p>{esc(title)}: {len(guards)}</p><pre>" + esc("\n".join(
+                g.text + (f"    # {g.filename}:{g.lineno}" if g.lineno else "") for g in guards)) + "</pre>"
+            for title, guards in groups if guards)))
         for report in self.functions:
             parts.append(_details(f"Code of {report.name} ({report.kind})",
                                   "<p>generated, readable:</p><pre>" + esc(report.generated_readable) + "</pre>"

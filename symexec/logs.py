@@ -75,8 +75,10 @@ def set_logs(spec: str | list[str] | tuple[str, ...] | None = None, **artifacts:
             (``torch._logging.set_logs``): each name given True is on.
 
     The artifacts: ``graph_code``, ``guards``, ``recompiles``, ``bytecode``, ``graph_breaks``,
-    ``trace``, ``graph_sizes``, ``fallbacks``, ``debug`` (README.md says what each prints). Each
-    is a ``logging`` logger (``symexec.graph_code``...) printing to stderr.
+    ``trace``, ``graph_sizes``, ``fallbacks``, ``debug`` and ``progress`` (a compile past a second
+    says so; the one on where ``SYMEXEC_LOGS`` is not set). README.md says what each prints. Each
+    is a ``logging`` logger (``symexec.graph_code``...) printing to stderr, or appending to the
+    file ``SYMEXEC_LOGS_FILE`` names.
 
     Raises:
         TypeError: ``spec`` is neither a string nor a list of strings, or a keyword's value is
@@ -138,7 +140,7 @@ def _from_environment() -> None:
     if "SYMEXEC_LOGS" not in os.environ:
         set_logs(list(DEFAULT_ARTIFACTS))
         return
-    names = [part.strip() for part in os.environ["SYMEXEC_LOGS"].split(",") if part.strip()]
+    names = _names(os.environ["SYMEXEC_LOGS"])
     unknown = [name for name in names if name not in ARTIFACTS and name != "all"]
     if unknown:
         warnings.warn(f"SYMEXEC_LOGS: unknown log artifact(s) {', '.join(unknown)} ignored; "

@@ -85,11 +85,9 @@ def super_reads(code: types.CodeType) -> str | None:
 CONTINUATION_PREFIX = "__resume_"
 
 
-def _continuation_name(code: types.CodeType, original: Any, target: int, made: dict[Any, types.CodeType]) -> str:
+def _continuation_name(code: types.CodeType, line: Any, target: int, made: dict[Any, types.CodeType]) -> str:
     """``__resume_in_<function>_at_<line>`` (torch.compile says ``torch_dynamo_resume_in_<fn>_at_<line>``),
     the line where it resumes; ``_2``, ``_3``... after a second one resuming on that line."""
-    instructions = [item for item in original if isinstance(item, Instr)]
-    line = instructions[target].lineno if target < len(instructions) else None
     base = f"{CONTINUATION_PREFIX}in_{code.co_name}_at_{line if isinstance(line, int) else 'offset_' + str(offsets(code)[target])}"
     taken = sum(1 for other in made.values() if other.co_name == base or other.co_name.startswith(base + "_"))
     return base if not taken else f"{base}_{taken + 1}"
@@ -177,10 +175,12 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
     items: list[Any] = []
     positions: list[int] = []  # the original index of each of our instructions after the prologue
     index = 0
+    resumes_at_line = None  # (the target instruction's line: the continuation's name says it)
     for item in original:
         if isinstance(item, Instr):
             if index == target:
                 items.append(label)
+                resumes_at_line = item.lineno
             # 3.13's two-local instructions are written as their two halves: the parameters
             # come first here, and a local's index past 15 cannot be packed into one.
             halves = split_superinstruction(item)
@@ -210,7 +210,7 @@ def resume_code(code: types.CodeType, target: int, nulls: list[bool], live: list
             prologue.insert(-2 - len(nulls), Instr("LOAD_FAST", "___slot0", lineno=lineno))
             argnames[0] = "___slot0"
         prologue[-1:-1] = [Instr("LOAD_FAST", first, lineno=lineno), Instr("STORE_FAST", argnames[0], lineno=lineno)]
-    name = _continuation_name(code, original, target, made)
+    name = _continuation_name(code, resumes_at_line, target, made)
     signature = assembler.Signature(
         name=name, argnames=tuple(argnames), argcount=len(argnames), posonlyargcount=0, kwonlyargcount=0,
         freevars=free, cellvars=cells,

@@ -23,7 +23,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 import torch
 
 from ..context import TracerContext
-from ..exc import AttributeMissing, TracedException, Unsupported
+from ..exc import AttributeMissing, Unsupported, raised_in_the_trace
 from ..source import Source
 
 
@@ -290,10 +290,8 @@ def hash_key(var: VariableTracker, tx: "TracerContext | None" = None) -> Any:
     if value is not None and not var.is_python_constant() and type(value).__hash__ is object.__hash__:
         return Identity(value, var)
     key = var.as_python_constant()
-    try:
+    with raised_in_the_trace(TypeError):  # (unhashable type: 'set'): the user's code hashes it
         hash(key)
-    except TypeError as e:  # (unhashable type: 'set'): the user's code hashes it
-        raise TracedException(e) from e
     return key
 
 

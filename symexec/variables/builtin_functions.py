@@ -22,7 +22,7 @@ from typing import Any, Callable
 import torch
 
 from ..context import TracerContext
-from ..exc import AttributeMissing, TracedException, Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported, raised_in_the_trace
 from ..guards import GuardKind
 from ..source import ConstSource, PrivateObjectSource, Source, value_of
 from .base import VariableTracker
@@ -135,16 +135,12 @@ class BuiltinVariable(VariableTracker):
             except Unsupported:
                 pass
             else:
-                try:
+                with raised_in_the_trace(Exception):  # the user's code raises here: let eager raise it
                     value = fn(*const_args, **const_kwargs)
-                except Exception as e:  # the user's code raises here: let eager raise it
-                    raise TracedException(e) from e
                 return wrap_constant(value)
         if _text_method_call(fn, args, kwargs):
-            try:
+            with raised_in_the_trace(Exception):  # the user's code raises here: let eager raise it
                 value = fn(*[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
-            except Exception as e:  # the user's code raises here: let eager raise it
-                raise TracedException(e) from e
             return wrap_constant(value)
         if fn is print:
             raise Unsupported("print() writes outside the graph", hint="the graph breaks around it; move it out of the hot code to keep one graph")
@@ -235,10 +231,8 @@ def _len(tx: TracerContext, obj: VariableTracker) -> VariableTracker | None:
             raise Unsupported("TypeError: len() of a 0-d tensor")
         return obj.call_method(tx, "size", [ConstantVariable(0)], {})
     if isinstance(obj, RangeVariable):
-        try:
+        with raised_in_the_trace(OverflowError):  # (past sys.maxsize items)
             return ConstantVariable(len(obj.value))
-        except OverflowError as e:  # (past sys.maxsize items)
-            raise TracedException(e) from e
     if isinstance(obj, ConstDictVariable):
         return ConstantVariable(obj.length(tx))  # (a dict keyed by tensors knows its length, not its items)
     if isinstance(obj, (BaseListVariable, SetVariable)):
@@ -457,10 +451,8 @@ def _isinstance(tx: TracerContext, obj: VariableTracker, classes: VariableTracke
 def _issubclass(tx: TracerContext, cls: VariableTracker, classes: VariableTracker) -> VariableTracker:
     # Classes are constants of the trace: the real check (their metaclass's __subclasscheck__),
     # guarded on its answer.
-    try:
+    with raised_in_the_trace(TypeError):
         return ConstantVariable(subclass_check(tx, cls.as_python_constant(), classes.as_python_constant()))
-    except TypeError as e:
-        raise TracedException(e) from e
 
 
 @handler(setattr)
@@ -529,10 +521,8 @@ def _hasattr(tx: TracerContext, obj: VariableTracker, name: VariableTracker) -> 
 @handler(range)
 def _range(tx: TracerContext, *args: VariableTracker) -> VariableTracker:
     bounds = [a.as_python_constant() for a in args]
-    try:
+    with raised_in_the_trace(TypeError, ValueError):  # (a zero step, a float bound: as eager raises)
         return RangeVariable(range(*bounds))
-    except (TypeError, ValueError) as e:  # (a zero step, a float bound: as eager raises)
-        raise TracedException(e) from e
 
 
 @handler(slice)

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..context import TracerContext
-from ..exc import AttributeMissing, TracedException, Unsupported
+from ..exc import AttributeMissing, TracedException, Unsupported, raised_in_the_trace
 from ..guards import GuardKind
 from ..source import AttrSource, DictItemSource, Source
 from .base import DELETED, Identity, Methods, VariableTracker, class_static, hash_key, subclass_check
@@ -368,10 +368,8 @@ class DictViewVariable(VariableTracker):
             else:
                 method = getattr(type(view), name, None)
                 if method is not None and name in _VIEW_PURE_METHODS:
-                    try:
+                    with raised_in_the_trace(Exception):
                         result = method(view, *const_args)
-                    except Exception as e:
-                        raise TracedException(e) from e
                     return wrap_constant(result)
         raise Unsupported(f"method {name!r} of {self.describe()}")
 

@@ -14,7 +14,7 @@ import operator
 from typing import Any, Callable, Iterator
 
 from ..context import TracerContext
-from ..exc import TracedException, Unsupported
+from ..exc import TracedException, Unsupported, raised_in_the_trace
 from .base import VariableTracker
 from .builtin_functions import CLASS_METHODS, BuiltinVariable, handler, in_graph
 from .iteration import iterator_of
@@ -493,10 +493,8 @@ def _groupby(tx: TracerContext, iterable: VariableTracker, key: VariableTracker 
 @handler(itertools.tee)
 def _tee(tx: TracerContext, iterable: VariableTracker, n: VariableTracker | None = None) -> VariableTracker:
     count = 2 if n is None else n.as_python_constant()
-    try:
+    with raised_in_the_trace(TypeError, ValueError):
         itertools.tee((), count)
-    except (TypeError, ValueError) as e:
-        raise TracedException(e) from e
     it = iterator_of(tx, iterable)
     buffer: list[VariableTracker] = []
 

@@ -505,10 +505,8 @@ class RangeVariable(BaseListVariable):
         return super().var_getattr(tx, name)
 
     def getitem(self, tx: TracerContext, index: VariableTracker) -> VariableTracker:
-        try:
+        with raised_in_the_trace(IndexError, TypeError):
             return wrap_constant(self.value[index.as_python_constant()])
-        except (IndexError, TypeError) as e:
-            raise TracedException(e) from e
 
     def reconstruct(self, cg: Any) -> None:
         cg.load_const(self.value)
